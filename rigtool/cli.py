@@ -1,0 +1,78 @@
+"""The ``rigtool`` command line: parse, call the pipeline, map errors to exit status.
+
+Exit status: 0 on success, 2 on bad input (a :class:`RigtoolError`: one clear message, no
+traceback), 1 on an internal error. Each sub-command lives in ``rigtool/commands/NAME.py``
+with ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from rigtool import __version__
+from rigtool.errors import RigtoolError
+
+#: Sub-commands in the order ``rigtool --help`` lists them.
+COMMANDS: tuple[str, ...] = ("inspect", "convert", "simulate", "calibrate", "weigh", "subset",
+                             "run")
+
+
+def _load(name: str):
+    module_name = f"rigtool.commands.{name}"
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:  # this command is not part of this build
+            return None
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="rigtool",
+        description="Inertial parameters from free vibration on a spring-suspended platform.")
+    parser.add_argument("--version", action="version", version=f"rigtool {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show a traceback for internal errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = _load(name)
+        if module is None:
+            continue
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``rigtool`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # argparse itself exits 2 on a usage error
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except RigtoolError as exc:
+        print(f"rigtool {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rigtool: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the one place that reports internal errors
+        if args.debug:
+            traceback.print_exc()
+        print(f"rigtool {args.command}: internal error: {type(exc).__name__}: {exc} "
+              "(run with --debug for a traceback, and please report it)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

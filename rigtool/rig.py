@@ -1,0 +1,145 @@
+"""The suspended platform: axial springs, gravity, locked DOFs.
+
+Conventions
+-----------
+- Lab frame = motion-capture frame; platform pose ``x_lab = R @ x_platform + p``.
+- A spring joins a fixed ``anchor_lab`` to ``attachment_platform`` (platform frame). With
+  ``d = a - A`` (attachment minus anchor, lab), ``L = |d|``, ``u = d / L``, its force on the
+  platform, applied at the attachment point, is::
+
+      f = -(k (L - L0) + c dL/dt) u = -k d + (k L0) u - c (u . v_a) u
+
+  which is linear in ``(k, k L0, c)``: :func:`spring_wrench_regressor` gives those columns.
+- Wrenches are in lab components about the platform-frame origin ``p`` (``[f; n]``, N, N m).
+
+One spring model serves the simulator, the calibration and every identification stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rigtool.inertia import InertialParams
+
+#: Names of the six platform DOFs that a guide may lock, in wrench-row order.
+DOF_NAMES: tuple[str, ...] = ("x", "y", "z", "rx", "ry", "rz")
+
+
+@dataclass(frozen=True)
+class Spring:
+    """One axial spring.
+
+    Attributes
+    ----------
+    name : str
+    anchor_lab : ndarray (3,)
+        Fixed end, lab frame, m.
+    attachment_platform : ndarray (3,)
+        Moving end, platform frame, m.
+    stiffness : float
+        N/m (NaN when not yet calibrated).
+    free_length : float
+        m (NaN when not yet calibrated).
+    damping : float
+        N s/m along the spring.
+    """
+
+    name: str
+    anchor_lab: np.ndarray
+    attachment_platform: np.ndarray
+    stiffness: float = float("nan")
+    free_length: float = float("nan")
+    damping: float = 0.0
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The rigid platform: its markers and (once calibrated) its inertial parameters.
+
+    ``params`` is about the platform-frame origin (standard parameters, see inertia.py).
+    """
+
+    markers_platform: dict[str, np.ndarray]
+    params: InertialParams | None = None
+
+
+@dataclass(frozen=True)
+class Rig:
+    """Platform, springs, gravity (lab, m/s^2) and locked DOFs (subset of DOF_NAMES)."""
+
+    name: str
+    platform: Platform
+    springs: tuple[Spring, ...]
+    gravity_lab: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.80665]))
+    locked_dofs: tuple[str, ...] = ()
+
+    @property
+    def stiffness(self) -> np.ndarray:
+        """Stiffness of every spring, N/m."""
+        return np.array([s.stiffness for s in self.springs])
+
+    @property
+    def free_length(self) -> np.ndarray:
+        """Free length of every spring, m."""
+        return np.array([s.free_length for s in self.springs])
+
+    @property
+    def damping(self) -> np.ndarray:
+        """Damping of every spring, N s/m."""
+        return np.array([s.damping for s in self.springs])
+
+    def free_dof_rows(self) -> np.ndarray:
+        """Indices (0..5) of the wrench rows of DOFs that are not locked."""
+        return np.array([i for i, n in enumerate(DOF_NAMES) if n not in self.locked_dofs], int)
+
+
+def _spring_geometry(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+                     velocity_m_s: np.ndarray | None, omega_lab: np.ndarray | None):
+    """Per frame and spring: lever r (lab, from p), d = a - A, L, u, dL/dt."""
+    att = np.stack([s.attachment_platform for s in rig.springs])     # [S, 3]
+    anc = np.stack([s.anchor_lab for s in rig.springs])               # [S, 3]
+    r = np.einsum("...ij,sj->...si", rotation, att)                   # [..., S, 3]
+    d = position_m[..., None, :] + r - anc                            # [..., S, 3]
+    length = np.linalg.norm(d, axis=-1)                               # [..., S]
+    u = d / length[..., None]
+    if velocity_m_s is None or omega_lab is None:
+        rate = np.zeros_like(length)
+    else:
+        v_att = velocity_m_s[..., None, :] + np.cross(omega_lab[..., None, :], r)
+        rate = np.einsum("...si,...si->...s", u, v_att)
+    return r, d, length, u, rate
+
+
+def spring_wrench_regressor(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+                            velocity_m_s: np.ndarray | None = None,
+                            omega_lab: np.ndarray | None = None) -> np.ndarray:
+    """Columns ``W [..., 6, 3S]`` with spring wrench ``= W @ theta``.
+
+    ``theta = [k_1..k_S, (k L0)_1..(k L0)_S, c_1..c_S]``. Wrench in lab components about
+    the platform origin. Pose arrays: ``rotation [..., 3, 3]``, ``position_m [..., 3]``;
+    velocities (lab) may be omitted for the static part (the damping columns are then 0).
+    """
+    r, d, _, u, rate = _spring_geometry(rig, rotation, position_m, velocity_m_s, omega_lab)
+    n_spr = len(rig.springs)
+    forces = np.concatenate([-d, u, -rate[..., None] * u], axis=-2)  # [..., 3S, 3]
+    levers = np.concatenate([r, r, r], axis=-2)
+    moments = np.cross(levers, forces)
+    w = np.concatenate([forces, moments], axis=-1)                   # [..., 3S, 6]
+    assert w.shape[-2] == 3 * n_spr
+    return np.swapaxes(w, -1, -2)
+
+
+def spring_wrench(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+                  velocity_m_s: np.ndarray | None = None,
+                  omega_lab: np.ndarray | None = None) -> np.ndarray:
+    """Total spring wrench ``[..., 6]`` on the platform (lab components, about ``p``)."""
+    k = rig.stiffness
+    theta = np.concatenate([k, k * rig.free_length, rig.damping])
+    return spring_wrench_regressor(rig, rotation, position_m, velocity_m_s, omega_lab) @ theta
+
+
+def spring_lengths(rig: Rig, rotation: np.ndarray, position_m: np.ndarray) -> np.ndarray:
+    """Current length of every spring ``[..., S]``, m."""
+    return _spring_geometry(rig, rotation, position_m, None, None)[2]
