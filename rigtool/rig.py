@@ -143,3 +143,111 @@ def spring_wrench(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
 def spring_lengths(rig: Rig, rotation: np.ndarray, position_m: np.ndarray) -> np.ndarray:
     """Current length of every spring ``[..., S]``, m."""
     return _spring_geometry(rig, rotation, position_m, None, None)[2]
+
+
+# --------------------------------------------------------------------------- linearisation
+#
+# Small displacement of the platform from a pose: q = [dp (lab, m), dtheta (rotation vector,
+# lab, rad)], so a platform point moves by da = dp + dtheta x r = dp - [r x] dtheta. The
+# wrench (spring + gravity, about the moving platform origin, lab components) changes by
+# dw = -K q. Derived by hand (no library linearises a spring suspension):
+#   spring i, tension T = k (L - L0), f = -T u:  df = -Ks da,  Ks = k u u^T + (T/L)(1 - u u^T)
+#   dn = r x df + dr x f = -[r x] Ks G q + [f x][r x] dtheta,  G = [1, -[r x]]
+#   gravity F = M g at lever s = R c:  dn_g = [F x][s x] dtheta
+# K splits into an elastic part (k u u^T), a geometric part (preload T/L and the lever-arm
+# terms [f x][r x]) and a gravity part; at an equilibrium their sum is symmetric.
+
+def _skew3(v: np.ndarray) -> np.ndarray:
+    from rigtool.inertia import skew
+    return skew(v)
+
+
+@dataclass(frozen=True)
+class Stiffness:
+    """6x6 stiffness of the suspension at a pose (lab components, about the platform origin).
+
+    ``total = elastic + geometric + gravity``; rows/cols ordered x, y, z, rx, ry, rz.
+    """
+
+    elastic: np.ndarray
+    geometric: np.ndarray
+    gravity: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        """Sum of the three parts, N/m, N, N m/rad."""
+        return self.elastic + self.geometric + self.gravity
+
+
+def linearised_stiffness(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+                         load: InertialParams | None = None) -> Stiffness:
+    """Stiffness matrix of springs and gravity at a platform pose.
+
+    Parameters
+    ----------
+    rig : Rig
+        Calibrated springs (stiffness, free length) and gravity.
+    rotation, position_m : ndarray
+        Platform pose (3x3, and 3 in m).
+    load : InertialParams, optional
+        Everything that hangs on the springs (platform + load) in the platform frame,
+        for the gravity part; omit for springs only.
+    """
+    r, d, length, u, _ = _spring_geometry(rig, rotation, position_m, None, None)
+    elastic = np.zeros((6, 6))
+    geometric = np.zeros((6, 6))
+    for i, spring in enumerate(rig.springs):
+        ui, li, ri = u[i], length[i], r[i]
+        tension = spring.stiffness * (li - spring.free_length)
+        k_el = spring.stiffness * np.outer(ui, ui)
+        k_geo = tension / li * (np.eye(3) - np.outer(ui, ui))
+        sr = _skew3(ri)
+        f = -tension * ui
+        for part, ks in ((elastic, k_el), (geometric, k_geo)):
+            g = np.hstack([np.eye(3), -sr])               # da = G q
+            part[:3] += ks @ g
+            part[3:] += sr @ ks @ g
+        geometric[3:, 3:] -= _skew3(f) @ sr
+    gravity = np.zeros((6, 6))
+    if load is not None:
+        force = load.mass * np.asarray(rig.gravity_lab, float)
+        s = rotation @ load.com
+        gravity[3:, 3:] = -_skew3(force) @ _skew3(s)
+    return Stiffness(elastic, geometric, gravity)
+
+
+def mass_matrix_lab(params: InertialParams, rotation: np.ndarray) -> np.ndarray:
+    """6x6 spatial inertia about the platform origin, lab components (for q = [dp, dtheta])."""
+    m = params.mass
+    s = rotation @ params.com
+    inertia = rotation @ params.inertia_origin @ rotation.T
+    ss = _skew3(s)
+    out = np.zeros((6, 6))
+    out[:3, :3] = m * np.eye(3)
+    out[:3, 3:] = -m * ss
+    out[3:, :3] = m * ss
+    out[3:, 3:] = inertia
+    return out
+
+
+def gravity_wrench(rig: Rig, rotation: np.ndarray, params: InertialParams) -> np.ndarray:
+    """Gravity wrench on ``params`` (platform frame) about the platform origin, lab components."""
+    force = params.mass * np.asarray(rig.gravity_lab, float)
+    return np.concatenate([force, np.cross(rotation @ params.com, force)])
+
+
+def modes(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+          params: InertialParams) -> tuple[np.ndarray, np.ndarray]:
+    """Undamped small-vibration modes about a pose: frequencies (Hz, ascending) and shapes.
+
+    Solves ``K phi = w^2 M phi`` (scipy.linalg.eigh on the symmetrised stiffness); locked
+    DOFs are removed. Shapes are columns in the free DOFs' order.
+    """
+    from scipy.linalg import eigh
+
+    free = rig.free_dof_rows()
+    k = linearised_stiffness(rig, rotation, position_m, params).total
+    k = 0.5 * (k + k.T)[np.ix_(free, free)]
+    m = mass_matrix_lab(params, rotation)[np.ix_(free, free)]
+    w2, shapes = eigh(k, m)
+    return np.sqrt(np.clip(w2, 0.0, None)) / (2 * np.pi), shapes
