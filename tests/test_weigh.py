@@ -23,7 +23,7 @@ import pytest
 
 serial = pytest.importorskip("serial")
 
-from rigtool.cli import main  # noqa: E402
+import rigtool.cli  # noqa: E402
 from rigtool.config import load_session  # noqa: E402
 from rigtool.devices.scale import (  # noqa: E402
     KG_PER_UNIT, parse_any_line, parse_continuous_line, parse_mt_sics_line, read_weigh_json,
@@ -127,6 +127,17 @@ class PtyScale:
             if self.stream is not None and time.monotonic() >= next_stream:
                 os.write(self.master, next(self.stream).encode() + b"\r\n")
                 next_stream += self.period_s
+
+
+@pytest.fixture(autouse=True)
+def _only_weigh_command(monkeypatch):
+    """The CLI builds every sub-command's parser; test ``weigh`` alone, so a sibling
+    command's import problem cannot mask (or fake) the behaviour tested here."""
+    monkeypatch.setattr(rigtool.cli, "COMMANDS", ("weigh",))
+
+
+def main(argv):
+    return rigtool.cli.main(argv)
 
 
 def _read(port, **kw):
@@ -530,7 +541,9 @@ def test_cli_bad_settings(tmp_path, capsys, args, match):
 def test_cli_missing_port_subprocess_exit_2(tmp_path):
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-m", "rigtool.cli", "weigh", "--port",
+    script = ("import sys, rigtool.cli as c; c.COMMANDS = ('weigh',); "
+              "sys.exit(c.main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", script, "weigh", "--port",
                            str(tmp_path / "ttyNONE"), "-o", str(tmp_path / "w.json")],
                           capture_output=True, text=True, env=env, timeout=30)
     assert proc.returncode == 2
