@@ -510,7 +510,17 @@ def test_cli_silent_scale(tmp_path, capsys):
         code = main(["weigh", "--port", scale.path, "-o", str(tmp_path / "w.json"),
                      "--timeout", "0.6"])
     assert code == 2
-    assert f"scale on {scale.path}: no data for 0.6 s" in capsys.readouterr().err
+    assert f"scale on {scale.path}: no data for 0.6 s; expected a stream of weight lines or " \
+        "replies to 'SI' (is the scale on" in capsys.readouterr().err
+
+
+def test_cli_auto_polls_a_pty_mt_sics_scale_after_listening(tmp_path):
+    out = tmp_path / "w.json"
+    with PtyScale(["S D  80812 g", "S S  80817 g"]) as scale:
+        assert main(["weigh", "--port", scale.path, "-o", str(out), "--timeout", "5"]) == 0
+    mass, rec = read_weigh_json(out)
+    assert mass == pytest.approx(80.817, rel=1e-12)
+    assert (rec["unit"], rec["value"], rec["protocol"]) == ("g", 80817.0, "mt-sics")
 
 
 def test_cli_refuses_existing_output_before_weighing(tmp_path, capsys):

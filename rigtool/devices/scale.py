@@ -288,7 +288,9 @@ class _Lines:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            self.port.timeout = min(remaining, 0.25)
+            wait = min(remaining, 0.25)
+            if self.port.timeout != wait:  # pyserial reconfigures the port on each change
+                self.port.timeout = wait
             reader = getattr(self.port, "read_until", None)
             chunk = reader(b"\n") if reader is not None else self.port.readline()
             self.buffer += chunk
@@ -358,6 +360,17 @@ def _fatal(reply: ScaleReply, where: str) -> None:
                           "weight data (switch it to weighing mode)", found=reply.raw)
     if reply.status == "error" and reply.code != "ET":
         raise DeviceError(f"{where}: {_MT_ERRORS[reply.code]}", found=reply.raw)
+
+
+_SILENCE_HINT = {
+    "mt-sics": "replies to 'SI' (is the scale on, the cable in, the baud rate right? a scale "
+               "that only streams needs --protocol continuous)",
+    "continuous": "a stream of weight lines (is the scale on, the cable in, the baud rate "
+                  "right? is its output mode 'stream'? an MT-SICS scale needs --protocol "
+                  "mt-sics)",
+    "auto": "a stream of weight lines or replies to 'SI' (is the scale on, the cable in, the "
+            "baud rate and framing right?)",
+}
 
 
 def read_weight(port: SerialLike, /, *, protocol: str = "auto", timeout_s: float = 30.0,
@@ -432,12 +445,8 @@ def read_weight(port: SerialLike, /, *, protocol: str = "auto", timeout_s: float
             if time.monotonic() - last_data >= silence_s - 1e-6:
                 pending = lines.pending()
                 tail = f"; received only {pending!r} without a line end" if pending else ""
-                raise DeviceError(
-                    f"{where}: no data for {silence_s:g} s{tail}; expected "
-                    + ("replies to 'SI'" if polling else "a stream of weight lines")
-                    + " (is the scale on, the cable in, the baud rate right? "
-                    + ("for a scale that only streams use --protocol continuous)" if polling
-                       else "for an MT-SICS scale use --protocol mt-sics)"))
+                raise DeviceError(f"{where}: no data for {silence_s:g} s{tail}; expected "
+                                  f"{_SILENCE_HINT[protocol]}")
             continue
         last_data = time.monotonic()
         try:
