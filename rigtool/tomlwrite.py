@@ -109,33 +109,27 @@ def _is_table(value: Any) -> bool:
 
 
 def _emit(table: dict, prefix: str, out: list[str], inline_keys: frozenset[str]) -> None:
-    # Scalars (and inline tables/arrays) first, then sub-tables, then arrays of tables.
-    simple, tables, arrays = [], [], []
+    # Plain keys (and inline tables/arrays) first, as TOML requires; then sub-tables and
+    # arrays of tables in the caller's order (so a manifest reads top to bottom as written).
+    simple, sections = [], []
     for k, v in table.items():
         if v is None:
             continue                                     # TOML has no null: leave it out
         if str(k) in inline_keys and isinstance(v, dict):
             simple.append((k, Inline(v)))
-        elif _is_table(v):
-            tables.append((k, v))
-        elif _is_table_array(v):
-            arrays.append((k, v))
+        elif _is_table(v) or _is_table_array(v):
+            sections.append((k, v))
         else:
             simple.append((k, v))
     for k, v in simple:
         out.append(f"{_key(k)} = {_value(v, key=str(k))}")
-    for k, v in tables:
+    for k, v in sections:
         name = f"{prefix}.{_key(k)}" if prefix else _key(k)
-        if out:
-            out.append("")
-        out.append(f"[{name}]")
-        _emit(v, name, out, inline_keys)
-    for k, v in arrays:
-        name = f"{prefix}.{_key(k)}" if prefix else _key(k)
-        for item in v:
-            if out:
+        items, header = ([v], f"[{name}]") if _is_table(v) else (v, f"[[{name}]]")
+        for item in items:
+            if out and out[-1] != "":
                 out.append("")
-            out.append(f"[[{name}]]")
+            out.append(header)
             _emit(item, name, out, inline_keys)
 
 

@@ -458,10 +458,18 @@ def _standin_simulator(sc, job):
     return SimpleNamespace(time_s=base.time_s, rotation=rot, position_m=pos)
 
 
-def test_bundle_written_and_read_back(three, tmp_path):
-    pytest.importorskip("rigtool.mocap.plaincsv")
-    from rigtool.mocap import read_capture
+_FORMAT_MODULES = {"plain-csv": "plaincsv", "vicon-csv": "vicon", "motive-csv": "motive",
+                   "qualisys-tsv": "qualisys", "c3d": "c3d"}
 
+
+@pytest.mark.parametrize("fmt", list(_FORMAT_MODULES))
+def test_bundle_written_and_read_back(three, tmp_path, fmt):
+    module = pytest.importorskip(f"rigtool.mocap.{_FORMAT_MODULES[fmt]}")
+    if not hasattr(module, "write"):
+        pytest.skip(f"no {fmt} writer yet")
+    from rigtool.mocap import detect_format, read_capture
+
+    three = three.with_format(fmt)
     out = tmp_path / "out"
     res = write_bundle(three, out, simulator=_standin_simulator)
     rig = load_rig(out / "calibration" / "tiny-rig.toml")
@@ -475,6 +483,7 @@ def test_bundle_written_and_read_back(three, tmp_path):
     assert rig_truth["captures"][1]["holdout"] is True
     # capture files equal the synthesized markers to writing precision
     for job in capture_jobs(three):
+        assert detect_format(out / job.relpath) == fmt
         data = read_capture(out / job.relpath)
         exact_names, exact, _ = marker_positions(_standin_simulator(three, job), job.marker_sets)
         assert list(data.names) == exact_names
@@ -503,13 +512,24 @@ def test_bundle_with_real_dynamics_is_rigid(three, tmp_path):
                        atol=1e-6)
 
 
-def test_cli_simulate_refuses_overwrite(three, tmp_path, capsys):
-    pytest.importorskip("rigtool.mocap.plaincsv")
-    from rigtool.cli import main
+def _simulate_cli(argv):
+    """Run the simulate command as the CLI does (only this command's parser, so the test does
+    not depend on the other sub-commands being importable)."""
+    import argparse
 
+    from rigtool.commands import simulate
+
+    parser = argparse.ArgumentParser(prog="rigtool simulate")
+    simulate.add_arguments(parser)
+    return simulate.run(parser.parse_args(argv))
+
+
+def test_cli_simulate_refuses_overwrite(three, tmp_path):
     out = tmp_path / "cli"
     (out / "calibration").mkdir(parents=True)
     (out / "calibration" / "tiny-rig.toml").write_text("x = 1\n")
-    assert main(["simulate", str(three.path), "-o", str(out)]) == 2
-    assert "would be overwritten" in capsys.readouterr().err
-    assert main(["simulate", str(tmp_path / "missing.toml"), "-o", str(out)]) == 2
+    with pytest.raises(InputError, match="1 file\\(s\\) would be overwritten .*--force"):
+        _simulate_cli([str(three.path), "-o", str(out)])
+    assert (out / "calibration" / "tiny-rig.toml").read_text() == "x = 1\n"
+    with pytest.raises(ConfigError, match="file not found"):
+        _simulate_cli([str(tmp_path / "missing.toml"), "-o", str(out)])
