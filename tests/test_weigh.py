@@ -320,6 +320,18 @@ def test_silence():
         _read(FakePort(), protocol="continuous", silence_s=0.3)
 
 
+def test_lost_reply_is_asked_again():
+    port = FakePort(["S D 80.0 kg", None, "S S 80.817 kg"])
+    res = _read(port, protocol="mt-sics", silence_s=3.0)
+    assert res.mass_kg == 80.817 and len(port.written) == 3
+
+
+def test_no_data_before_timeout_says_so():
+    with pytest.raises(DeviceError, match=r"^scale on COM9: no data within 0.3 s; expected a "
+                                          r"stream of weight lines \(is the scale on"):
+        _read(FakePort(), protocol="continuous", timeout_s=0.3, silence_s=5.0)
+
+
 def test_bytes_without_line_end_are_garbage():
     port = FakePort(stream=["x" * 300], line_end=b"")
     with pytest.raises(DeviceError, match=r"received \d+ bytes without a line end; expected "
@@ -559,3 +571,12 @@ def test_cli_missing_port_subprocess_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "cannot open serial port" in proc.stderr and "ttyNONE" in proc.stderr
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import rigtool.devices.scale as scale
+
+    result = doctest.testmod(scale, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 5 and result.failed == 0

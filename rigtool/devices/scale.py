@@ -54,6 +54,8 @@ PROTOCOLS: tuple[str, ...] = ("auto", "mt-sics", "continuous")
 _UNITS_TEXT = "kg, g, mg, lb or oz"
 #: Longest run of bytes accepted without a line end before the input is called garbage.
 _MAX_LINE_BYTES = 256
+#: How long to wait for the answer to one ``SI`` before asking again (s).
+_REPLY_WAIT_S = 1.0
 #: At most this many raw lines are kept in the record (a 10 Hz stream for 30 s is 300).
 _MAX_RAW_LINES = 1000
 
@@ -433,9 +435,9 @@ def read_weight(port: SerialLike, /, *, protocol: str = "auto", timeout_s: float
             break
         if mode == "auto" and not polling and now - start >= min(listen_s, timeout_s):
             polling = True  # the scale does not stream: ask it
-        if polling:
+        if polling:  # ask again after a lost reply, until silence_s without any reply
             port.write(b"SI\r\n")
-            wait_until = min(deadline, now + silence_s)
+            wait_until = min(deadline, now + _REPLY_WAIT_S, last_data + silence_s)
         else:
             wait_until = min(deadline, last_data + silence_s)
             if mode == "auto":
@@ -477,6 +479,9 @@ def read_weight(port: SerialLike, /, *, protocol: str = "auto", timeout_s: float
         if polling:
             time.sleep(min(poll_interval_s, max(0.0, deadline - time.monotonic())))
 
+    if not lines.raw:
+        raise DeviceError(f"{where}: no data within {timeout_s:g} s; expected "
+                          f"{_SILENCE_HINT[protocol]}")
     shown = f"; last reply {last.raw!r} ({last.status})" if last is not None else ""
     raise DeviceError(f"{where}: no stable reading within {timeout_s:g} s{shown}; expected "
                       "the scale to settle (keep the object still, shield it from draughts, "
