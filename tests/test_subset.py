@@ -364,3 +364,100 @@ def test_json_block_and_nan_as_null():
     bad = fit_subset(_paper_tree(), _paper_postures()[:1], M0_PAPER)
     text = json.dumps(bad.to_json())          # NaN/inf must not leak into JSON
     assert "NaN" not in text and "Infinity" not in text
+
+
+def test_consistent_variant_on_paper_data():
+    r = fit_subset(_paper_tree(), _paper_postures(com_std=np.full(3, 1e-3), inertia_std=0.01),
+                   M0_PAPER, consistent=True)
+    assert set(r.link_params) == {"link0", "link1"}
+    masses = [p[0] for p in r.link_params.values()]
+    assert np.isclose(sum(masses), M0_PAPER, rtol=1e-6)
+    for p in r.link_params.values():
+        assert InertialParams(p).is_physically_consistent(tol=1e-6)
+    # the paper's data are consistent with a realisable split: the image stays within ~1 std
+    assert np.all(np.abs(r.consistent_values - r.values) <= 1.0 * r.std + 1e-6)
+    assert "consistent_values" in r.to_json()
+
+
+# ----------------------------------------------------------------------------- command line
+
+PAPER_TOML = """total_mass = 80.817
+
+[[links]]
+name = "link0"
+parent = "platform"
+[[links]]
+name = "link1"
+parent = "link0"
+joint = "spherical"
+joint_center = [0.0, 0.0, 0.0]
+""" + "".join(f"""
+[[postures]]
+name = "posture{k}"
+com = {list(TABLE2_S[k])}
+inertia_com = {_mat(*TABLE2_I[k]).tolist()}
+com_std = [0.001, 0.001, 0.001]
+inertia_std = 0.01
+rotations = {{ link1 = {TABLE2_R[k]} }}
+""" for k in (1, 2, 3))
+
+
+def _run(argv):
+    """``rigtool subset`` through the command module, with the CLI's error mapping."""
+    import argparse
+    from rigtool.commands import subset as cmd
+    from rigtool.errors import RigtoolError
+    parser = argparse.ArgumentParser()
+    cmd.add_arguments(parser)
+    try:
+        return cmd.run(parser.parse_args(argv)), ""
+    except RigtoolError as exc:
+        return 2, str(exc)
+
+
+def test_cli_writes_subset_json_and_refuses_to_overwrite_input(tmp_path, capsys):
+    src = tmp_path / "postures.toml"
+    src.write_text(PAPER_TOML)
+    code, _ = _run([str(src), "-o", str(tmp_path / "subset.json")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "sum.J_yy" in out and "rank 17 of 17" in out
+    doc = json.loads((tmp_path / "subset.json").read_text())
+    assert doc["subset"]["rank"] == 17 and len(doc["subset"]["values"]) == 17
+    assert len(doc["input"]["sha256"]) == 64
+    code, msg = _run([str(src), "-o", str(src)])
+    assert code == 2 and "refusing to write over the input" in msg
+    assert src.read_text() == PAPER_TOML
+
+
+@pytest.mark.parametrize("edit, field, message", [
+    (lambda t: t.replace("total_mass = 80.817", "total_mass = -1"), "total_mass",
+     "expected a positive number"),
+    (lambda t: t.replace('joint_center = [0.0, 0.0, 0.0]\n', ""), "links[1].joint_center",
+     "missing required field 'joint_center'"),
+    (lambda t: t.replace('joint = "spherical"', 'joint = "revolute"'), "links[1].joint",
+     "expected one of spherical"),
+    (lambda t: t.replace("rotations = { link1", "rotations = { arm", 1),
+     "postures[0].rotations.arm", "no link named 'arm'"),
+    (lambda t: t.replace("[[0.9999, 0.0071, 0.0099]", "[[0.9, 0.0071, 0.0099]", 1),
+     "postures[0].rotations.link1", "expected a rotation matrix"),
+    (lambda t: t.replace("com = [0.0002, -0.2562, -0.1265]", "com = [0.0002, -0.2562]"),
+     "postures[0].com", "expected an array of shape (3,)"),
+    (lambda t: t.replace("inertia_std = 0.01", "inertia_std = 0.0", 1),
+     "postures[0].inertia_std", "expected a positive number"),
+    (lambda t: t.replace('parent = "link0"', 'parent = "hand"'), "links[1].parent",
+     "must be a link listed before"),
+    (lambda t: t + "\nfoo = 1\n", None, "unknown field"),
+])
+def test_cli_bad_input_names_the_field(tmp_path, edit, field, message):
+    src = tmp_path / "postures.toml"
+    src.write_text(edit(PAPER_TOML))
+    code, msg = _run([str(src)])
+    assert code == 2 and message in msg and str(src) in msg
+    if field:
+        assert f"field '{field}'" in msg
+
+
+def test_cli_missing_file(tmp_path):
+    code, msg = _run([str(tmp_path / "nope.toml")])
+    assert code == 2 and "file not found" in msg

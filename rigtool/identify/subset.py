@@ -245,7 +245,8 @@ class SubsetResult:
     rtol: float = DEFAULT_RTOL
     base_check: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    link_params: dict | None = None
+    link_params: dict | None = None          # consistent variant: per-link standard params
+    consistent_values: np.ndarray | None = None  # consistent variant: the Phi_s they give
 
     @property
     def identified(self) -> bool:
@@ -272,6 +273,8 @@ class SubsetResult:
                "residual_rms": {k: num(v) for k, v in self.residual_rms.items()},
                "reduced_chi2": num(self.reduced_chi2), "weights": self.weights,
                "base_parameter_check": self.base_check, "warnings": list(self.warnings)}
+        if self.consistent_values is not None:
+            out["consistent_values"] = [num(v) for v in self.consistent_values]
         if self.link_params is not None:
             out["consistent_link_params"] = {
                 k: [num(v) for v in np.asarray(p)] for k, p in self.link_params.items()}

@@ -1,0 +1,77 @@
+"""``rigtool subset POSTURES.toml [-o OUT.json]``: Phi_s from overall properties measured
+elsewhere (SPEC "postures.toml").
+
+Prints a table (name, value, standard error), the rank and condition number, and names any
+combination the postures cannot identify with the posture to add. ``-o`` writes the JSON
+(``{"rigtool_version", "input": {path, sha256}, "subset": {...}}``); it never writes over
+the input file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rigtool import __version__
+from rigtool.config import sha256_of
+from rigtool.errors import ConfigError, InputError
+from rigtool.identify.postures_file import load_postures
+from rigtool.identify.subset import DEFAULT_RTOL, WEIGHTINGS, fit_subset
+
+HELP = "Phi_s (paper 002) from overall properties of several postures measured elsewhere"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``rigtool subset``."""
+    parser.add_argument("postures", type=Path, help="postures.toml (SPEC form)")
+    parser.add_argument("-o", "--output", type=Path, default=None,
+                        help="write the subset block as JSON here (default: print only)")
+    parser.add_argument("--weighting", choices=WEIGHTINGS, default="auto",
+                        help="auto: weight rows by the given standard errors (or a unit-free "
+                             "default); plain: unit weights, as paper 002's E_v1")
+    parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
+                        help=f"relative singular-value tolerance for an identified direction "
+                             f"(default {DEFAULT_RTOL:g})")
+    parser.add_argument("--consistent", action="store_true",
+                        help="also fit per-link parameters under the physical-consistency LMI "
+                             "(cvxpy/Clarabel) and report the Phi_s they give")
+    parser.add_argument("--json", action="store_true", help="print the JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, fit, print, and write when asked."""
+    if not 0 < args.rtol < 1:
+        raise InputError("expected 0 < --rtol < 1", field="--rtol", found=args.rtol)
+    if args.output is not None:
+        same = args.output.resolve() == args.postures.resolve() or (
+            args.output.exists() and args.postures.exists()
+            and args.output.samefile(args.postures))
+        if same:
+            raise InputError("refusing to write over the input file; choose another -o",
+                             path=args.output)
+    pf = load_postures(args.postures)
+    result = fit_subset(pf.tree, pf.postures, pf.total_mass_kg, rtol=args.rtol,
+                        weighting=args.weighting, consistent=args.consistent)
+    doc = {"rigtool_version": __version__,
+           "input": {"path": str(args.postures), "sha256": sha256_of(args.postures)},
+           "subset": result.to_json()}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(result.table())
+        for line in result.unidentifiable:
+            print(f"not identified: {line}")
+        for line in result.advice:
+            print(f"advice: {line}")
+        for line in result.warnings:
+            print(f"warning: {line}")
+    if args.output is not None:
+        try:
+            args.output.write_text(json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            raise ConfigError(f"cannot write the output: {exc.strerror}",
+                              path=args.output) from None
+        if not args.json:
+            print(f"wrote {args.output}")
+    return 0

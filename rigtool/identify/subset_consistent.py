@@ -1,0 +1,59 @@
+"""Physically consistent variant of the Phi_s fit (paper 000 LMIs, solved with Clarabel).
+
+Per-link standard parameters ``pi_j`` (10 each, about the link origin, link axes) are the
+unknowns; their image ``Phi_s = S M pi`` (``M``: minimal-parameter map of the tree, linear
+in pi; ``S``: Phi_B -> Phi_s) must fit the whitened posture equations, subject to
+``sum m_j = M0`` and a positive semidefinite pseudo-inertia per link. The postures cannot
+split masses or the J_yy between links, so a tiny ridge term (1e-8 of the data term, in
+column-scaled units) picks one realisable split; the reported Phi_s does not depend on it
+to first order.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from rigtool.identify.consistency import SOLVER, consistency_constraints
+from rigtool.identify.subset import phi_s_selector
+from rigtool.inertia import InertialParams
+from rigtool.tree import Link, Tree, minimal_parameters, phi_b_vector
+
+
+def minimal_map(tree: Tree) -> np.ndarray:
+    """``M`` (9n x 10n) with ``Phi_B = M @ concat(pi_j)`` (minimal parameters are linear)."""
+    n = len(tree.links)
+    cols = []
+    for k in range(10 * n):
+        e = np.zeros(10 * n)
+        e[k] = 1.0
+        links = tuple(Link(l.name, l.parent, l.joint_center_parent, InertialParams(e[10 * i:10 * i + 10]))
+                      for i, l in enumerate(tree.links))
+        cols.append(phi_b_vector(minimal_parameters(Tree(links))))
+    return np.stack(cols, axis=1)
+
+
+def consistent_fit(tree: Tree, result, a_w: np.ndarray, b_w: np.ndarray,
+                   total_mass_kg: float, *, ridge: float = 1e-8) -> None:
+    """Fill ``result.link_params`` and ``result.consistent_values`` (see module notes)."""
+    n = len(tree.links)
+    g = a_w @ phi_s_selector(n) @ minimal_map(tree)              # whitened rows over pi
+    scale = np.linalg.norm(g, axis=0)
+    scale[scale == 0] = 1.0
+    mass_cols = [10 * i for i in range(n)]
+    y = cp.Variable(10 * n)
+    pi = cp.multiply(1.0 / scale, y)
+    data = cp.sum_squares(g @ pi - b_w)
+    cons = [cp.sum(cp.hstack([pi[c] for c in mass_cols])) == total_mass_kg]
+    for i in range(n):
+        cons += consistency_constraints(pi[10 * i:10 * i + 10])
+    # data is in units of sigma^2; y in column-scaled units, of order |b_w|: the ridge is
+    # normalised so that it weighs ``ridge`` against the data term
+    per_y = float(b_w @ b_w) / max(10 * n, 1) or 1.0
+    prob = cp.Problem(cp.Minimize(data + ridge * cp.sum_squares(y) / per_y), cons)
+    prob.solve(solver=SOLVER)
+    if y.value is None:
+        raise RuntimeError(f"consistent subset fit failed: {prob.status}")
+    pv = np.asarray(y.value, float) / scale
+    result.link_params = {l.name: pv[10 * i:10 * i + 10] for i, l in enumerate(tree.links)}
+    result.consistent_values = phi_s_selector(n) @ minimal_map(tree) @ pv
