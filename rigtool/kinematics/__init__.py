@@ -1,1 +1,17 @@
-"""rigtool.kinematics."""
+"""rigtool.kinematics: marker clusters -> pose -> zero-phase filtered motion.
+
+- :mod:`rigtool.kinematics.pose`: SVD (Kabsch) pose per frame, outlier markers dropped.
+- :mod:`rigtool.kinematics.filtering`: zero-phase FIR/Butterworth filter, gap filling,
+  finite-difference derivatives (plain arrays, time first).
+- :mod:`rigtool.kinematics.motion`: :class:`Motion` (pose, velocities, accelerations, the one
+  place that knows body vs lab angular velocity) from a :class:`BodyTrajectory`.
+"""
+
+from rigtool.kinematics.filtering import ZeroPhaseFilter, derivative, design_fir, fill_gaps
+from rigtool.kinematics.motion import Motion, motion_from_pose
+from rigtool.kinematics.pose import (BodyTrajectory, body_trajectory, fit_pose,
+                                     markers_from_static)
+
+__all__ = ["BodyTrajectory", "fit_pose", "body_trajectory", "markers_from_static",
+           "ZeroPhaseFilter", "design_fir", "derivative", "fill_gaps", "Motion",
+           "motion_from_pose"]
