@@ -576,7 +576,7 @@ def test_cli_missing_port_subprocess_exit_2(tmp_path):
 def test_docstring_examples_run():
     import doctest
 
-    import rigtool.devices.scale as scale
+    import rigtool.devices.scale_protocols as protocols
 
-    result = doctest.testmod(scale, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(protocols, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 5 and result.failed == 0
