@@ -160,13 +160,13 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
                           line=name_line)
     check_unique(names, path=path, line=name_line)
 
-    cols = [0] + [j + k for j in xcols for k in range(3)]
-    unit_of = [units_cells[c].strip() if c < len(units_cells) else "" for c in cols[1:]]
+    xyz_cols = [j + k for j in xcols for k in range(3)]
+    unit_of = [units_cells[c].strip() if c < len(units_cells) else "" for c in xyz_cols]
     given = sorted({u for u in unit_of if u})
     if given and any(not u for u in unit_of):
         raise FormatError("units row has empty cells under some markers", path=path,
                           line=units_line)
-    factors = np.ones(len(cols) - 1)
+    factors = np.ones(len(xyz_cols))
     if given:
         for u in given:
             if u.lower() not in LENGTH_UNITS_TO_M:
@@ -179,13 +179,16 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
         factor, units_text = units_factor(None, user_units=user_units, path=path,
                                           line=units_line)
 
+    # Sub Frame is parsed only to refuse text in it.
+    lead = ["Frame", "Sub Frame"] if len(head) > 1 and head[1] == "sub frame" else ["Frame"]
+    cols = list(range(len(lead))) + xyz_cols
     widths = [len(c) for c in (rate_cells, name_cells, comp_cells, units_cells)]
     min_width = cols[-1] + 1
     max_width = max(widths + [min_width])
     start = reader.pos
     end = block_end(reader.raw, start, ",")
     first_line = reader.line + 1
-    col_names = ["Frame"] + [f"{n} {a}" for n in names for a in "XYZ"]
+    col_names = lead + [f"{n} {a}" for n in names for a in "XYZ"]
     table = parse_block(reader.raw, start, end, first_line=first_line, cols=cols,
                         min_width=min_width, max_width=max_width, path=path,
                         col_names=col_names)
@@ -193,7 +196,7 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
         raise FormatError("the Trajectories block has no data rows", path=path,
                           line=first_line)
     frames = check_frames(table[:, 0], path=path, first_line=first_line)
-    xyz = table[:, 1:] * (factors / factor)  # per-column units relative to the first
+    xyz = table[:, len(lead):] * (factors / factor)  # per-column units relative to the first
     return make_marker_data(frames=frames, time_s=None, rate_hz=rate, names=names, xyz=xyz,
                             factor=float(factor), units=units_text, fmt=_FMT, path=path)
 
