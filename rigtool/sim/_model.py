@@ -67,12 +67,16 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     return (diag + 2.0 * (vv + skew3(w * v))) / n2
 
 
-def quat_rate(q: np.ndarray, omega_lab: np.ndarray) -> np.ndarray:
-    """``dq/dt = 1/2 (0, omega) * q`` (Hamilton product, lab angular velocity), ``[..., 4]``."""
+def quat_rate(q: np.ndarray, omega_lab: np.ndarray,
+              omega_skew: np.ndarray | None = None) -> np.ndarray:
+    """``dq/dt = 1/2 (0, omega) * q`` (Hamilton product, lab angular velocity), ``[..., 4]``.
+
+    ``omega_skew`` (``[omega x]``), when the caller has it, saves a cross product.
+    """
     qv, qw = q[..., :3], q[..., 3:]
-    dv = 0.5 * (qw * omega_lab + cross(omega_lab, qv))
-    dw = -0.5 * (omega_lab * qv).sum(-1, keepdims=True)
-    return np.concatenate([dv, dw], -1)
+    w_qv = cross(omega_lab, qv) if omega_skew is None else (omega_skew @ qv[..., None])[..., 0]
+    return 0.5 * np.concatenate([qw * omega_lab + w_qv,
+                                 -(omega_lab * qv).sum(-1, keepdims=True)], -1)
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,9 @@ class Model:
                  "scatter": np.array(scatter, int), "scatter_edge": np.array(
                      [c for _, _, c in pairs], int),
                  "parent_index": np.array(self.parent[1:], int), "damping_matrix": damping,
+                 "parent_full": np.array([0] + list(self.parent[1:]), int),
                  "has_damping": bool(np.any(damping)),
+                 "has_spring_damping": bool(np.any(self.spring_damping)),
                  "mass_eye": self.mass[:, None, None] * np.eye(3)}
         for key, val in extra.items():
             object.__setattr__(self, key, val)
@@ -169,14 +175,21 @@ class Model:
 
 def spring_state(model: Model, rotation: np.ndarray, position_m: np.ndarray,
                  velocity_m_s: np.ndarray, omega_lab: np.ndarray):
-    """Spring lever ``r`` (lab, from p) ``[..., S, 3]``, length, unit vector, dL/dt, force."""
+    """Spring lever ``r`` (lab, from p) ``[..., S, 3]``, length, unit vector, dL/dt, force.
+
+    ``dL/dt`` is None when no spring has damping (it is then not needed).
+    """
     r = model.attachment_platform @ np.swapaxes(rotation, -1, -2)
-    d = position_m[..., None, :] + r - model.anchor_lab
+    d = r + (position_m[..., None, :] - model.anchor_lab)
     length = np.sqrt((d * d).sum(-1))
     u = d / length[..., None]
-    v_att = velocity_m_s[..., None, :] + cross(omega_lab[..., None, :], r)
-    rate = (u * v_att).sum(-1)
-    tension = model.stiffness * (length - model.free_length) + model.spring_damping * rate
+    tension = model.stiffness * (length - model.free_length)
+    if model.has_spring_damping:
+        v_att = velocity_m_s[..., None, :] + cross(omega_lab[..., None, :], r)
+        rate = (u * v_att).sum(-1)
+        tension = tension + model.spring_damping * rate
+    else:
+        rate = None                     # not needed without spring damping
     return r, length, u, rate, -tension[..., None] * u
 
 
@@ -197,6 +210,13 @@ class Kinematics:
     omega: np.ndarray         # [..., B, 3]
     bias_accel: np.ndarray    # [..., B, 3]  origin acceleration when d(nu)/dt = 0
     jacobian: np.ndarray      # [..., B, 6, N]  [v; omega] = J nu
+    omega_skew: np.ndarray    # [..., B, 3, 3]  [omega x]
+    omega_skew2: np.ndarray   # [..., B, 3, 3]  [omega x]^2
+
+
+def _matvec(a: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``a @ v`` over stacks of 3x3 matrices and 3-vectors."""
+    return (a @ v[..., None])[..., 0]
 
 
 def kinematics(model: Model, y: np.ndarray, *, full: bool = True) -> Kinematics:
@@ -207,14 +227,17 @@ def kinematics(model: Model, y: np.ndarray, *, full: bool = True) -> Kinematics:
     ``v_b = v_p + sum_e omega_parent(e) x lever_e`` and the velocity-product acceleration
     ``beta_b = sum_e omega_parent(e) x (omega_parent(e) x lever_e)``.
     With ``full=False`` (the integrator) only body 0's origin and velocity are filled in.
+    Cross products go through ``[omega x]`` matrices built once (fewer numpy calls).
     """
     p, quat, nu = model.split(y)
     lead = y.shape[:-1]
-    b_count, n = model.n_bodies, model.n_nu
+    b_count = model.n_bodies
     rot = quat_to_matrix(quat)
     omega = nu[..., 3:].reshape(lead + (b_count, 3))
-    jac = np.broadcast_to(model.jacobian0, lead + model.jacobian0.shape)
+    w_skew = skew3(omega)
+    w_skew2 = w_skew @ w_skew
     if b_count == 1:
+        jac = np.broadcast_to(model.jacobian0, lead + model.jacobian0.shape)
         origin = p[..., None, :]
         bias = np.zeros(lead + (1, 3))
     else:
@@ -222,50 +245,44 @@ def kinematics(model: Model, y: np.ndarray, *, full: bool = True) -> Kinematics:
         levers = np.zeros(lead + (b_count, 3))
         levers[..., 1:, :] = (rot[..., par, :, :] @ model.joint_parent[1:, :, None])[..., 0]
         origin = p[..., None, :] + model.ancestors @ levers if full else p[..., None, :]
-        w_par = omega[..., par, :]
-        local = np.zeros(lead + (b_count, 3))
-        local[..., 1:, :] = cross(w_par, cross(w_par, levers[..., 1:, :]))
-        bias = model.ancestors @ local
-        jac = jac.copy()
+        bias = model.ancestors @ _matvec(w_skew2[..., model.parent_full, :, :], levers)
+        jac = np.zeros(lead + model.jacobian0.shape)
+        jac += model.jacobian0
         flat = jac.reshape(lead + (-1,))
-        vals = skew3(levers[..., model.scatter_edge, :])
-        flat[..., model.scatter] = -vals.reshape(lead + (-1,))
+        flat[..., model.scatter] = -(levers[..., model.scatter_edge, :] @ _SKEW).reshape(
+            lead + (-1,))
     if full:
         vel = (jac[..., :3, :] @ nu[..., None, :, None])[..., 0]
     else:
         vel = nu[..., None, :3]
-    return Kinematics(rot, origin, vel, omega, bias, jac)
+    return Kinematics(rot, origin, vel, omega, bias, jac, w_skew, w_skew2)
 
 
 def mass_and_forces(model: Model, kin: Kinematics, nu: np.ndarray):
     """Mass matrix ``M [..., N, N]`` and generalized force ``Q [..., N]`` (all but inertia).
 
     Newton-Euler of body b about its origin, lab components, with ``h = m s = R h_body``:
-    ``[f; n] = Lambda [a; alpha] + [m w x (w x s); w x (I w)]``,
+    ``[f; n] = Lambda [a; alpha] + [w x (w x h); w x (I w)]``,
     ``Lambda = [[m 1, -[h x]], [[h x], I]]`` and ``[a; alpha] = J nu_dot + [beta; 0]``, so
     ``M = sum J^T Lambda J`` and ``Q = sum J^T (W_ext - Lambda [beta; 0] - bias)``.
     """
     rot = kin.rotation
-    m = model.mass
     lead = rot.shape[:-3]
     b_count, n = model.n_bodies, model.n_nu
-    h = (rot @ model.first_moment_body[:, :, None])[..., 0]                 # lab
+    h = rot @ model.first_moment_body[:, :, None]                           # [..., B, 3, 1]
     inertia = rot @ model.inertia_body @ np.swapaxes(rot, -1, -2)           # about origin
-    sh = skew3(h)
+    sh = skew3(h[..., 0])
     lam = np.empty(lead + (b_count, 6, 6))
     lam[..., :3, :3] = model.mass_eye
     lam[..., :3, 3:] = -sh
     lam[..., 3:, :3] = sh
     lam[..., 3:, 3:] = inertia
-    w = kin.omega
-    beta = kin.bias_accel
-    i_w = (inertia @ w[..., None])[..., 0]
-    g = model.gravity_lab
-    force = m[:, None] * (g - beta) - cross(w, cross(w, h))
-    moment = cross(h, g - beta) - cross(w, i_w)
-    wrench = np.concatenate([force, moment], -1)                            # [..., B, 6]
+    g_eff = (model.gravity_lab - kin.bias_accel)[..., None]                  # [..., B, 3, 1]
+    wrench = np.concatenate([model.mass[:, None, None] * g_eff - kin.omega_skew2 @ h,
+                             sh @ g_eff - kin.omega_skew @ (inertia @ kin.omega[..., None])],
+                            -2)[..., 0]                                     # [..., B, 6]
     wrench[..., 0, :] += spring_wrench_lab(model, rot[..., 0, :, :], kin.origin[..., 0, :],
-                                           kin.velocity[..., 0, :], w[..., 0, :])
+                                           kin.velocity[..., 0, :], kin.omega[..., 0, :])
     jac = kin.jacobian
     jac_t = np.swapaxes(jac.reshape(lead + (6 * b_count, n)), -1, -2)
     mass_matrix = jac_t @ (lam @ jac).reshape(lead + (6 * b_count, n))
@@ -304,5 +321,5 @@ def state_derivative(model: Model, y: np.ndarray) -> np.ndarray:
     """``dy/dt`` of a state (the integrator's right-hand side; batched too)."""
     kin, nu_dot = accelerations(model, y, full=False)
     _, quat, nu = model.split(y)
-    q_dot = quat_rate(quat, kin.omega)
+    q_dot = quat_rate(quat, kin.omega, kin.omega_skew)
     return np.concatenate([nu[..., :3], q_dot.reshape(y.shape[:-1] + (-1,)), nu_dot], -1)
