@@ -30,8 +30,9 @@ def _load(name: str):
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every available sub-command."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every available sub-command (or just ``only``, so a command
+    never depends on the other commands' modules importing)."""
     parser = argparse.ArgumentParser(
         prog="rigtool",
         description="Inertial parameters from free vibration on a spring-suspended platform.")
@@ -40,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show a traceback for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
+        if only is not None and name != only:
+            continue
         module = _load(name)
         if module is None:
             continue
@@ -53,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rigtool`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)  # argparse itself exits 2 on a usage error
+    tokens = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((t for t in tokens if not t.startswith("-")), None)
+    parser = build_parser(chosen if chosen in COMMANDS else None)
+    args = parser.parse_args(tokens)  # argparse itself exits 2 on a usage error
     if getattr(args, "_run", None) is None:
         parser.print_help()
         return 2

@@ -26,72 +26,82 @@ first unweighted pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from rigtool.errors import IdentifiabilityError
 from rigtool.identify.consistency import consistency_constraints, solve_triangle
 from rigtool.identify.lsq import LsqResult, reduce_to_triangle, solve_wls
 from rigtool.identify.propagate import propagate
+from rigtool.identify.platform_motion import CaptureMotion, equation_rows, row_names
 from rigtool.inertia import InertialParams, regressor_body
 from rigtool.rig import Rig, spring_wrench_regressor
 
-WRENCH_ROWS: tuple[str, ...] = ("f_x", "f_y", "f_z", "n_x", "n_y", "n_z")
+def _body_rows(rot: np.ndarray, cols_lab: np.ndarray) -> np.ndarray:
+    """Lab-component wrench columns ``[T, 6, K]`` to platform components."""
+    rt = np.swapaxes(rot, -1, -2)
+    return np.concatenate([rt @ cols_lab[:, :3], rt @ cols_lab[:, 3:]], axis=1)
 
 
-@dataclass(frozen=True)
-class CaptureMotion:
-    """Platform motion of one capture, ready for the equations.
+def _sym6_basis() -> np.ndarray:
+    """21 symmetric 6x6 basis matrices ``[21, 6, 6]`` (upper triangle, row-major)."""
+    out = []
+    for i in range(6):
+        for j in range(i, 6):
+            e = np.zeros((6, 6))
+            e[i, j] = e[j, i] = 1.0
+            out.append(e)
+    return np.array(out)
 
-    ``*_raw`` is the marker-fitted pose before filtering (short gaps interpolated); the rest
-    is filtered (lab components unless named ``_body``). ``filt`` applies the same zero-phase
-    filter (time axis first) that produced the filtered kinematics.
+
+def pose_deviation(rotation: np.ndarray, position_m: np.ndarray, reference: tuple) -> np.ndarray:
+    """``q [T, 6]``: translation (lab, m) and rotation vector (lab, rad) from a reference pose."""
+    r_ref, p_ref = reference
+    rel = np.einsum("tij,kj->tik", rotation, r_ref)
+    ok = np.all(np.isfinite(rel), axis=(1, 2))
+    rv = np.full(position_m.shape, np.nan)
+    rv[ok] = Rotation.from_matrix(rel[ok]).as_rotvec()
+    return np.concatenate([position_m - p_ref, rv], axis=1)
+
+
+def equation_terms(rig: Rig, cap: CaptureMotion, *,
+                   stiffness_reference: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y [T, r, 10], W [T, r, 3S (+21)])`` of one capture (rows: :func:`equation_rows`).
+
+    ``Y`` comes from the filtered kinematics; the elastic spring columns from the raw pose,
+    passed through the same filter; the damping columns from the filtered velocities. With
+    ``stiffness_reference`` (a pose), 21 more columns model a residual symmetric 6x6
+    stiffness ``w = -K q`` (lab components, q from that pose) for effects the axial springs
+    lack (lateral spring stiffness, cable bending).
     """
-
-    name: str
-    path: Path | None
-    time_s: np.ndarray
-    rotation_raw: np.ndarray
-    position_raw: np.ndarray
-    rotation: np.ndarray
-    position: np.ndarray
-    velocity_lab: np.ndarray
-    accel_lab: np.ndarray
-    omega_lab: np.ndarray
-    omega_body: np.ndarray
-    omega_dot_body: np.ndarray
-    valid: np.ndarray
-    filt: Callable[[np.ndarray], np.ndarray]
-    correlation_frames: int
-    load: InertialParams = field(default_factory=lambda: InertialParams(np.zeros(10)))
-    holdout: bool = False
-
-
-def equation_terms(rig: Rig, cap: CaptureMotion) -> tuple[np.ndarray, np.ndarray]:
-    """``(Y [T, 6, 10], W [T, 6, 3S])`` of one capture, platform components."""
     rt = np.swapaxes(cap.rotation, -1, -2)
     a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
     y = regressor_body(a_minus_g, cap.omega_body, cap.omega_dot_body)
     n_spr = len(rig.springs)
-    w_raw = spring_wrench_regressor(rig, cap.rotation_raw, cap.position_raw)[..., : 2 * n_spr]
-    rt_raw = np.swapaxes(cap.rotation_raw, -1, -2)
-    w_raw = np.concatenate([rt_raw @ w_raw[:, :3], rt_raw @ w_raw[:, 3:]], axis=1)
-    w_elastic = cap.filt(w_raw)
+    w_el = spring_wrench_regressor(rig, cap.rotation_raw, cap.position_raw)[..., : 2 * n_spr]
+    cols = [cap.filt(_body_rows(cap.rotation_raw, w_el))]
     w_damp = spring_wrench_regressor(rig, cap.rotation, cap.position, cap.velocity_lab,
                                      cap.omega_lab)[..., 2 * n_spr:]
-    w_damp = np.concatenate([rt @ w_damp[:, :3], rt @ w_damp[:, 3:]], axis=1)
-    return y, np.concatenate([w_elastic, w_damp], axis=2)
+    cols.append(_body_rows(cap.rotation, w_damp))
+    if stiffness_reference is not None:
+        q = pose_deviation(cap.rotation_raw, cap.position_raw, stiffness_reference)
+        w_k = -np.einsum("kij,tj->tik", _sym6_basis(), q)            # [T, 6, 21], lab, about p
+        cols.append(cap.filt(_body_rows(cap.rotation_raw, w_k)))
+    w = np.concatenate(cols, axis=2)
+    return equation_rows(rig, cap.rotation, y), equation_rows(rig, cap.rotation, w)
 
 
-def parameter_names(rig: Rig) -> list[str]:
+def parameter_names(rig: Rig, *, residual_stiffness: bool = False) -> list[str]:
     """Names of the unknowns ``x`` in order."""
     from rigtool.inertia import PARAM_NAMES
     names = [f"platform.{n}" for n in PARAM_NAMES]
     for kind in ("stiffness", "k_free_length", "damping"):
         names += [f"{s.name}.{kind}" for s in rig.springs]
+    if residual_stiffness:
+        dofs = ("x", "y", "z", "rx", "ry", "rz")
+        names += [f"K_residual.{dofs[i]}{dofs[j]}" for i in range(6) for j in range(i, 6)]
     return names
 
 
@@ -104,6 +114,7 @@ class HoldoutCheck:
     com_error_m: float
     inertia_error_rel: float          # max |error| / largest principal moment
     identified: InertialParams        # in the platform frame
+    known: InertialParams
 
 
 @dataclass(frozen=True)
@@ -130,12 +141,15 @@ class CalibrationResult:
     holdout: list[HoldoutCheck]
     warnings: list[str]
     n_frames: int
+    residual_stiffness: np.ndarray | None = None       # 6x6, N/m, N, N m/rad (lab axes)
+    residual_stiffness_std: np.ndarray | None = None
+    stiffness_reference: tuple | None = None
 
 
-def _stack(rig: Rig, captures: list[CaptureMotion]):
+def _stack(rig: Rig, captures: list[CaptureMotion], reference: tuple | None):
     a_all, b_all, blk = [], [], []
     for i, cap in enumerate(captures):
-        y, w = equation_terms(rig, cap)
+        y, w = equation_terms(rig, cap, stiffness_reference=reference)
         ok = cap.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
         a_all.append(np.concatenate([y, -w], axis=2)[ok])
         b_all.append(-(y @ cap.load.pi)[ok])
@@ -143,9 +157,8 @@ def _stack(rig: Rig, captures: list[CaptureMotion]):
     return np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk)
 
 
-def _explain_rank(rig: Rig, fit: LsqResult, a: np.ndarray) -> str:
+def _explain_rank(names: list[str], a: np.ndarray) -> str:
     """Name the parameters in the weakest direction of the design."""
-    names = parameter_names(rig)
     flat = a.reshape(-1, a.shape[-1])
     scale = np.linalg.norm(flat, axis=0)
     scale[scale == 0] = 1.0
@@ -155,9 +168,35 @@ def _explain_rank(rig: Rig, fit: LsqResult, a: np.ndarray) -> str:
     return ", ".join(names[i] for i in idx if abs(weak[i]) > 0.1)
 
 
+def _weighted_fit(a, b, blk, lag, rcond, names):
+    first = solve_wls(a, b, block=blk, rcond=rcond)
+    if first.rank < a.shape[2]:
+        raise IdentifiabilityError(
+            f"the calibration captures determine only {first.rank} of {a.shape[2]} unknowns; "
+            f"weakly determined: {_explain_rank(names, a)}. Add captures with reference "
+            "bodies at other mounts (offset along x and y, and heavier) and excite all six "
+            "platform motions")
+    sigma = np.sqrt(np.mean(first.residual ** 2, axis=0))
+    weights = 1.0 / np.where(sigma > 0, sigma, 1.0)
+    return solve_wls(a, b, row_weights=weights, block=blk, max_lag=lag, rcond=rcond), weights
+
+
 def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: bool = True,
-                     rcond: float = 1e-9) -> CalibrationResult:
+                     residual_stiffness: bool = False, rcond: float = 1e-9) -> CalibrationResult:
     """Calibrate springs and platform from prepared captures (see module docstring).
+
+    Parameters
+    ----------
+    rig : Rig
+        Geometry (anchors, attachments, gravity, locked DOFs); spring values are ignored.
+    captures : list of CaptureMotion
+        Prepared captures with their known loads (platform frame); ``holdout`` ones are
+        left out of the fit and identified afterwards as a check.
+    consistent : bool
+        Enforce a physically consistent platform (pseudo-inertia LMI), k > 0 and c >= 0.
+    residual_stiffness : bool
+        Add a symmetric 6x6 residual stiffness (lab axes, about the platform origin, from
+        the first capture's mean pose) for effects the axial springs lack.
 
     Raises
     ------
@@ -174,36 +213,53 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
                                    "inertia: the equations are homogeneous and cannot fix the "
                                    "scale of stiffness and platform inertia; add a capture with "
                                    "a reference body on the platform")
-    a, b, blk = _stack(rig, fit_caps)
-    n_par = a.shape[2]
     lag = max(c.correlation_frames for c in fit_caps)
-    first = solve_wls(a, b, block=blk, rcond=rcond)
-    if first.rank < n_par:
-        raise IdentifiabilityError(
-            f"the calibration captures determine only {first.rank} of {n_par} unknowns; "
-            f"weakly determined: {_explain_rank(rig, first, a)}. Add captures with reference "
-            "bodies at other mounts (offset along x and y, and heavier) and excite all six "
-            "platform motions")
-    sigma = np.sqrt(np.mean(first.residual ** 2, axis=0))
-    weights = 1.0 / np.where(sigma > 0, sigma, 1.0)
-    fit = solve_wls(a, b, row_weights=weights, block=blk, max_lag=lag, rcond=rcond)
+    c0 = fit_caps[0]
+    ok0 = c0.valid & np.all(np.isfinite(c0.position_raw), axis=1)
+    reference = (Rotation.from_matrix(c0.rotation_raw[ok0]).mean().as_matrix(),
+                 c0.position_raw[ok0].mean(axis=0))
+    warnings: list[str] = [w for c in captures for w in c.warnings]
+
+    a, b, blk = _stack(rig, fit_caps, None)
+    base_names = parameter_names(rig)
+    fit, weights = _weighted_fit(a, b, blk, lag, rcond, base_names)
+    # Does the data show an effect the axial-spring model lacks? Fit the residual stiffness
+    # and look at its significance and at how much of the residual it explains.
+    a_k, b_k, blk_k = _stack(rig, fit_caps, reference)
+    fit_k, weights_k = _weighted_fit(a_k, b_k, blk_k, lag, rcond,
+                                     parameter_names(rig, residual_stiffness=True))
+    n_base = a.shape[2]
+    z = np.abs(fit_k.x[n_base:]) / np.where(fit_k.std[n_base:] > 0, fit_k.std[n_base:], 1.0)
+    rms0 = np.sqrt(np.mean(fit.residual ** 2, axis=0))
+    rms1 = np.sqrt(np.mean(fit_k.residual ** 2, axis=0))
+    gain = 1.0 - rms1 / np.where(rms0 > 0, rms0, 1.0)
+    if not residual_stiffness and z.max() > 5.0 and gain.max() > 0.05:
+        rows = row_names(rig)
+        j = int(np.argmax(gain))
+        warnings.append(
+            f"the residuals show an effect the axial-spring model lacks (e.g. lateral spring "
+            f"stiffness): a residual 6x6 stiffness is significant (max {z.max():.0f} standard "
+            f"errors) and removes {100 * gain[j]:.0f}% of the {rows[j]} residual; rerun with "
+            "--residual-stiffness")
+    if residual_stiffness:
+        a, b, blk, fit, weights = a_k, b_k, blk_k, fit_k, weights_k
+    names = parameter_names(rig, residual_stiffness=residual_stiffness)
     x = fit.x.copy()
     n_spr = len(rig.springs)
-    warnings: list[str] = []
     if consistent:
-        rq, z, _ = reduce_to_triangle(a, b, weights)
+        rq, zz, _ = reduce_to_triangle(a, b, weights)
         scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
 
         def constraints(xv):
             return consistency_constraints(xv[:10]) + [xv[10:10 + n_spr] >= 0,
-                                                       xv[10 + 2 * n_spr:] >= 0]
+                                                       xv[10 + 2 * n_spr:10 + 3 * n_spr] >= 0]
 
         if not (InertialParams(x[:10]).is_physically_consistent()
-                and np.all(x[10:10 + n_spr] > 0) and np.all(x[10 + 2 * n_spr:] >= 0)):
-            x = solve_triangle(rq, z, constraints_for=constraints, x0=x, scale=scale)
+                and np.all(x[10:10 + n_spr] > 0)
+                and np.all(x[10 + 2 * n_spr:10 + 3 * n_spr] >= 0)):
+            x = solve_triangle(rq, zz, constraints_for=constraints, x0=x, scale=scale)
             diff = np.abs(x - fit.x) / np.where(fit.std > 0, fit.std, 1.0)
             if np.any(diff > 2.0):
-                names = parameter_names(rig)
                 worst = names[int(np.argmax(diff))]
                 warnings.append(f"the physically consistent fit differs from the unconstrained "
                                 f"one by more than 2 standard errors (most in {worst}); the data "
@@ -222,28 +278,37 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
         p = InertialParams(v)
         return np.concatenate([[p.mass], p.com, p.inertia_com.ravel()])
 
-    props, pcov = propagate(platform_props, x[:10], cov[:10, :10])
+    _, pcov = propagate(platform_props, x[:10], cov[:10, :10])
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     resid = b - np.einsum("trp,p->tr", a, x)
-    rms = {name: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, name in enumerate(WRENCH_ROWS)}
-    result_platform = InertialParams(x[:10])
-    holdouts = [_holdout_check(rig, c, x, weights) for c in captures if c.holdout]
-    return CalibrationResult(
+    rms = {name: float(np.sqrt(np.mean(resid[:, j] ** 2)))
+           for j, name in enumerate(row_names(rig))}
+    k_res = k_res_std = None
+    if residual_stiffness:
+        basis = _sym6_basis()
+        k_res = np.einsum("k,kij->ij", x[n_base:], basis)
+        k_res_std = np.einsum("k,kij->ij", np.sqrt(np.diag(cov)[n_base:]), basis)
+    cal = CalibrationResult(
         stiffness=k, stiffness_std=k_std, free_length=kl0 / k, free_length_std=l0_std,
-        damping=x[10 + 2 * n_spr:], damping_std=np.sqrt(np.diag(cov)[10 + 2 * n_spr:]),
-        platform=result_platform, platform_mass_std=float(pstd[0]),
+        damping=x[10 + 2 * n_spr:10 + 3 * n_spr],
+        damping_std=np.sqrt(np.diag(cov)[10 + 2 * n_spr:10 + 3 * n_spr]),
+        platform=InertialParams(x[:10]), platform_mass_std=float(pstd[0]),
         platform_com_std=pstd[1:4], platform_inertia_std=pstd[4:].reshape(3, 3),
-        unconstrained=fit.x, x=x, cov=cov, names=parameter_names(rig), residual_rms=rms,
-        rank=fit.rank, condition_number=fit.condition_number, holdout=holdouts,
-        warnings=warnings, n_frames=int(a.shape[0]))
+        unconstrained=fit.x, x=x, cov=cov, names=names, residual_rms=rms,
+        rank=fit.rank, condition_number=fit.condition_number, holdout=[],
+        warnings=warnings, n_frames=int(a.shape[0]), residual_stiffness=k_res,
+        residual_stiffness_std=k_res_std,
+        stiffness_reference=reference if residual_stiffness else None)
+    cal.holdout.extend(_holdout_check(rig, c, cal, weights) for c in captures if c.holdout)
+    return cal
 
 
-def _holdout_check(rig: Rig, cap: CaptureMotion, x: np.ndarray,
+def _holdout_check(rig: Rig, cap: CaptureMotion, cal: CalibrationResult,
                    weights: np.ndarray) -> HoldoutCheck:
     """Identify the held-out load (10 parameters, platform frame) with the calibrated rig."""
-    y, w = equation_terms(rig, cap)
+    y, w = equation_terms(rig, cap, stiffness_reference=cal.stiffness_reference)
     ok = cap.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
-    rhs = (w @ x[10:])[ok] - (y @ x[:10])[ok]
+    rhs = (w @ cal.x[10:])[ok] - (y @ cal.x[:10])[ok]
     fit = solve_wls(y[ok], rhs, row_weights=weights)
     ident = InertialParams(fit.x)
     known = cap.load
@@ -252,4 +317,4 @@ def _holdout_check(rig: Rig, cap: CaptureMotion, x: np.ndarray,
         capture=cap.name, mass_error_kg=ident.mass - known.mass,
         com_error_m=float(np.linalg.norm(ident.com - known.com)),
         inertia_error_rel=float(np.abs(ident.inertia_com - known.inertia_com).max() / i_max),
-        identified=ident)
+        identified=ident, known=known)

@@ -15,7 +15,9 @@ Spring models: ``"exact"`` (default) evaluates every spring from the measured ge
 ``K`` the elastic + geometric stiffness at the capture's mean pose (rigtool.rig).
 
 Row weighting: ``"noise"`` (default; 1/sigma per wrench component from a first pass),
-``"plain"`` (unweighted: N and N m mixed as they come).
+``"plain"`` (unweighted: N and N m mixed as they come), ``"dual-metric"`` (paper 004: the
+residual wrench measured by the inverse spatial inertia of the vibrating assembly, which is
+unit- and coordinate-independent; convex through a Schur-complement LMI).
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.calibrate import CaptureMotion, WRENCH_ROWS
-from rigtool.identify.consistency import consistency_constraints, solve_triangle
+import cvxpy as cp
+
+from rigtool.identify.consistency import SOLVER, consistency_constraints, solve_triangle
 from rigtool.identify.lsq import reduce_to_triangle, solve_wls
+from rigtool.identify.platform_motion import CaptureMotion, WRENCH_ROWS, equation_rows, row_names
 from rigtool.identify.propagate import propagate
-from rigtool.inertia import InertialParams, regressor_body, transform_params
-from rigtool.rig import Rig, linearised_stiffness, spring_wrench
+from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
+from rigtool.rig import Rig, linearised_stiffness, spring_wrench, spring_wrench_regressor
 
 SPRING_MODELS = ("exact", "linear")
-WEIGHTINGS = ("noise", "plain")
+WEIGHTINGS = ("noise", "plain", "dual-metric")
 
 
 def transform_matrix(rotation: np.ndarray, translation_m: np.ndarray) -> np.ndarray:
@@ -41,9 +45,20 @@ def transform_matrix(rotation: np.ndarray, translation_m: np.ndarray) -> np.ndar
     return np.stack([transform_params(e, rotation, translation_m) for e in np.eye(10)], axis=1)
 
 
+def _to_body(rot: np.ndarray, w_lab: np.ndarray) -> np.ndarray:
+    rt = np.swapaxes(rot, -1, -2)
+    return np.concatenate([np.einsum("tij,tj...->ti...", rt, w_lab[:, :3]),
+                           np.einsum("tij,tj...->ti...", rt, w_lab[:, 3:])], axis=1)
+
+
 def spring_wrench_body(rig: Rig, cap: CaptureMotion, *, model: str = "exact") -> np.ndarray:
-    """Total spring wrench ``[T, 6]`` in platform components about its origin, filtered like
-    the kinematics (both sides of the equation see the same filter)."""
+    """Total spring wrench ``[T, 6]`` in platform components about its origin.
+
+    The elastic part comes from the raw (unfiltered) pose and is passed through the capture's
+    filter, so both sides of the equation see the same filter; the damping part comes from
+    the filtered velocities. ``model="linear"`` replaces the exact elastic wrench by paper
+    002's stiffness-matrix model about the capture's mean pose (``w0 - K q``).
+    """
     if model == "exact":
         w_lab = spring_wrench(rig, cap.rotation_raw, cap.position_raw)
         rot = cap.rotation_raw
@@ -53,31 +68,44 @@ def spring_wrench_body(rig: Rig, cap: CaptureMotion, *, model: str = "exact") ->
         p_mean = cap.position_raw[ok].mean(axis=0)
         w0 = spring_wrench(rig, r_mean, p_mean)
         k = linearised_stiffness(rig, r_mean, p_mean).total
-        dtheta = Rotation.from_matrix(np.einsum("tij,kj->tik", cap.rotation_raw, r_mean)).as_rotvec()
+        rel = np.einsum("tij,kj->tik", cap.rotation_raw, r_mean)
+        good = np.all(np.isfinite(rel), axis=(1, 2))
+        dtheta = np.full(cap.position_raw.shape, np.nan)
+        dtheta[good] = Rotation.from_matrix(rel[good]).as_rotvec()
         dq = np.concatenate([cap.position_raw - p_mean, dtheta], axis=1)
         w_lab = w0 - dq @ k.T
-        rot = np.broadcast_to(r_mean, cap.rotation_raw.shape)
+        rot = cap.rotation_raw
     else:
         raise ValueError(f"spring model must be one of {SPRING_MODELS}")
-    rt = np.swapaxes(rot, -1, -2)
-    w_body = np.concatenate([np.einsum("tij,tj->ti", rt, w_lab[:, :3]),
-                             np.einsum("tij,tj->ti", rt, w_lab[:, 3:])], axis=1)
-    w_body = cap.filt(w_body)
-    if rig.damping.any():
+    w_body = cap.filt(_to_body(rot, w_lab))
+    if np.any(rig.damping > 0):
         n_spr = len(rig.springs)
-        cols = spring_wrench_regressor_damping(rig, cap)
-        w_body = w_body + cols @ rig.damping
+        cols = spring_wrench_regressor(rig, cap.rotation, cap.position, cap.velocity_lab,
+                                       cap.omega_lab)[..., 2 * n_spr:]
+        w_body = w_body + _to_body(cap.rotation, cols) @ rig.damping
     return w_body
 
 
-def spring_wrench_regressor_damping(rig: Rig, cap: CaptureMotion) -> np.ndarray:
-    """Damping columns ``[T, 6, S]`` (platform components) from the filtered motion."""
-    from rigtool.rig import spring_wrench_regressor
-    n_spr = len(rig.springs)
-    w = spring_wrench_regressor(rig, cap.rotation, cap.position, cap.velocity_lab,
-                                cap.omega_lab)[..., 2 * n_spr:]
-    rt = np.swapaxes(cap.rotation, -1, -2)
-    return np.concatenate([rt @ w[:, :3], rt @ w[:, 3:]], axis=1)
+def spatial_inertia_basis() -> np.ndarray:
+    """``[10, 6, 6]``: spatial inertia about the origin (body comps) is ``sum_k pi_k B_k``.
+
+    ``Lambda = [[m 1, -[h x]], [[h x], I_o]]``; wrench ``= Lambda @ [a; w_dot]`` + velocity
+    terms. Affine in the parameters, so the dual metric stays an LMI (paper 004 eq. 31-33).
+    """
+    from rigtool.inertia import inertia_matrix
+    out = np.zeros((10, 6, 6))
+    out[0, :3, :3] = np.eye(3)
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = 1.0
+        out[1 + k, :3, 3:] = -skew(e)
+        out[1 + k, 3:, :3] = skew(e)
+    six_order = [0, 1, 2, 3, 4, 5]           # xx, xy, xz, yy, yz, zz as in pi[4:]
+    for k in six_order:
+        v = np.zeros(6)
+        v[k] = 1.0
+        out[4 + k, 3:, 3:] = inertia_matrix(v)
+    return out
 
 
 @dataclass(frozen=True)
@@ -91,7 +119,8 @@ class PostureResult:
     inertia_com: np.ndarray
     inertia_com_std: np.ndarray
     params: InertialParams                # about the base-link origin (consistent fit)
-    params_cov: np.ndarray                # 9x9 covariance of pi[1:]
+    params_cov: np.ndarray                # 9x9 covariance of pi[1:] (h, I about origin)
+    props_cov: np.ndarray                 # 12x12 covariance of [com (3), inertia_com (9)]
     unconstrained: InertialParams
     residual_rms: dict[str, float]
     measured_wrench: np.ndarray           # [T, 6] spring wrench (platform comps)
@@ -100,6 +129,7 @@ class PostureResult:
     spring_model: str
     weighting: str
     warnings: list[str]
+    mass_from_vibration: tuple[float, float] | None = None   # (kg, std) when asked
 
     def plot(self, ax=None):
         """Measured against fitted wrench per component (six stacked axes); returns the axes."""
@@ -115,46 +145,133 @@ class PostureResult:
         return ax
 
 
+def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
+                     metric_basis: np.ndarray, x_fixed_prefix: np.ndarray | None,
+                     consistent_map, scale: np.ndarray) -> np.ndarray:
+    """``min sum_t r_t^T M(x)^-1 r_t``, ``r_t = a_t x - b_t``, ``M(x) = M0 + sum_k x_k B_k``.
+
+    Paper 004 (eq. 31-33) writes one Schur-complement LMI per sample. Here the metric is the
+    same for every frame (a rigid assembly, platform components), so
+    ``sum_t r_t^T M^-1 r_t = tr(M^-1 R R^T)`` with ``R = [r_1 .. r_T]`` (6 x T). ``R``'s rows
+    lie in the span of the columns of the stacked design, so with an orthonormal basis ``Q``
+    of that span ``R R^T = (R Q)(R Q)^T`` exactly and one LMI
+    ``[[M(x), R~(x)], [R~(x)^T, Z]] >> 0``, minimise ``tr Z``, does it with R~ only 6 x (P+1).
+    """
+    t, r, p = a.shape
+    stacked = np.concatenate([a.transpose(1, 2, 0).reshape(r * p, t),
+                              b.T.reshape(r, t)], axis=0).T        # [T, r (P + 1)]
+    q, _ = np.linalg.qr(stacked)
+    a_red = np.einsum("trp,tk->rkp", a, q)                          # [r, K, P]
+    b_red = b.T @ q                                                 # [r, K]
+    y = cp.Variable(p)
+    x = cp.multiply(scale, y)
+    kdim = q.shape[1]
+    r_tilde = cp.hstack([cp.reshape(a_red[:, k, :] @ x - b_red[:, k], (r, 1), order="F")
+                         for k in range(kdim)])
+    metric = metric_const + sum(x[k] * metric_basis[k] for k in range(p))
+    z = cp.Variable((kdim, kdim), symmetric=True)
+    block = cp.bmat([[metric, r_tilde], [r_tilde.T, z]])
+    cons = [0.5 * (block + block.T) >> 0]
+    if consistent_map is not None:
+        cons += consistent_map(x)
+    prob = cp.Problem(cp.Minimize(cp.trace(z)), cons)
+    try:
+        prob.solve(solver=SOLVER)
+    except cp.SolverError:
+        prob.solve(solver="SCS", eps=1e-9)
+    if y.value is None:
+        raise RuntimeError(f"dual-metric fit failed: {prob.status}")
+    return np.asarray(scale * y.value, float)
+
+
 def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 base_rotation_platform: np.ndarray, base_position_platform: np.ndarray,
                 total_mass_kg: float, spring_model: str = "exact", weighting: str = "noise",
-                consistent: bool = True) -> PostureResult:
-    """Fit the object's first moment and inertia (mass known) from one locked posture."""
+                consistent: bool = True, fit_mass: bool = False) -> PostureResult:
+    """Fit the object's first moment and inertia (mass known) from one locked posture.
+
+    Parameters
+    ----------
+    rig : Rig
+        Calibrated rig (springs with stiffness, free length, damping).
+    platform : InertialParams
+        Calibrated platform (platform frame, about its origin).
+    cap : CaptureMotion
+        The posture capture's platform motion.
+    base_rotation_platform, base_position_platform : ndarray
+        Base-link pose on the platform (base axes -> platform axes; origin in platform frame).
+    total_mass_kg : float
+        The object's weighed mass.
+    spring_model : {"exact", "linear"}
+    weighting : {"noise", "plain", "dual-metric"}
+        Row weighting: 1/sigma per wrench component from a first pass; none (N and N m as
+        they come); or the dual metric of paper 004 (inverse spatial inertia of the whole
+        vibrating assembly, unit-independent).
+    consistent : bool
+        Physically consistent object parameters (pseudo-inertia LMI).
+    fit_mass : bool
+        Also report the mass identified from the vibration itself (a check on the scale).
+    """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}")
+    warnings: list[str] = []
+    if weighting == "dual-metric" and rig.locked_dofs:
+        warnings.append("dual-metric weighting needs all six DOFs free; used noise weighting")
+        weighting = "noise"
     rt = np.swapaxes(cap.rotation, -1, -2)
     a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
     y = regressor_body(a_minus_g, cap.omega_body, cap.omega_dot_body)
     w = spring_wrench_body(rig, cap, model=spring_model)
     tmat = transform_matrix(base_rotation_platform, base_position_platform)
     a_full = y @ tmat                                        # [T, 6, 10] in object params
-    rhs = w - y @ platform.pi - a_full[:, :, 0] * total_mass_kg
-    ok = cap.valid & np.all(np.isfinite(a_full), axis=(1, 2)) & np.all(np.isfinite(rhs), axis=1)
-    a = a_full[ok][:, :, 1:]
-    b = rhs[ok]
+    rhs_full = w - y @ platform.pi                           # object's share of the wrench
+    rows_a = equation_rows(rig, cap.rotation, a_full)
+    rows_b = equation_rows(rig, cap.rotation, rhs_full[..., None])[..., 0]
+    ok = (cap.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
+          & np.all(np.isfinite(rows_b), axis=1))
+    a = rows_a[ok][:, :, 1:]
+    b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
     first = solve_wls(a, b)
+    lag = cap.correlation_frames
     weights = None
     if weighting == "noise":
         sigma = np.sqrt(np.mean(first.residual ** 2, axis=0))
         weights = 1.0 / np.where(sigma > 0, sigma, 1.0)
-    fit = solve_wls(a, b, row_weights=weights, max_lag=cap.correlation_frames)
-    x = fit.x
-    warnings: list[str] = []
-    unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
-    if consistent and not unconstrained.is_physically_consistent():
-        rq, z, _ = reduce_to_triangle(a, b, weights)
-        scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
-        import cvxpy as cp
+    mass_check = None
+    if fit_mass:
+        mfit = solve_wls(rows_a[ok], rows_b[ok], row_weights=weights, max_lag=lag)
+        mass_check = (float(mfit.x[0]), float(mfit.std[0]))
 
-        def constraints(xv):
-            return consistency_constraints(cp.hstack([np.array([total_mass_kg]), xv]))
+    def consistent_map(xv):
+        return consistency_constraints(cp.hstack([np.array([total_mass_kg]), xv]))
 
-        x = solve_triangle(rq, z, constraints_for=constraints, x0=x, scale=scale)
-        if np.any(np.abs(x - fit.x) > 2 * fit.std):
-            warnings.append("the physically consistent estimate differs from the unconstrained "
-                            "one by more than 2 standard errors")
+    if weighting == "dual-metric":
+        basis = spatial_inertia_basis()
+        obj_basis = np.einsum("kij,kp->pij", basis, tmat)   # [10, 6, 6] in object params
+        m_const = np.einsum("k,kij->ij", platform.pi, basis) + total_mass_kg * obj_basis[0]
+        scale = np.where(np.abs(first.x) > 0, np.abs(first.x), 1.0)
+        x_dm = _dual_metric_fit(a, b, m_const, obj_basis[1:], None,
+                                consistent_map if consistent else None, scale)
+        metric = m_const + np.einsum("k,kij->ij", x_dm, obj_basis[1:])
+        chol = np.linalg.cholesky(np.linalg.inv(metric))     # L L^T = M^-1
+        a_w = np.einsum("ji,tjp->tip", chol, a)              # rows L^T r
+        b_w = np.einsum("ji,tj->ti", chol, b)
+        fit = solve_wls(a_w, b_w, max_lag=lag)
+        x = x_dm
+        unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+    else:
+        fit = solve_wls(a, b, row_weights=weights, max_lag=lag)
+        x = fit.x
+        unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+        if consistent and not unconstrained.is_physically_consistent():
+            rq, z, _ = reduce_to_triangle(a, b, weights)
+            scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
+            x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
+    if np.any(np.abs(x - fit.x) > 2 * fit.std):
+        warnings.append("the physically consistent estimate differs from the unconstrained "
+                        "one by more than 2 standard errors")
     params = InertialParams(np.concatenate([[total_mass_kg], x]))
 
     def props(v):
@@ -163,10 +280,13 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
 
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
-    fitted = np.einsum("trp,p->tr", a_full, np.concatenate([[total_mass_kg], x])) + y @ platform.pi
+    fitted = np.einsum("trp,p->tr", a_full, params.pi) + y @ platform.pi
     resid = (w - fitted)[ok]
     rms = {"force": float(np.sqrt(np.mean(resid[:, :3] ** 2))),
            "torque": float(np.sqrt(np.mean(resid[:, 3:] ** 2)))}
+    if mass_check is not None and abs(mass_check[0] - total_mass_kg) > 3 * mass_check[1]:
+        warnings.append(f"the vibration gives a mass of {mass_check[0]:.3f} +- "
+                        f"{mass_check[1]:.3f} kg, against {total_mass_kg:.3f} kg weighed")
     return PostureResult(cap.name, total_mass_kg, params.com, pstd[:3], params.inertia_com,
-                         pstd[3:].reshape(3, 3), params, fit.cov, unconstrained, rms, w, fitted,
-                         cap.time_s, spring_model, weighting, warnings)
+                         pstd[3:].reshape(3, 3), params, fit.cov, pcov, unconstrained, rms, w,
+                         fitted, cap.time_s, spring_model, weighting, warnings, mass_check)

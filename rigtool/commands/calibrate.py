@@ -1,0 +1,71 @@
+"""``rigtool calibrate RIG.toml [-o OUT.toml]``: spring stiffness and platform inertia."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from rigtool.config import FilterSettings, load_rig
+from rigtool.errors import InputError
+from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
+                                          run_calibration)
+from rigtool.progress import progress_printer
+
+HELP = "spring stiffness, free length, damping and platform inertia from reference-body captures"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("rig", type=Path, help="rig file (TOML) listing the calibration captures")
+    p.add_argument("-o", "--output", type=Path, default=None,
+                   help="calibrated rig file to write (default: NAME.calibrated.toml)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    p.add_argument("--residual-stiffness", action="store_true",
+                   help="add a symmetric 6x6 residual stiffness for effects the axial springs "
+                        "lack (lateral stiffness); reported in [calibration]")
+    p.add_argument("--no-consistency", action="store_true",
+                   help="skip the physical-consistency constraints (report the raw fit)")
+    p.add_argument("--passband", type=float, default=5.0, help="filter passband edge, Hz")
+    p.add_argument("--stopband", type=float, default=10.0, help="filter stopband edge, Hz")
+    p.add_argument("--filter", choices=("fir", "butterworth"), default="fir")
+    p.add_argument("--order", type=int, default=50, help="filter order")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rigtool.tomlwrite import dumps
+
+    rigfile = load_rig(args.rig)
+    out = args.output or default_output(args.rig)
+    if out.resolve() == args.rig.resolve():
+        raise InputError("refusing to write the calibrated rig over its input; choose another "
+                         "file with -o", path=out)
+    if out.exists() and not args.force:
+        raise InputError("output file exists; pass --force to replace it", path=out)
+    if not args.stopband > args.passband > 0:
+        raise InputError("expected 0 < passband < stopband", field="--passband/--stopband",
+                         found=f"{args.passband}, {args.stopband}")
+    settings = FilterSettings(args.filter, args.order, args.passband, args.stopband)
+    job = run_calibration(rigfile, settings=settings, consistent=not args.no_consistency,
+                          residual_stiffness=args.residual_stiffness,
+                          progress=progress_printer())
+    doc = calibrated_rig_document(rigfile, job, out, settings)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dumps(doc, header=f"calibrated by rigtool from {args.rig.name}"),
+                   encoding="utf-8")
+    res = job.result
+    print(f"calibrated {rigfile.rig.name}: {len(rigfile.captures)} captures, "
+          f"{res.n_frames} frames")
+    print(f"  platform mass {res.platform.mass:.4f} +- {res.platform_mass_std:.4f} kg, COM "
+          f"{np.array2string(res.platform.com * 1e3, precision=2)} mm")
+    for i, s in enumerate(rigfile.rig.springs):
+        print(f"  {s.name}: k = {res.stiffness[i]:.1f} +- {res.stiffness_std[i]:.1f} N/m, "
+              f"L0 = {res.free_length[i]:.5f} +- {res.free_length_std[i]:.5f} m, "
+              f"c = {res.damping[i]:.2f} +- {res.damping_std[i]:.2f} N s/m")
+    for h in res.holdout:
+        print(f"  held-out {h.capture}: mass error {h.mass_error_kg:+.4f} kg, COM error "
+              f"{h.com_error_m * 1e3:.2f} mm, inertia error {100 * h.inertia_error_rel:.2f}%")
+    for w in res.warnings:
+        print(f"  warning: {w}")
+    print(f"wrote {out}")
+    return 0

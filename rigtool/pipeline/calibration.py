@@ -1,0 +1,170 @@
+"""The calibration job: rig file + calibration captures -> calibrated rig file.
+
+Reads every capture named by the rig file, poses the platform (and any reference body that
+carries markers) per frame, prepares the filtered motion (rigtool.identify.platform_motion),
+places each capture's known load in the platform frame, fits (rigtool.identify.calibrate),
+and writes a new rig file with the calibrated values and a ``[calibration]`` table.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from rigtool import __version__
+from rigtool.config import FilterSettings, RigFile, sha256_of
+from rigtool.errors import ConfigError, InputError
+from rigtool.identify.calibrate import CalibrationResult, calibrate_motion
+from rigtool.identify.platform_motion import CaptureMotion, capture_motion, relative_pose
+from rigtool.inertia import InertialParams, transform_params
+from rigtool.kinematics.pose import body_trajectory
+from rigtool.mocap import read_capture
+
+
+@dataclass(frozen=True)
+class CalibrationJob:
+    """What a calibration produced: the fit, the prepared captures and the inputs read."""
+
+    result: CalibrationResult
+    captures: list[CaptureMotion]
+    inputs: list[dict]
+
+
+def _load_in_platform(rigfile: RigFile, names: tuple[str, ...], data, platform_traj,
+                      path: Path) -> InertialParams:
+    """Sum of the named reference bodies' parameters in the platform frame."""
+    total = np.zeros(10)
+    for name in names:
+        body = rigfile.reference_bodies[name]
+        if body.markers_body:
+            traj = body_trajectory(data, body.markers_body)
+            try:
+                rot, pos, spread = relative_pose(platform_traj, traj)
+            except InputError:
+                raise InputError(f"reference body '{name}' is not seen together with the "
+                                 "platform (expected its markers "
+                                 f"{', '.join(body.markers_body)} in the capture)",
+                                 path=path) from None
+            if spread > np.deg2rad(2.0):
+                raise InputError(f"reference body '{name}' moves relative to the platform by "
+                                 f"{np.rad2deg(spread):.1f} deg RMS; expected it bolted down",
+                                 path=path)
+        else:
+            rot, pos = body.mount_rotation, body.mount_position
+        total += transform_params(body.params.pi, rot, pos)
+    return InertialParams(total)
+
+
+def prepare_captures(rigfile: RigFile, settings: FilterSettings, *,
+                     progress: Callable[[str], None] | None = None) -> tuple[list[CaptureMotion],
+                                                                             list[dict]]:
+    """Read and prepare every calibration capture of ``rigfile``."""
+    if not rigfile.captures:
+        raise ConfigError("the rig file lists no [[calibration_captures]]; add the empty "
+                          "platform and reference-body captures", path=rigfile.path,
+                          field="calibration_captures")
+    markers = rigfile.rig.platform.markers_platform
+    caps, inputs = [], []
+    for i, c in enumerate(rigfile.captures):
+        if progress:
+            progress(f"calibration capture {i + 1}/{len(rigfile.captures)}: {c.capture.name}")
+        data = read_capture(c.capture, units=c.units)
+        inputs.append({"path": os.path.relpath(c.capture, rigfile.path.parent),
+                       "sha256": sha256_of(c.capture)})
+        platform_traj = body_trajectory(data, markers)
+        load = _load_in_platform(rigfile, c.load, data, platform_traj, c.capture)
+        caps.append(capture_motion(data, markers, settings, name=c.capture.name,
+                                   window=c.window, load=load, holdout=c.holdout))
+    return caps, inputs
+
+
+def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),
+                    consistent: bool = True, residual_stiffness: bool = False,
+                    progress: Callable[[str], None] | None = None) -> CalibrationJob:
+    """Calibrate the rig of ``rigfile`` from its calibration captures."""
+    caps, inputs = prepare_captures(rigfile, settings, progress=progress)
+    if progress:
+        progress("fitting springs and platform")
+    result = calibrate_motion(rigfile.rig, caps, consistent=consistent,
+                              residual_stiffness=residual_stiffness)
+    return CalibrationJob(result, caps, inputs)
+
+
+def _matrix(a: np.ndarray, digits: int = 9) -> list:
+    return [[float(f"{v:.{digits}g}") for v in row] for row in np.asarray(a)]
+
+
+def _vector(a: np.ndarray, digits: int = 9) -> list:
+    return [float(f"{v:.{digits}g}") for v in np.asarray(a)]
+
+
+def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Path,
+                            settings: FilterSettings) -> dict:
+    """The rig file's table with calibrated values and a ``[calibration]`` table.
+
+    Capture paths are rewritten relative to ``out_path`` so the new file works where it is.
+    """
+    res = job.result
+    doc = copy.deepcopy(rigfile.raw)
+    plat = doc.setdefault("platform", {})
+    plat["mass"] = float(f"{res.platform.mass:.9g}")
+    plat["com"] = _vector(res.platform.com)
+    plat["inertia_com"] = _matrix(res.platform.inertia_com)
+    for i, s in enumerate(doc["springs"]):
+        s["stiffness"] = float(f"{res.stiffness[i]:.9g}")
+        s["free_length"] = float(f"{res.free_length[i]:.9g}")
+        s["damping"] = float(f"{max(res.damping[i], 0.0):.6g}")
+    for c, cap in zip(doc.get("calibration_captures", []), rigfile.captures):
+        c["capture"] = os.path.relpath(cap.capture, out_path.parent).replace(os.sep, "/")
+    spring_names = [s.name for s in rigfile.rig.springs]
+    cal = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "rigtool_version": __version__,
+        "source": os.path.relpath(rigfile.path, out_path.parent).replace(os.sep, "/"),
+        "source_sha256": sha256_of(rigfile.path),
+        "inputs": job.inputs,
+        "filter": {"method": settings.method, "order": settings.order,
+                   "passband_hz": settings.passband_hz, "stopband_hz": settings.stopband_hz},
+        "noise_model": ("equation-error residuals zero-mean, independent between captures, "
+                        "correlated within one over the filter length (Newey-West HAC "
+                        "sandwich); rows weighted by 1/RMS residual per wrench component"),
+        "n_frames": res.n_frames,
+        "rank": res.rank,
+        "condition_number": float(f"{res.condition_number:.6g}"),
+        "residual_rms": {k: float(f"{v:.6g}") for k, v in res.residual_rms.items()},
+        "std": {
+            "platform": {"mass": float(f"{res.platform_mass_std:.4g}"),
+                         "com": _vector(res.platform_com_std, 4),
+                         "inertia_com": _matrix(res.platform_inertia_std, 4)},
+            "springs": {n: {"stiffness": float(f"{res.stiffness_std[i]:.4g}"),
+                            "free_length": float(f"{res.free_length_std[i]:.4g}"),
+                            "damping": float(f"{res.damping_std[i]:.4g}")}
+                        for i, n in enumerate(spring_names)},
+        },
+        "warnings": list(res.warnings),
+    }
+    if res.residual_stiffness is not None:
+        cal["residual_stiffness"] = _matrix(res.residual_stiffness, 6)
+        cal["residual_stiffness_std"] = _matrix(res.residual_stiffness_std, 4)
+        cal["residual_stiffness_reference"] = {
+            "rotation": _matrix(res.stiffness_reference[0]),
+            "position": _vector(res.stiffness_reference[1])}
+    if res.holdout:
+        cal["holdout"] = [{"capture": h.capture, "mass_error_kg": float(f"{h.mass_error_kg:.4g}"),
+                           "com_error_m": float(f"{h.com_error_m:.4g}"),
+                           "inertia_error_rel": float(f"{h.inertia_error_rel:.4g}")}
+                          for h in res.holdout]
+    doc["calibration"] = cal
+    return doc
+
+
+def default_output(rig_path: Path) -> Path:
+    """``NAME.calibrated.toml`` next to ``NAME.toml``."""
+    stem = rig_path.name[:-5] if rig_path.name.endswith(".toml") else rig_path.name
+    return rig_path.with_name(f"{stem}.calibrated.toml")
