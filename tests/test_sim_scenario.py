@@ -533,3 +533,39 @@ def test_cli_simulate_refuses_overwrite(three, tmp_path):
     assert (out / "calibration" / "tiny-rig.toml").read_text() == "x = 1\n"
     with pytest.raises(ConfigError, match="file not found"):
         _simulate_cli([str(tmp_path / "missing.toml"), "-o", str(out)])
+
+
+def test_extends_merges_and_detects_loops(tmp_path):
+    demo = load_scenario(SCENARIOS / "demo.toml")
+    base = load_scenario(SCENARIOS / "two_link_paper002.toml")
+    assert demo.name == "demo" and demo.seed == base.seed
+    assert [p.name for p in demo.calibration] == ["empty", "block-a-centre", "block-b-on-end",
+                                                 "both", "holdout"]
+    s = demo.postures[0].settings
+    assert (s.rate_hz, s.duration_s, s.format) == (100.0, 15.0, "vicon-csv")
+    assert s.artefacts.short_gaps == base.postures[0].settings.artefacts.short_gaps == 2
+    assert np.allclose(s.offset, base.postures[0].settings.offset)
+    assert [h.holdout for h in demo.calibration].count(True) == 1
+    (tmp_path / "a.toml").write_text('[scenario]\nextends = "b.toml"\n')
+    (tmp_path / "b.toml").write_text('[scenario]\nextends = "a.toml"\n')
+    with pytest.raises(ConfigError, match="extend each other in a loop") as info:
+        load_scenario(tmp_path / "a.toml")
+    assert info.value.field == "scenario.extends"
+
+
+def test_relative_motion_capture_moves_links_and_keeps_them_rigid(three, tmp_path):
+    """Free joints through the real dynamics: the released link swings relative to the base
+    (tens of mrad) while every link's markers stay rigid to the integrator's precision."""
+    from rigtool.sim.session_writer import simulate_job
+
+    job = next(j for j in capture_jobs(three) if j.kind == "relative")
+    traj = simulate_job(three, job)
+    _, xyz, owner = marker_positions(traj, job.marker_sets)
+    for k in set(owner):
+        idx = [i for i, o in enumerate(owner) if o == k]
+        d = np.linalg.norm(xyz[:, idx[0]] - xyz[:, idx[1]], axis=1)
+        assert np.ptp(d) < 1e-9
+    r_rel = np.einsum("tji,tjk->tik", traj.rotation["base"], traj.rotation["mid"])
+    assert np.allclose(r_rel[0], three.relative.start_rotations["mid"], atol=1e-9)
+    angle = Rotation.from_matrix(r_rel[0].T @ r_rel[-1]).magnitude()
+    assert angle > 0.05
