@@ -133,14 +133,16 @@ def design_rows(tree: Tree, rotation_sets: list[dict[str, np.ndarray]],
 
 
 def best_candidate(tree: Tree, rows: np.ndarray, candidates: list[Candidate],
-                   cand_whitener: np.ndarray, *, rtol: float = DEFAULT_RTOL):
+                   cand_whitener: np.ndarray, *, rtol: float = DEFAULT_RTOL,
+                   extra: np.ndarray | None = None):
     """``(index, s_rel_after, s_rel_before)`` of the best candidate given existing ``rows``
-    ``[K, 9, P]``."""
+    ``[K, 9, P]`` (``extra``: the candidates' whitened rows, if already computed)."""
     a = rows.reshape(-1, rows.shape[-1])
     gram = a.T @ a
     before = _scaled_spectra(gram, np.zeros((1, 1, a.shape[1])))[0]
-    extra = design_rows(tree, [c.rotations for c in candidates],
-                        [cand_whitener] * len(candidates))
+    if extra is None:
+        extra = design_rows(tree, [c.rotations for c in candidates],
+                            [cand_whitener] * len(candidates))
     spectra = _scaled_spectra(gram, extra)
     scores = [_score(s, rtol) for s in spectra]
     k = max(range(len(candidates)), key=lambda i: scores[i])
@@ -202,14 +204,14 @@ def plan_postures(tree: Tree, start: list[dict[str, np.ndarray]], cand_whitener:
     rotation_sets = list(start)
     rows = design_rows(tree, rotation_sets, [cand_whitener] * len(rotation_sets))
     cands = candidate_grid(tree, start[0], angles_deg=angles_deg)
+    extra = design_rows(tree, [c.rotations for c in cands], [cand_whitener] * len(cands))
     added, history = [], []
     p = rows.shape[-1]
     while len(rotation_sets) < max_postures:
-        k, after, _ = best_candidate(tree, rows, cands, cand_whitener, rtol=rtol)
+        k, after, _ = best_candidate(tree, rows, cands, cand_whitener, rtol=rtol, extra=extra)
         added.append(cands[k])
         rotation_sets.append(cands[k].rotations)
-        rows = np.concatenate([rows, design_rows(tree, [cands[k].rotations],
-                                                 [cand_whitener])])
+        rows = np.concatenate([rows, extra[k:k + 1]])
         rank = int(np.sum(after > rtol))
         cond = float(1.0 / after[-1]) if after[-1] > 0 else float("inf")
         history.append((rank, cond))

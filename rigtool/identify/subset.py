@@ -132,7 +132,10 @@ def regressor_phi_s(tree: Tree, rotations: dict[str, np.ndarray]) -> np.ndarray:
     Rotations are projected onto SO(3) first, so the ``J_yy`` terms collapse exactly into
     the single ``sum.J_yy`` column ``[0, 0, 0, 1, 1, 1, 0, 0, 0]``.
     """
-    rots = {k: nearest_rotation(v) for k, v in rotations.items()}
+    keys = list(rotations)
+    proj = nearest_rotation(np.stack([np.asarray(rotations[k], float) for k in keys])) \
+        if keys else np.zeros((0, 3, 3))
+    rots = dict(zip(keys, proj))                    # one batched SVD for all links
     zb = regressor_phi_b(tree, rots).reshape(9, -1, 9)
     n = zb.shape[1]
     zs = np.zeros((9, n, 8))
@@ -391,11 +394,15 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     names = phi_s_names(tree)
     warnings = []
     for p in postures:
-        for link, r in p.rotations.items():
-            err = rotation_error(r)
-            if err > ROTATION_TOL or np.linalg.det(r) <= 0:
-                raise ValueError(f"posture '{p.name}': rotation of '{link}' is not a rotation "
-                                 f"matrix (max |R R^T - 1| = {err:.3g})")
+        if not p.rotations:
+            continue
+        rs = np.stack([np.asarray(r, float) for r in p.rotations.values()])
+        err = np.max(np.abs(rs @ np.swapaxes(rs, -1, -2) - np.eye(3)), axis=(1, 2))
+        bad = (err > ROTATION_TOL) | (np.linalg.det(rs) <= 0)
+        if bad.any():
+            link = list(p.rotations)[int(np.argmax(bad))]
+            raise ValueError(f"posture '{p.name}': rotation of '{link}' is not a rotation "
+                             f"matrix (max |R R^T - 1| = {err.max():.3g})")
     a_w, b_w, a, b, given = stacked_system(tree, postures, total_mass_kg, weighting=weighting)
     n_par = a_w.shape[1]
     scale = np.linalg.norm(a_w, axis=0)
