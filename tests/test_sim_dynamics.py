@@ -198,7 +198,8 @@ def test_energy_conserved_free_joints():
     traj = simulate(system, 30.0, 30.0,
                     platform_offset=np.array([0.01, 0.01, 0.01, 0.02, 0.01, 0.02]),
                     link_rotation={"upper": Rotation.from_euler("x", 0.4).as_matrix()},
-                    link_omega={"lower": np.array([0.5, 0.0, 1.0])})
+                    link_omega={"lower": np.array([0.5, 0.0, 1.0])}, rtol=1e-9)
+    # rtol 1e-9 keeps the test fast; the benchmark shows ~4e-10 at the default 1e-10.
     assert relative_drift(system, traj) < 1e-6
     # The swinging links really swing relative to the base.
     rel = np.einsum("tji,tjk->tik", traj.rotation["frame"], traj.rotation["upper"])

@@ -283,6 +283,9 @@ def mass_and_forces(model: Model, kin: Kinematics, nu: np.ndarray):
                             -2)[..., 0]                                     # [..., B, 6]
     wrench[..., 0, :] += spring_wrench_lab(model, rot[..., 0, :, :], kin.origin[..., 0, :],
                                            kin.velocity[..., 0, :], kin.omega[..., 0, :])
+    if b_count == 1:                    # J is the identity: skip the projection
+        q = wrench[..., 0, :]
+        return lam[..., 0, :, :], q
     jac = kin.jacobian
     jac_t = np.swapaxes(jac.reshape(lead + (6 * b_count, n)), -1, -2)
     mass_matrix = jac_t @ (lam @ jac).reshape(lead + (6 * b_count, n))
