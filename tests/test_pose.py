@@ -208,3 +208,37 @@ def test_markers_from_static_reproduces_a_known_frame():
     with pytest.raises(InputError, match="field 'origin'"):
         markers_from_static(data, origin=[1.0, 2.0], x_axis=("A1", "A2"), xy_plane="A3",
                             names=[])
+
+
+def _svd_kabsch(h):
+    u, _, vt = np.linalg.svd(h)
+    v, ut = np.swapaxes(vt, -1, -2), np.swapaxes(u, -1, -2)
+    d = np.sign(np.linalg.det(v @ ut))
+    v[:, :, 2] *= d[:, None]
+    return v @ ut
+
+
+def test_closed_form_rotation_equals_guarded_svd_kabsch():
+    """The closed-form leading-eigenvector solution against LAPACK SVD: general, planar
+    (rank 2), reflected (det H < 0), symmetric (repeated singular values) and nearly so."""
+    from rigtool.kinematics.pose import rotation_from_covariance
+    rng = np.random.default_rng(11)
+    n = 400
+    r = Rotation.random(n, random_state=rng).as_matrix()
+    s = np.abs(rng.normal(1.0, 0.5, (n, 3))) + 0.05
+    s[100:200, 2] = 0.0                       # coplanar clusters
+    s[200:250] = [1.0, 1.0, 0.0]              # square planar cluster: s1 == s2
+    s[250:300] = [1.0, 1.0 + 1e-7, 0.3]       # nearly repeated
+    s[300:350] = [2.0, 1.0, 1.0]              # s2 == s3
+    q = Rotation.random(n, random_state=rng).as_matrix()
+    h = q @ (s[:, :, None] * np.swapaxes(r, -1, -2))  # h = Q S R^T, optimum R Q^T
+    h[350:] = h[350:] * np.array([1.0, 1.0, -1.0])[None, :, None]  # reflected: det H < 0
+    got = rotation_from_covariance(h)
+    want = _svd_kabsch(h)
+    assert np.allclose(np.linalg.det(got), 1.0)
+    # compare the achieved objective trace(R h): unique even where R is not
+    obj = np.einsum("tij,tji->t", got, h)
+    obj_ref = np.einsum("tij,tji->t", want, h)
+    assert np.allclose(obj, obj_ref, rtol=1e-12, atol=1e-12)
+    unique = np.r_[0:100, 100:200, 350:400]
+    assert np.allclose(got[unique], want[unique], atol=1e-9)

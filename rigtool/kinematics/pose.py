@@ -70,8 +70,93 @@ class BodyTrajectory:
         return int(self.time_s.shape[0])
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # np.cross on [T, 3] has a large fixed overhead; this is the same thing, elementwise
+    return np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+                     a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                     a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _top_eigvecs(a: np.ndarray, rel_gap: float = 1e-3):
+    """Eigenvectors of the two largest eigenvalues of symmetric ``a [T, 3, 3]`` (closed form).
+
+    Hand-written because numpy's batched ``eigh``/``svd`` call LAPACK once per 3x3 matrix
+    (~5-10 us each, seconds for a long capture); the trigonometric eigenvalue formula and
+    cross products of rows of ``A - lambda I`` are plain array arithmetic. That eigenvector
+    formula loses accuracy as an eigenvalue nears another (error ~ eps * lambda_1 / gap),
+    so frames whose gaps are below ``rel_gap * lambda_1`` are returned in ``bad`` for a
+    LAPACK fallback.
+    """
+    a00, a11, a22 = a[:, 0, 0], a[:, 1, 1], a[:, 2, 2]
+    a01, a02, a12 = a[:, 0, 1], a[:, 0, 2], a[:, 1, 2]
+    q = (a00 + a11 + a22) / 3.0
+    p1 = a01 ** 2 + a02 ** 2 + a12 ** 2
+    p = np.sqrt(((a00 - q) ** 2 + (a11 - q) ** 2 + (a22 - q) ** 2 + 2.0 * p1) / 6.0)
+    ps = np.where(p > 0, p, 1.0)
+    b00, b11, b22 = (a00 - q) / ps, (a11 - q) / ps, (a22 - q) / ps
+    b01, b02, b12 = a01 / ps, a02 / ps, a12 / ps
+    r = 0.5 * (b00 * (b11 * b22 - b12 ** 2) - b01 * (b01 * b22 - b12 * b02)
+               + b02 * (b01 * b12 - b11 * b02))
+    phi = np.arccos(np.clip(r, -1.0, 1.0)) / 3.0
+    lam1 = q + 2.0 * p * np.cos(phi)
+    lam3 = q + 2.0 * p * np.cos(phi + 2.0 * np.pi / 3.0)
+    lam2 = 3.0 * q - lam1 - lam3
+    vecs = []
+    eye = np.eye(3)
+    for lam in (lam1, lam2):
+        m = a - lam[:, None, None] * eye
+        c = np.stack([_cross(m[:, 0], m[:, 1]), _cross(m[:, 0], m[:, 2]),
+                      _cross(m[:, 1], m[:, 2])], axis=1)
+        n2 = np.einsum("tci,tci->tc", c, c)
+        vecs.append(c[np.arange(len(c)), np.argmax(n2, axis=1)])
+    scale = np.abs(lam1)
+    bad = ~((lam1 - lam2 > rel_gap * scale) & (lam2 - lam3 > rel_gap * scale)
+            & np.isfinite(lam1) & (p > 0))
+    return _unit(vecs[0]), _unit(vecs[1]), bad
+
+
+def rotation_from_covariance(h: np.ndarray) -> np.ndarray:
+    """Proper rotation ``R`` maximising ``trace(R h)`` for ``h [T, 3, 3]`` (guarded Kabsch).
+
+    With ``h = U S V^T`` the optimum over rotations is ``R = V diag(1, 1, d) U^T``,
+    ``d = sign det(V U^T)``. Equivalently, from the two leading singular pairs only:
+    ``R = [v1 v2 v1 x v2] [u1 u2 u1 x u2]^T`` with ``v`` the leading eigenvectors of
+    ``h^T h`` and ``u_i = h v_i / s_i``. That form needs no third singular vector, so it is
+    exact for coplanar markers (``s3 = 0``) and never a reflection.
+    """
+    a = np.swapaxes(h, -1, -2) @ h
+    with np.errstate(invalid="ignore", divide="ignore"):  # degenerate frames -> fallback
+        rot, bad = _rotation_closed_form(h, a)
+    if bad.any():  # near-degenerate singular values (symmetric clusters): LAPACK SVD
+        u, _, vt = np.linalg.svd(h[bad])
+        v = np.swapaxes(vt, -1, -2)
+        ut = np.swapaxes(u, -1, -2)
+        d = np.sign(np.linalg.det(v @ ut))
+        d[d == 0] = 1.0
+        v[:, :, 2] *= d[:, None]
+        rot[bad] = v @ ut
+    return rot
+
+
+def _rotation_closed_form(h: np.ndarray, a: np.ndarray):
+    v1, v2, bad = _top_eigvecs(a)
+    u1 = _unit(np.einsum("tij,tj->ti", h, v1))
+    u2 = np.einsum("tij,tj->ti", h, v2)
+    u2 = _unit(u2 - np.einsum("ti,ti->t", u1, u2)[:, None] * u1)
+    v2 = _unit(v2 - np.einsum("ti,ti->t", v1, v2)[:, None] * v1)
+    vm = np.stack([v1, v2, _cross(v1, v2)], axis=2)
+    um = np.stack([u1, u2, _cross(u1, u2)], axis=2)
+    rot = vm @ np.swapaxes(um, -1, -2)
+    bad |= ~np.all(np.isfinite(rot.reshape(len(rot), 9)), axis=1)
+    return rot, bad
+
+
 def kabsch(y_lab: np.ndarray, x_body: np.ndarray, w: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+           ) -> tuple[np.ndarray, np.ndarray]:
     """Weighted least-squares rigid fit of body points onto lab points, batched over frames.
 
     Parameters
@@ -87,39 +172,51 @@ def kabsch(y_lab: np.ndarray, x_body: np.ndarray, w: np.ndarray
     -------
     rotation : ndarray, shape (T, 3, 3)
     position : ndarray, shape (T, 3)
-    spread : ndarray, shape (T, 3)
-        Eigenvalues (ascending) of the weighted body-point scatter ``sum w x x^T / sum w``
-        about the weighted centroid, m^2: a small second value means collinear points.
 
     Notes
     -----
-    Minimises ``sum_k w_k |R x_k + p - y_k|^2`` (Kabsch / Arun et al.): ``H = sum w x_c
-    y_c^T = U S V^T``, ``R = V diag(1, 1, d) U^T`` with ``d = sign det(V U^T)`` so that a
-    reflection (always possible for three or coplanar markers) is never returned.
+    Minimises ``sum_k w_k |R x_k + p - y_k|^2`` (Kabsch / Arun et al.) with
+    ``H = sum w x_c y_c^T`` and :func:`rotation_from_covariance`, which never returns a
+    reflection (always possible for three or coplanar markers).
     ``scipy.spatial.transform.Rotation.align_vectors`` does the same fit but one frame per
-    call; a batched SVD is ~100x faster for long captures.
+    call, far too slow for long captures.
     """
     wsum = w.sum(axis=1)
     wn = w / np.where(wsum > 0, wsum, 1.0)[:, None]
     cy = np.einsum("tk,tki->ti", wn, y_lab)
     cx = wn @ x_body
-    xc = x_body[None, :, :] - cx[:, None, :]
-    yc = y_lab - cy[:, None, :]
-    h = np.einsum("tk,tki,tkj->tij", wn, xc, yc)
-    u, _, vt = np.linalg.svd(h)
-    v = np.swapaxes(vt, -1, -2)
-    ut = np.swapaxes(u, -1, -2)
-    d = np.sign(np.linalg.det(v @ ut))
-    d[d == 0] = 1.0
-    v[:, :, 2] *= d[:, None]
-    rot = v @ ut
+    # H = sum_k w x_c y_c^T = sum_k w x y_c^T (the weighted y_c sum to zero): one GEMM
+    # [3, K] @ [K, T*3] instead of T tiny batched products
+    wy = wn[:, :, None] * (y_lab - cy[:, None, :])
+    n_t, n_k = wn.shape
+    h = (x_body.T @ wy.transpose(1, 0, 2).reshape(n_k, n_t * 3)).reshape(3, n_t, 3)
+    h = h.transpose(1, 0, 2)
+    rot = rotation_from_covariance(h)
     pos = cy - np.einsum("tij,tj->ti", rot, cx)
-    spread = np.linalg.eigvalsh(np.einsum("tk,tki,tkj->tij", wn, xc, xc))
-    return rot, pos, spread
+    return rot, pos
+
+
+def _collinear(w: np.ndarray, x_body: np.ndarray) -> np.ndarray:
+    """Frames ``[T]`` whose weighted markers (weights ``w [T, K]``) are (nearly) collinear
+    in the body frame: the smaller cross-line spread is below :data:`COLLINEAR_RATIO` of
+    the spread along the line."""
+    wn = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+    xc = x_body[None] - (wn @ x_body)[:, None, :]
+    ev = np.linalg.eigvalsh(np.swapaxes(wn[:, :, None] * xc, -1, -2) @ xc)
+    return ev[:, 1] <= (COLLINEAR_RATIO ** 2) * ev[:, 2]
+
+
+def _collinear_by_pattern(used: np.ndarray, w_k: np.ndarray, x_body: np.ndarray
+                          ) -> np.ndarray:
+    """:func:`_collinear` for per-marker weights ``w_k [K]``: the geometry depends only on
+    which markers are used, so it is computed once per distinct pattern (a few, typically)."""
+    code = used.astype(np.int64) @ (np.int64(1) << np.arange(used.shape[1], dtype=np.int64))
+    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return _collinear(used[first] * w_k, x_body)[inverse.ravel()]
 
 
 def _residuals(y_lab, x_body, rot, pos):
-    pred = np.einsum("tij,kj->tki", rot, x_body) + pos[:, None, :]
+    pred = x_body @ np.swapaxes(rot, -1, -2) + pos[:, None, :]
     return np.linalg.norm(y_lab - pred, axis=2)
 
 
@@ -188,13 +285,13 @@ def fit_pose(xyz_lab_m: np.ndarray, markers_body_m: np.ndarray, *,
     used = present & (w > 0)
     y0 = np.where(used[:, :, None], y, 0.0)
 
-    rot, pos, _ = kabsch(y0, x, w * used)
+    rot, pos = kabsch(y0, x, w * used)
+    res = _residuals(y0, x, rot, pos)
     dropped_counts = np.zeros(n_k, dtype=int)
     rejected = np.zeros(n_t, dtype=bool)
     if outlier_m is not None:
         for _ in range(n_k):
-            res = np.where(used, _residuals(y0, x, rot, pos), 0.0)
-            bad = res.max(axis=1) > outlier_m
+            bad = np.where(used, res, 0.0).max(axis=1) > outlier_m
             if not bad.any():
                 break
             can = bad & (used.sum(axis=1) > min_markers)
@@ -213,7 +310,7 @@ def fit_pose(xyz_lab_m: np.ndarray, markers_body_m: np.ndarray, *,
                 sub = idx[cand]
                 u_k = used[sub].copy()
                 u_k[:, k] = False
-                r_k, p_k, _ = kabsch(y0[sub], x, w[sub] * u_k)
+                r_k, p_k = kabsch(y0[sub], x, w[sub] * u_k)
                 worst = np.where(u_k, _residuals(y0[sub], x, r_k, p_k), 0.0).max(axis=1)
                 better = worst < best_r[cand]
                 pos_in = np.flatnonzero(cand)[better]
@@ -221,16 +318,17 @@ def fit_pose(xyz_lab_m: np.ndarray, markers_body_m: np.ndarray, *,
                 best_k[pos_in] = k
             used[idx, best_k] = False
             dropped_counts += np.bincount(best_k, minlength=n_k)
-            r_new, p_new, _ = kabsch(y0[idx], x, w[idx] * used[idx])
+            r_new, p_new = kabsch(y0[idx], x, w[idx] * used[idx])
             rot[idx], pos[idx] = r_new, p_new
-        res = np.where(used, _residuals(y0, x, rot, pos), 0.0)
-        rejected |= res.max(axis=1) > outlier_m
+            res[idx] = _residuals(y0[idx], x, r_new, p_new)
+        rejected = np.where(used, res, 0.0).max(axis=1) > outlier_m
 
-    rot, pos, spread = kabsch(y0, x, w * used)
-    res = _residuals(y0, x, rot, pos)
     n_used = used.sum(axis=1)
     rms = np.sqrt(np.where(used, res ** 2, 0.0).sum(axis=1) / np.maximum(n_used, 1))
-    collinear = spread[:, 1] <= (COLLINEAR_RATIO ** 2) * spread[:, 2]
+    if weights is not None and np.ndim(weights) == 2:
+        collinear = _collinear(w * used, x)
+    else:
+        collinear = _collinear_by_pattern(used, w[0], x)
     valid = (n_used >= min_markers) & ~collinear & ~rejected
     rot[~valid] = np.nan
     pos[~valid] = np.nan
