@@ -223,6 +223,14 @@ def test_write_read_round_trip(tmp_path, xyz_mm, units):
     np.testing.assert_allclose(back.xyz_m, data.xyz_m, rtol=2.0 ** -23, atol=1e-12)
 
 
+def test_write_first_frame_past_16_bits(tmp_path):
+    # The header holds 16 bits; larger numbers go to TRIAL:ACTUAL_START_FIELD (low word first).
+    data = MarkerData(time_s=np.arange(3) / 10.0, names=("A",), xyz_m=np.ones((3, 1, 3)),
+                      rate_hz=10.0, first_frame=70000)
+    write_capture(data, tmp_path / "f.c3d", format="c3d")
+    assert read_capture(tmp_path / "f.c3d").first_frame == 70000
+
+
 def test_write_refuses_unknown_units(tmp_path):
     data = MarkerData(time_s=np.zeros(1), names=("A",), xyz_m=np.zeros((1, 1, 3)), rate_hz=1.0)
     with pytest.raises(InputError, match=r"out\.c3d, field 'units': unknown length units"):

@@ -48,6 +48,7 @@ MODEL_OUTPUT_GROUPS: tuple[str, ...] = ("ANGLES", "FORCES", "MOMENTS", "POWERS",
                                         "REACTIONS")
 
 _PARAM_TYPES = {-1: 1, 1: 1, 2: 2, 4: 4}  # C3D parameter type -> bytes per element
+_HEAD_BYTES = 2 * 255 * 512  # header + parameter section never reach past this
 _MAX_DIMS = 7
 
 
@@ -77,19 +78,26 @@ def _decode_float(raw: bytes, processor: int) -> float:
     return struct.unpack("<f", raw)[0]
 
 
-def _check_structure(raw: bytes, path: Path) -> _Layout:
-    """Walk header and parameter section with bounds checks; FormatError on anything corrupt."""
+def _check_structure(raw: bytes, path: Path, size: int | None = None) -> _Layout:
+    """Walk header and parameter section with bounds checks; FormatError on anything corrupt.
+
+    ``raw`` holds at least the file's first :data:`_HEAD_BYTES` (all of it when shorter),
+    which covers the largest possible header plus parameter section; ``size`` is the file's
+    length in bytes (default ``len(raw)``).
+    """
+    size = len(raw) if size is None else size
+
     def bad(what: str, found: object = None) -> FormatError:
         return FormatError(f"corrupt C3D file: {what}", path=path, found=found)
 
-    if len(raw) < 512:
-        raise FormatError(f"truncated C3D file: {len(raw)} bytes, expected at least a "
+    if size < 512:
+        raise FormatError(f"truncated C3D file: {size} bytes, expected at least a "
                           "512-byte header", path=path)
     if raw[1] != 0x50 or raw[0] < 2:
         raise FormatError("not a C3D file (expected byte 2 to be 0x50 and byte 1 to point at "
                           "the parameter block)", path=path)
     pstart = (raw[0] - 1) * 512
-    if pstart + 4 > len(raw):
+    if pstart + 4 > size:
         raise FormatError("truncated C3D file: the header points at a parameter block past "
                           "the end of the file", path=path, found=raw[0])
     n_blocks, processor = raw[pstart + 2], raw[pstart + 3]
@@ -99,9 +107,9 @@ def _check_structure(raw: bytes, path: Path) -> _Layout:
     if n_blocks == 0:
         raise bad("the parameter section claims 0 blocks")
     pend = pstart + 512 * n_blocks
-    if pend > len(raw):
+    if pend > size:
         raise FormatError(f"truncated C3D file: the parameter section needs {pend} bytes, "
-                          f"the file has {len(raw)}", path=path)
+                          f"the file has {size}", path=path)
     endian = ">" if processor == 86 else "<"
     i16, u16 = endian + "h", endian + "H"
     params: dict[tuple[int, str], tuple[int, list[int], bytes]] = {}
@@ -184,9 +192,9 @@ def _check_structure(raw: bytes, path: Path) -> _Layout:
         raise bad("the data section starts inside the header or parameter section",
                   data_block)
     need = data_start + n_frames * frame_bytes
-    if need > len(raw):
+    if need > size:
         raise FormatError(f"truncated C3D file: {n_frames} frames of {used} points need "
-                          f"{need} bytes, the file has {len(raw)}", path=path)
+                          f"{need} bytes, the file has {size}", path=path)
     analog_used = int(number("USED", 0, "ANALOG") or 0)
     ezc3d_safe = (not odd_param and raw[pstart] == 1 and h_points == used
                   and analog_used * h_per_frame == h_analog
@@ -343,13 +351,14 @@ def read(path: Path, *, units: str | None = None) -> MarkerData:
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            raw = fh.read(_HEAD_BYTES)
+        size = path.stat().st_size
     except OSError as exc:
         raise FormatError(f"cannot read the file ({exc.strerror})", path=path) from None
     if not raw:
         raise FormatError("the file is empty; expected a C3D file", path=path)
-    layout = _check_structure(raw, path)
-    del raw
+    layout = _check_structure(raw, path, size)
     if layout.n_points == 0:
         raise FormatError("the C3D file holds no points (POINT:USED = 0); expected markers",
                           path=path, field="POINT:USED")
@@ -446,8 +455,10 @@ def write(data: MarkerData, path: Path, *, units: str = "mm") -> None:
     first = int(data.first_frame)
     c["header"]["points"]["first_frame"] = min(max(first, 1), 65535) - 1
     if first > 65535 or first < 1:
-        c.add_parameter("TRIAL", "ACTUAL_START_FIELD",
-                        np.array([first & 0xFFFF, (first >> 16) & 0xFFFF], dtype=np.int64))
+        # Two 16-bit integer words, low first (the wrapper's add_parameter would store floats).
+        param = ezc3d.ezc3d.Parameter("ACTUAL_START_FIELD", "first frame number")
+        param.set(ezc3d.ezc3d.VecInt([first & 0xFFFF, (first >> 16) & 0xFFFF]), [2])
+        c["parameters"].add_parameter("TRIAL", param)
     path.parent.mkdir(parents=True, exist_ok=True)
     # ezc3d appends ".c3d" to any other name: write a temporary .c3d, then move it in place.
     fd, tmp = tempfile.mkstemp(suffix=".c3d", dir=path.parent)
