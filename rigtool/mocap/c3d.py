@@ -382,8 +382,14 @@ def read(path: Path, *, units: str | None = None) -> MarkerData:
             raise FormatError(f"corrupt C3D file that no reader accepts ({detail}"
                               f"{type(exc).__name__}: {exc})", path=path) from None
     params, header_first, header_rate, xyz, valid = result
-    return _assemble(path, params, header_first, header_rate, xyz, valid, units=units,
-                     backend=backend, layout=layout)
+    try:
+        return _assemble(path, params, header_first, header_rate, xyz, valid, units=units,
+                         backend=backend, layout=layout)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        # A parameter of an unexpected type (e.g. a text ACTUAL_START_FIELD) in a file whose
+        # structure is otherwise sound.
+        raise FormatError(f"corrupt C3D parameters ({type(exc).__name__}: {exc})",
+                          path=path) from None
 
 
 def _assemble(path: Path, params: dict, header_first: int, header_rate: float,
