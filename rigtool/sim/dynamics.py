@@ -33,6 +33,7 @@ from rigtool.errors import ConfigError
 from rigtool.inertia import InertialParams, inertia_vector, transform_params
 from rigtool.rig import DOF_NAMES, Rig, modes
 from rigtool.sim import _model
+from rigtool.sim._fastrhs import FastRHS
 from rigtool.tree import Tree
 
 __all__ = ["FixedBody", "System", "Trajectory", "static_equilibrium", "simulate",
@@ -401,8 +402,8 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
     y0 = _initial_state(system, model, outputs, platform_offset, platform_velocity,
                         link_rotation, link_omega)
     if n_samples > 1:
-        sol = solve_ivp(lambda _t, y: _model.state_derivative(model, y), (0.0, t[-1]), y0,
-                        method="DOP853", t_eval=t, rtol=rtol, atol=atol)
+        sol = solve_ivp(FastRHS(model), (0.0, t[-1]), y0, method="DOP853", t_eval=t,
+                        rtol=rtol, atol=atol)
         if not sol.success:
             raise RuntimeError(f"integration failed: {sol.message}")
         y = sol.y.T
