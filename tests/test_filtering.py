@@ -267,3 +267,19 @@ def test_motion_gaps_short_interpolated_long_split_and_noise_attenuated():
     ang_sd = sigma / (spread * np.sqrt(len(MK)))
     predicted_rms = ang_sd * np.sqrt(np.mean(gain ** 2)) * np.sqrt(3)
     assert np.sqrt(np.mean(err ** 2)) < 4 * predicted_rms
+
+
+def test_rotation_helpers_match_scipy():
+    from rigtool.kinematics.motion import (exp_rotation, log_rotation, mean_rotation,
+                                           right_jacobian_apply)
+    rng = np.random.default_rng(5)
+    phi = np.concatenate([rng.normal(0, 0.8, (50, 3)), rng.normal(0, 1e-7, (5, 3)),
+                          np.zeros((1, 3))])
+    phi = phi[np.linalg.norm(phi, axis=1) < 0.8 * np.pi]
+    assert np.allclose(exp_rotation(phi), Rotation.from_rotvec(phi).as_matrix(), atol=1e-14)
+    assert np.allclose(log_rotation(Rotation.from_rotvec(phi).as_matrix()), phi, atol=1e-12)
+    v = rng.normal(size=phi.shape)
+    assert np.allclose(right_jacobian_apply(phi, v),
+                       np.einsum("tij,tj->ti", right_jacobian(phi), v), atol=1e-14)
+    rots = Rotation.from_rotvec(rng.normal(0, 0.3, (40, 3))) * Rotation.from_euler("z", 1.0)
+    assert np.allclose(mean_rotation(rots.as_matrix()), rots.mean().as_matrix(), atol=1e-10)

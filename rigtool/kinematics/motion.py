@@ -108,26 +108,94 @@ def right_jacobian(phi: np.ndarray) -> np.ndarray:
     return np.eye(3) - a[:, None, None] * k + b[:, None, None] * (k @ k)
 
 
+def _jr_coefficients(phi: np.ndarray):
+    t = np.sqrt(np.einsum("ti,ti->t", phi, phi))
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    a = np.where(small, 0.5 - t ** 2 / 24.0, (1.0 - np.cos(ts)) / ts ** 2)
+    b = np.where(small, 1.0 / 6.0 - t ** 2 / 120.0, (ts - np.sin(ts)) / ts ** 3)
+    return a, b
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # elementwise: np.cross has a large overhead on [T, 3] arrays
+    return np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+                     a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+                     a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=1)
+
+
+def right_jacobian_apply(phi: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``J_r(phi) v`` for ``[T, 3]`` arrays without forming the matrices:
+    ``v - a phi x v + b phi x (phi x v)`` (coefficients as in :func:`right_jacobian`)."""
+    a, b = _jr_coefficients(phi)
+    pv = _cross(phi, v)
+    return v - a[:, None] * pv + b[:, None] * _cross(phi, pv)
+
+
+def exp_rotation(phi: np.ndarray) -> np.ndarray:
+    """Rotation matrices ``[T, 3, 3]`` of rotation vectors ``[T, 3]`` (Rodrigues:
+    ``I + sin(t)/t K + (1 - cos t)/t^2 K^2``, series for small t)."""
+    t = np.sqrt(np.einsum("ti,ti->t", phi, phi))
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    a = np.where(small, 1.0 - t ** 2 / 6.0, np.sin(ts) / ts)
+    b = np.where(small, 0.5 - t ** 2 / 24.0, (1.0 - np.cos(ts)) / ts ** 2)
+    k = skew_batch(phi)
+    # K^2 = phi phi^T - t^2 I
+    k2 = phi[:, :, None] * phi[:, None, :] - (t ** 2)[:, None, None] * np.eye(3)
+    return np.eye(3) + a[:, None, None] * k + b[:, None, None] * k2
+
+
+def _left_mul(a: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``a @ r[t]`` for every t (``a [3, 3]``, ``r [T, 3, 3]``)."""
+    return np.matmul(a, r)
+
+
+def mean_rotation(r: np.ndarray) -> np.ndarray:
+    """Chordal L2 mean of rotations ``r [T, 3, 3]``: the arithmetic mean projected onto
+    SO(3) (as ``Rotation.mean``, without building a Rotation of T elements)."""
+    u, _, vt = np.linalg.svd(r.mean(axis=0))
+    d = np.sign(np.linalg.det(u @ vt))
+    return u @ np.diag([1.0, 1.0, d if d != 0 else 1.0]) @ vt
+
+
+def log_rotation(r: np.ndarray) -> np.ndarray:
+    """Rotation vectors ``[T, 3]`` of rotation matrices ``[T, 3, 3]``.
+
+    ``phi = theta / sin(theta) * vee(R - R^T) / 2`` with ``theta = atan2(|vee|, (tr R - 1)/2)``:
+    accurate (to ~eps / sin(theta)) away from theta = pi; the callers use it only where
+    theta <= 0.8 pi and switch to quaternions beyond. Hand-written because scipy's
+    ``from_matrix(...).as_rotvec()`` is several times slower on long arrays.
+    """
+    s = 0.5 * np.stack([r[:, 2, 1] - r[:, 1, 2], r[:, 0, 2] - r[:, 2, 0],
+                        r[:, 1, 0] - r[:, 0, 1]], axis=1)
+    sn = np.sqrt(np.einsum("ti,ti->t", s, s))
+    c = 0.5 * (r[:, 0, 0] + r[:, 1, 1] + r[:, 2, 2] - 1.0)
+    theta = np.arctan2(sn, c)
+    small = sn < 1e-8
+    fac = np.where(small, 1.0 + theta ** 2 / 6.0, theta / np.where(small, 1.0, sn))
+    return s * fac[:, None]
+
+
 def _rotation_path(rot_seg: np.ndarray, ok: np.ndarray, filt: ZeroPhaseFilter,
-                   rate_hz: float, max_gap_s: float, r_ref: Rotation | None):
+                   rate_hz: float, max_gap_s: float, a_ref: np.ndarray | None):
     """Filtered rotation, omega_body and alpha_body of one segment (short gaps NaN in
     ``rot_seg`` where ``~ok``)."""
     n = rot_seg.shape[0]
-    rel = Rotation.from_matrix(rot_seg[ok])
-    if r_ref is None:
-        r_ref = rel.mean()
-    rel = r_ref.inv() * rel
-    phi_ok = rel.as_rotvec()
+    if a_ref is None:
+        a_ref = mean_rotation(rot_seg[ok])
+    rel_m = _left_mul(a_ref.T, rot_seg[ok])
+    phi_ok = log_rotation(rel_m)
     if np.max(np.linalg.norm(phi_ok, axis=1)) <= _PHI_MAX_RAD:
         phi = np.full((n, 3), np.nan)
         phi[ok] = phi_ok
         phi, _ = fill_gaps(phi, rate_hz=rate_hz, max_gap_s=max_gap_s)
         phi_f = filt.zero_phase(phi)
         phi_dot = derivative(phi_f, rate_hz, 1)
-        omega_b = np.einsum("tij,tj->ti", right_jacobian(phi_f), phi_dot)
-        r_f = (r_ref * Rotation.from_rotvec(phi_f)).as_matrix()
+        omega_b = right_jacobian_apply(phi_f, phi_dot)
+        r_f = _left_mul(a_ref, exp_rotation(phi_f))
     else:
-        q_ok = rel.as_quat()  # scalar last: (x, y, z, w)
+        q_ok = Rotation.from_matrix(rel_m).as_quat()  # scalar last: (x, y, z, w)
         # Sign continuity: q and -q are the same rotation; flip so neighbours agree.
         flip = np.sign(np.einsum("ti,ti->t", q_ok[1:], q_ok[:-1]))
         flip[flip == 0] = 1.0
@@ -140,7 +208,7 @@ def _rotation_path(rot_seg: np.ndarray, ok: np.ndarray, filt: ZeroPhaseFilter,
         qd = derivative(q, rate_hz, 1)
         v, w, vd, wd = q[:, :3], q[:, 3:], qd[:, :3], qd[:, 3:]
         omega_b = 2.0 * (w * vd - wd * v - np.cross(v, vd))
-        r_f = (r_ref * Rotation.from_quat(q)).as_matrix()
+        r_f = _left_mul(a_ref, Rotation.from_quat(q).as_matrix())
     alpha_b = derivative(omega_b, rate_hz, 1)
     return r_f, omega_b, alpha_b
 
@@ -177,7 +245,7 @@ def motion_from_pose(traj: BodyTrajectory, settings: FilterSettings, /, *, rate_
     rot, pos, vel, acc = nan33.copy(), nan3.copy(), nan3.copy(), nan3.copy()
     om_b, al_b = nan3.copy(), nan3.copy()
     filtered = np.zeros(n, dtype=bool)
-    r_ref = None if reference_rotation is None else Rotation.from_matrix(reference_rotation)
+    r_ref = None if reference_rotation is None else np.asarray(reference_rotation, float)
     for a, b in segments(in_seg):
         if b - a < filt.min_segment_frames:
             continue
@@ -201,4 +269,5 @@ def motion_from_pose(traj: BodyTrajectory, settings: FilterSettings, /, *, rate_
         valid=valid, interpolated=fillable & filtered, filter=bound)
 
 
-__all__ = ["Motion", "motion_from_pose", "right_jacobian", "skew_batch"]
+__all__ = ["Motion", "motion_from_pose", "right_jacobian", "right_jacobian_apply",
+           "exp_rotation", "log_rotation", "mean_rotation", "skew_batch"]
