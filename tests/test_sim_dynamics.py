@@ -161,6 +161,38 @@ def test_pendulum_small_and_large_amplitude_periods():
     assert np.ptp(energy) / (mass * G * d * (1 - np.cos(theta0))) < 1e-8
 
 
+def test_pendulum_on_sliding_platform_matches_two_dof_closed_form():
+    """Free joint coupled to the platform: a compound pendulum on a cart (x only) held by one
+    horizontal spring. Linearised by hand: M = [[M_c + m, -m d], [-m d, I_p]],
+    K = diag(k, m g d); its two frequencies against modal coordinates of the simulation."""
+    k, free_length = 400.0, 0.5
+    rig = Rig("cart", Platform({}), (Spring("S", np.array([-0.9, 0.0, 0.0]), np.zeros(3), k,
+                                            free_length),),
+              locked_dofs=("y", "z", "rx", "ry", "rz"))
+    cart = InertialParams.from_com(6.0, np.zeros(3), np.eye(3))
+    base = Link("base", "platform", None, InertialParams.from_com(4.0, np.zeros(3), np.eye(3)))
+    mass, d, i_com = 3.0, 0.35, 0.04
+    bob = Link("bob", "base", np.array([0.1, 0.0, 0.2]),
+               InertialParams.from_com(mass, np.array([0.0, 0.0, -d]), np.eye(3) * i_com))
+    system = System(rig, cart, tree=Tree((base, bob)), free_joints=True)
+    rot_eq, pos_eq = static_equilibrium(system)
+    assert pos_eq[0] == pytest.approx(-0.9 + free_length, abs=1e-12)
+    m_mat = np.array([[10.0 + mass, -mass * d], [-mass * d, i_com + mass * d * d]])
+    k_mat = np.diag([k, mass * G * d])
+    from scipy.linalg import eigh
+    w2, shapes = eigh(k_mat, m_mat)
+    freq = np.sqrt(w2) / (2 * np.pi)
+    traj = simulate(system, 15.0, 50.0, platform_offset=np.array([0.002, 0, 0, 0, 0, 0]),
+                    link_rotation={"bob": Rotation.from_euler("y", 0.01).as_matrix()})
+    r = traj.rotation["bob"]
+    q = np.column_stack([traj.position_m["platform"][:, 0] - pos_eq[0],
+                         np.arctan2(r[:, 0, 2], r[:, 0, 0])])
+    modal = q @ m_mat @ shapes
+    for i in range(2):
+        assert fit_frequency_hz(traj.time_s, modal[:, i], freq[i]) == pytest.approx(
+            freq[i], rel=1e-4)
+
+
 def test_joint_damping_dissipates():
     params = InertialParams.from_com(2.0, np.array([0.0, 0.0, -0.4]), np.diag([0.02] * 3))
     system = pendulum_system(params, np.array([0.0, 0.0, 0.5]), joint_damping=0.2)

@@ -273,40 +273,65 @@ def static_equilibrium(system: System) -> tuple[np.ndarray, np.ndarray]:
     """
     model, _ = _assemble(system, free_joints=False)
     free = system.rig.free_dof_rows()
+    if len(free) == 0:
+        return np.eye(3), np.zeros(3)
     g = model.gravity_lab
     g_dir = g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else np.array([0.0, 0.0, -1.0])
-    guess = np.zeros(6)
-    guess[:3] = (model.anchor_lab.mean(0) + g_dir * model.free_length.mean()
-                 - model.attachment_platform.mean(0))
+    hanging = np.zeros(6)
+    hanging[:3] = (model.anchor_lab.mean(0) + g_dir * model.free_length.mean()
+                   - model.attachment_platform.mean(0))
     x_full = np.zeros(6)
+    scale = max(1.0, model.mass[0] * np.linalg.norm(g))
 
     def residual(xf: np.ndarray) -> np.ndarray:
         x_full[free] = xf
         return _static_wrench(model, *_pose_from(x_full))[free]
 
-    if len(free) == 0:
-        return np.eye(3), np.zeros(3)
-    sol = root(residual, guess[free], method="hybr", options={"xtol": 1e-13})
-    xf = sol.x
-    for _ in range(20):
-        res = residual(xf)
-        if np.max(np.abs(res)) < 1e-10:
+    best = None
+    # The hanging pose (springs at free length below their anchors) suits a suspended rig;
+    # the zero pose suits guided rigs whose springs are not vertical.
+    for guess in (hanging, np.zeros(6)):
+        xf = _solve_static(residual, guess[free])
+        if xf is None:
+            continue
+        err = np.max(np.abs(residual(xf)))
+        if best is None or err < best[1]:
+            best = (xf, err)
+        if err < 1e-10 * scale:
             break
-        jac = np.empty((len(free), len(free)))
-        for j in range(len(free)):
-            step = np.zeros(len(free))
-            step[j] = 1e-6
-            jac[:, j] = (residual(xf + step) - residual(xf - step)) / 2e-6
-        xf = xf - np.linalg.lstsq(jac, res, rcond=None)[0]
-    res = residual(xf)
-    scale = max(1.0, model.mass[0] * np.linalg.norm(g))
-    if not np.all(np.isfinite(res)) or np.max(np.abs(res)) > 1e-9 * scale:
+    if best is None or best[1] > 1e-9 * scale:
+        found = "no solution" if best is None else f"residual {best[1]:.3g} N"
         raise ConfigError("the springs cannot hold the load at rest (no static equilibrium "
-                          f"found; residual {np.max(np.abs(res)):.3g} N): check stiffness, "
-                          "free length and anchors", field="springs")
-    x_full[free] = xf
+                          f"found: {found}); check stiffness, free length and anchors",
+                          field="springs")
+    x_full[free] = best[0]
     rot, pos = _pose_from(x_full)
     return rot, pos.copy()
+
+
+def _solve_static(residual, guess: np.ndarray) -> np.ndarray | None:
+    """``scipy.optimize.root`` then Newton polish (central differences); None on failure."""
+    with np.errstate(all="ignore"):
+        if not np.all(np.isfinite(residual(guess))):
+            guess = guess + 1e-3
+        sol = root(residual, guess, method="hybr", options={"xtol": 1e-13})
+        xf = sol.x
+        n = len(xf)
+        for _ in range(20):
+            res = residual(xf)
+            if not np.all(np.isfinite(res)):
+                return None
+            if np.max(np.abs(res)) < 1e-11:
+                break
+            jac = np.empty((n, n))
+            for j in range(n):
+                step = np.zeros(n)
+                step[j] = 1e-6
+                jac[:, j] = (residual(xf + step) - residual(xf - step)) / 2e-6
+            if not np.all(np.isfinite(jac)):
+                return None
+            xf = xf - np.linalg.lstsq(jac, res, rcond=None)[0]
+    return xf if np.all(np.isfinite(residual(xf))) else None
 
 
 def linear_modes(system: System) -> tuple[np.ndarray, np.ndarray]:
