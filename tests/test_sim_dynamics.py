@@ -266,6 +266,57 @@ def test_accelerations_satisfy_identification_regressor(locked_run):
     assert np.max(np.abs(wrench_body - springs_body)) < 1e-6 * np.max(np.abs(springs_body))
 
 
+def _external_wrench_lab(traj, name, params, gravity):
+    """Non-gravity wrench on one body about its origin (lab), by the identification regressor."""
+    rot = traj.rotation[name]
+    rt = np.swapaxes(rot, 1, 2)
+    body = regressor_body(np.einsum("tij,tj->ti", rt, traj.accel_lab[name] - gravity),
+                          np.einsum("tij,tj->ti", rt, traj.omega_lab[name]),
+                          np.einsum("tij,tj->ti", rt, traj.alpha_lab[name])) @ params.pi
+    return np.concatenate([np.einsum("tij,tj->ti", rot, body[:, :3]),
+                           np.einsum("tij,tj->ti", rot, body[:, 3:])], 1)
+
+
+def test_free_joints_transmit_force_but_only_damping_torque():
+    """Newton-Euler per link from the simulated motion: a spherical joint passes a force and
+    only its damping torque; all joint forces cancel in the total (= springs)."""
+    rig, platform = demo_rig()
+    tree = demo_tree()
+    c_side = 0.4
+    system = System(rig, platform, tree=tree, free_joints=True, joint_damping={"side": c_side})
+    traj = simulate(system, 2.0, 100.0,
+                    platform_offset=np.array([0.01, -0.01, 0.015, 0.02, -0.01, 0.03]),
+                    link_rotation={"upper": Rotation.from_euler("x", 0.6).as_matrix(),
+                                   "side": Rotation.from_euler("y", -0.5).as_matrix()},
+                    link_omega={"lower": np.array([1.0, 0.0, 2.0])})
+    g = rig.gravity_lab
+    links = {l.name: l for l in tree.links}
+    wr = {n: _external_wrench_lab(traj, n, links[n].params, g) for n in ("upper", "lower", "side")}
+    scale = 5.0 * 9.81 * 0.2                        # m g d of the heaviest link, N m
+    # leaf links: moment about the joint centre = joint damping torque only
+    assert np.max(np.abs(wr["lower"][:, 3:])) < 1e-8 * scale
+    damping = -c_side * (traj.omega_lab["side"] - traj.omega_lab["frame"])
+    assert np.max(np.abs(wr["side"][:, 3:] - damping)) < 1e-8 * scale
+    assert np.max(np.abs(damping)) > 0.1
+    # upper: only the reaction of lower at lower's joint centre
+    lever = traj.position_m["lower"] - traj.position_m["upper"]
+    assert np.allclose(wr["upper"][:, 3:], np.cross(lever, -wr["lower"][:, :3]),
+                       atol=1e-8 * scale)
+    # everything on the springs: sum of wrenches about the lab origin = spring wrench
+    total = np.zeros((len(traj.time_s), 6))
+    bodies = {"platform": platform, "frame": links["frame"].params,
+              **{n: links[n].params for n in wr}}
+    for name, params in bodies.items():
+        w = _external_wrench_lab(traj, name, params, g)
+        total += np.concatenate([w[:, :3], w[:, 3:] + np.cross(traj.position_m[name],
+                                                                   w[:, :3])], 1)
+    springs = spring_wrench(rig, traj.rotation["platform"], traj.position_m["platform"],
+                            traj.velocity_lab["platform"], traj.omega_lab["platform"])
+    p = traj.position_m["platform"]
+    springs_o = np.concatenate([springs[:, :3], springs[:, 3:] + np.cross(p, springs[:, :3])], 1)
+    assert np.max(np.abs(total - springs_o)) < 1e-8 * np.max(np.abs(springs_o))
+
+
 def test_trajectory_sampling_and_rigid_bodies(locked_run):
     system, traj = locked_run
     assert len(traj.time_s) == 1800 and traj.time_s[1] == pytest.approx(1 / 60)
