@@ -376,6 +376,12 @@ def test_errors_name_the_field():
     with pytest.raises(ConfigError, match="free_joints"):
         simulate(System(rig, platform, tree=demo_tree()), 1.0, 10.0,
                  link_rotation={"upper": np.eye(3)})
+    with pytest.raises(ConfigError, match="physically consistent"):
+        simulate(System(rig, InertialParams(np.r_[25.0, 0, 0, 0, -1.0, 0, 0, 1, 0, 1])),
+                 1.0, 10.0)
+    point = InertialParams(np.r_[25.0, np.zeros(9)])
+    with pytest.raises(ConfigError, match="singular"):
+        simulate(System(rig, point), 1.0, 10.0)
     with pytest.raises(ConfigError, match="own name"):
         simulate(System(rig, platform, fixed=(FixedBody("frame", platform),),
                         tree=demo_tree()), 1.0, 10.0)

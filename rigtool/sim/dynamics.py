@@ -167,6 +167,15 @@ def _check(system: System) -> None:
             if link.params is None:
                 raise ConfigError(f"link '{link.name}' needs inertial parameters to be "
                                   "simulated", field=f"links[{i}].params")
+    bodies = [("platform_params", system.platform_params)]
+    bodies += [(f"fixed.{f.name}", f.params) for f in system.fixed]
+    if system.tree is not None:
+        bodies += [(f"links.{l.name}.params", l.params) for l in system.tree.links]
+    for where, params in bodies:
+        if not (params.mass > 0 and params.is_physically_consistent(tol=1e-12)):
+            raise ConfigError("inertial parameters must be physically consistent (mass > 0, "
+                              "pseudo-inertia positive semidefinite)", field=where,
+                              found=np.round(params.pi, 6).tolist())
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise ConfigError("every body (platform, fixed bodies, links) needs its own name",
@@ -254,8 +263,8 @@ def _static_wrench(model: _model.Model, rotation: np.ndarray, position_m: np.nda
     zero = np.zeros(3)
     w = _model.spring_wrench_lab(model, rotation, position_m, zero, zero)
     force = model.mass[0] * model.gravity_lab
-    lever = rotation @ model.first_moment_body[0] / model.mass[0]
-    return w + np.concatenate([force, np.cross(lever, force)])
+    moment = np.cross(rotation @ model.first_moment_body[0], model.gravity_lab)
+    return w + np.concatenate([force, moment])
 
 
 def static_equilibrium(system: System) -> tuple[np.ndarray, np.ndarray]:
@@ -427,8 +436,13 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
     y0 = _initial_state(system, model, outputs, platform_offset, platform_velocity,
                         link_rotation, link_omega)
     if n_samples > 1:
-        sol = solve_ivp(FastRHS(model), (0.0, t[-1]), y0, method="DOP853", t_eval=t,
-                        rtol=rtol, atol=atol)
+        try:
+            sol = solve_ivp(FastRHS(model), (0.0, t[-1]), y0, method="DOP853", t_eval=t,
+                            rtol=rtol, atol=atol)
+        except np.linalg.LinAlgError:
+            raise ConfigError("the mass matrix is singular: a free DOF moves a body without "
+                              "mass or inertia about it (lock that DOF or give the body "
+                              "inertia)", field="platform_params") from None
         if not sol.success:
             raise RuntimeError(f"integration failed: {sol.message}")
         y = sol.y.T
