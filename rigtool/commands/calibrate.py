@@ -24,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--residual-stiffness", action="store_true",
                    help="add a symmetric 6x6 residual stiffness for effects the axial springs "
                         "lack (lateral stiffness); reported in [calibration]")
+    p.add_argument("--no-compensation", action="store_true",
+                   help="plain equation-error least squares (no errors-in-variables correction)")
     p.add_argument("--no-consistency", action="store_true",
                    help="skip the physical-consistency constraints (report the raw fit)")
     p.add_argument("--passband", type=float, default=5.0, help="filter passband edge, Hz")
@@ -48,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     settings = FilterSettings(args.filter, args.order, args.passband, args.stopband)
     job = run_calibration(rigfile, settings=settings, consistent=not args.no_consistency,
                           residual_stiffness=args.residual_stiffness,
+                          compensate=not args.no_compensation,
                           progress=progress_printer())
     doc = calibrated_rig_document(rigfile, job, out, settings)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,8 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.errors import IdentifiabilityError
 from rigtool.identify.consistency import consistency_constraints, solve_triangle
-from rigtool.identify.lsq import LsqResult, reduce_to_triangle, solve_wls
+from rigtool.identify.lsq import (LsqResult, compensated_triangle, noise_moments,
+                                  reduce_to_triangle, solve_compensated, solve_wls)
 from rigtool.identify.propagate import propagate
 from rigtool.identify.platform_motion import CaptureMotion, equation_rows, row_names
 from rigtool.inertia import InertialParams, regressor_body
@@ -115,6 +116,8 @@ class HoldoutCheck:
     inertia_error_rel: float          # max |error| / largest principal moment
     identified: InertialParams        # in the platform frame
     known: InertialParams
+    com_std_m: np.ndarray | None = None           # standard errors of the identified COM
+    inertia_std_rel: float = float("nan")         # max std of inertia_com / largest moment
 
 
 @dataclass(frozen=True)
@@ -146,15 +149,41 @@ class CalibrationResult:
     stiffness_reference: tuple | None = None
 
 
+def _capture_rows(rig: Rig, cap: CaptureMotion, reference: tuple | None):
+    y, w = equation_terms(rig, cap, stiffness_reference=reference)
+    ok = cap.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
+    return np.concatenate([y, -w], axis=2), -(y @ cap.load.pi), ok
+
+
+def _probe_noise(rig: Rig, cap: CaptureMotion, reference: tuple | None, n_fit: int):
+    """Noise samples ``(dA [K, M, R, P], db [K, M, R], n_fit)`` from the capture's probes."""
+    if not cap.noise_probes:
+        return None
+    rows = [_capture_rows(rig, pr, reference) for pr in cap.noise_probes]
+    ok = cap.valid.copy()
+    for _, _, o in rows:
+        ok &= o
+    if ok.sum() < 10:
+        return None
+    a0, b0, _ = rows[0]
+    da = np.stack([a[ok] - a0[ok] for a, _, _ in rows[1:]])
+    db = np.stack([bb[ok] - b0[ok] for _, bb, _ in rows[1:]])
+    return da, db, n_fit
+
+
 def _stack(rig: Rig, captures: list[CaptureMotion], reference: tuple | None):
-    a_all, b_all, blk = [], [], []
+    a_all, b_all, blk, probes = [], [], [], []
     for i, cap in enumerate(captures):
-        y, w = equation_terms(rig, cap, stiffness_reference=reference)
-        ok = cap.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
-        a_all.append(np.concatenate([y, -w], axis=2)[ok])
-        b_all.append(-(y @ cap.load.pi)[ok])
+        a, b, ok = _capture_rows(rig, cap, reference)
+        a_all.append(a[ok])
+        b_all.append(b[ok])
         blk.append(np.full(int(ok.sum()), i))
-    return np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk)
+        pr = _probe_noise(rig, cap, reference, int(ok.sum()))
+        if pr is not None:
+            probes.append(pr)
+    if probes and len(probes) < len(captures):
+        probes = []                     # all or nothing: a partial correction would bias
+    return np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk), probes
 
 
 def _explain_rank(names: list[str], a: np.ndarray) -> str:
@@ -168,7 +197,7 @@ def _explain_rank(names: list[str], a: np.ndarray) -> str:
     return ", ".join(names[i] for i in idx if abs(weak[i]) > 0.1)
 
 
-def _weighted_fit(a, b, blk, lag, rcond, names):
+def _weighted_fit(a, b, blk, lag, rcond, names, probes):
     first = solve_wls(a, b, block=blk, rcond=rcond)
     if first.rank < a.shape[2]:
         raise IdentifiabilityError(
@@ -178,6 +207,12 @@ def _weighted_fit(a, b, blk, lag, rcond, names):
             "platform motions")
     sigma = np.sqrt(np.mean(first.residual ** 2, axis=0))
     weights = 1.0 / np.where(sigma > 0, sigma, 1.0)
+    if probes:
+        aa, ab = noise_moments(probes, weights)
+        fit = solve_compensated(a, b, aa, ab, row_weights=weights, block=blk, max_lag=lag,
+                                rcond=rcond)
+        if fit.rank == a.shape[2]:
+            return fit, weights
     return solve_wls(a, b, row_weights=weights, block=blk, max_lag=lag, rcond=rcond), weights
 
 
@@ -220,14 +255,14 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
                  c0.position_raw[ok0].mean(axis=0))
     warnings: list[str] = [w for c in captures for w in c.warnings]
 
-    a, b, blk = _stack(rig, fit_caps, None)
+    a, b, blk, probes = _stack(rig, fit_caps, None)
     base_names = parameter_names(rig)
-    fit, weights = _weighted_fit(a, b, blk, lag, rcond, base_names)
+    fit, weights = _weighted_fit(a, b, blk, lag, rcond, base_names, probes)
     # Does the data show an effect the axial-spring model lacks? Fit the residual stiffness
     # and look at its significance and at how much of the residual it explains.
-    a_k, b_k, blk_k = _stack(rig, fit_caps, reference)
+    a_k, b_k, blk_k, probes_k = _stack(rig, fit_caps, reference)
     fit_k, weights_k = _weighted_fit(a_k, b_k, blk_k, lag, rcond,
-                                     parameter_names(rig, residual_stiffness=True))
+                                     parameter_names(rig, residual_stiffness=True), probes_k)
     n_base = a.shape[2]
     z = np.abs(fit_k.x[n_base:]) / np.where(fit_k.std[n_base:] > 0, fit_k.std[n_base:], 1.0)
     rms0 = np.sqrt(np.mean(fit.residual ** 2, axis=0))
@@ -242,12 +277,15 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
             f"errors) and removes {100 * gain[j]:.0f}% of the {rows[j]} residual; rerun with "
             "--residual-stiffness")
     if residual_stiffness:
-        a, b, blk, fit, weights = a_k, b_k, blk_k, fit_k, weights_k
+        a, b, blk, fit, weights, probes = a_k, b_k, blk_k, fit_k, weights_k, probes_k
     names = parameter_names(rig, residual_stiffness=residual_stiffness)
     x = fit.x.copy()
     n_spr = len(rig.springs)
     if consistent:
-        rq, zz, _ = reduce_to_triangle(a, b, weights)
+        if probes:
+            rq, zz = compensated_triangle(a, b, *noise_moments(probes, weights), weights)
+        else:
+            rq, zz, _ = reduce_to_triangle(a, b, weights)
         scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
 
         def constraints(xv):
@@ -306,15 +344,40 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
 def _holdout_check(rig: Rig, cap: CaptureMotion, cal: CalibrationResult,
                    weights: np.ndarray) -> HoldoutCheck:
     """Identify the held-out load (10 parameters, platform frame) with the calibrated rig."""
-    y, w = equation_terms(rig, cap, stiffness_reference=cal.stiffness_reference)
-    ok = cap.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
-    rhs = (w @ cal.x[10:])[ok] - (y @ cal.x[:10])[ok]
-    fit = solve_wls(y[ok], rhs, row_weights=weights)
+    def rows(c):
+        y, w = equation_terms(rig, c, stiffness_reference=cal.stiffness_reference)
+        ok = c.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
+        return y, (w @ cal.x[10:]) - (y @ cal.x[:10]), ok
+
+    y, rhs, ok = rows(cap)
+    fit = None
+    if cap.noise_probes:
+        pr = [rows(p) for p in cap.noise_probes]
+        ok_p = ok.copy()
+        for _, _, o in pr:
+            ok_p &= o
+        dy = np.stack([p[0][ok_p] - pr[0][0][ok_p] for p in pr[1:]])
+        dr = np.stack([p[1][ok_p] - pr[0][1][ok_p] for p in pr[1:]])
+        aa, ab = noise_moments([(dy, dr, int(ok.sum()))], weights)
+        fit = solve_compensated(y[ok], rhs[ok], aa, ab, row_weights=weights,
+                                max_lag=cap.correlation_frames)
+        if fit.rank < 10:
+            fit = None
+    if fit is None:
+        fit = solve_wls(y[ok], rhs[ok], row_weights=weights, max_lag=cap.correlation_frames)
     ident = InertialParams(fit.x)
     known = cap.load
     i_max = float(np.linalg.eigvalsh(known.inertia_com)[-1])
+
+    def props(v):
+        p = InertialParams(v)
+        return np.concatenate([p.com, p.inertia_com.ravel()])
+
+    _, pcov = propagate(props, fit.x, fit.cov)
+    pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     return HoldoutCheck(
         capture=cap.name, mass_error_kg=ident.mass - known.mass,
         com_error_m=float(np.linalg.norm(ident.com - known.com)),
         inertia_error_rel=float(np.abs(ident.inertia_com - known.inertia_com).max() / i_max),
-        identified=ident, known=known)
+        identified=ident, known=known, com_std_m=pstd[:3],
+        inertia_std_rel=float(pstd[3:].max() / i_max))

@@ -96,3 +96,84 @@ def reduce_to_triangle(a: np.ndarray, b: np.ndarray, row_weights: np.ndarray | N
     q, rq = np.linalg.qr(flat)
     z = q.T @ rhs
     return rq, z, float(rhs @ rhs - z @ z)
+
+
+def noise_moments(probes: list[tuple[np.ndarray, np.ndarray, float]],
+                  row_weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Expected noise moments ``(E[dA^T W^2 dA], E[dA^T W^2 db])`` summed over the fitted rows.
+
+    ``probes``: per capture ``(dA [K, M, R, P], db [K, M, R], n_rows_factor)``, ``K`` noise
+    samples over ``M`` frames; the mean per frame is scaled by ``n_rows_factor`` (frames of
+    that capture in the fit).
+    """
+    p = probes[0][0].shape[-1]
+    aa, ab = np.zeros((p, p)), np.zeros(p)
+    for da, db, n_fit in probes:
+        r = da.shape[2]
+        w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+        daw = (da * w[None, None, :, None]).reshape(-1, p)
+        dbw = (db * w[None, None, :]).reshape(-1)
+        per_frame = 1.0 / (da.shape[0] * da.shape[1])
+        aa += n_fit * per_frame * (daw.T @ daw)
+        ab += n_fit * per_frame * (daw.T @ dbw)
+    return aa, ab
+
+
+def solve_compensated(a: np.ndarray, b: np.ndarray, noise_aa: np.ndarray, noise_ab: np.ndarray,
+                      *, row_weights: np.ndarray | None = None, block: np.ndarray | None = None,
+                      max_lag: int = 0, rcond: float = 1e-10) -> LsqResult:
+    """Bias-compensated least squares for errors in the regressor.
+
+    With ``A = A0 + dA`` and ``b = b0 + db`` (noise ``dA``, ``db`` from the same measurement),
+    ``E[A^T A] = A0^T A0 + E[dA^T dA]`` and ``E[A^T b] = A0^T b0 + E[dA^T db]``, so
+
+        x = (A^T W A - E[dA^T W dA])^-1 (A^T W b - E[dA^T W db])
+
+    is consistent where ordinary least squares is attenuated (Söderström's bias-compensated
+    LS). ``noise_aa``/``noise_ab`` come from :func:`noise_moments` with the same weights.
+    Covariance: HAC sandwich with the compensated normal matrix as bread and the corrected
+    per-frame scores (mean zero at the solution).
+    """
+    t, r, p = a.shape
+    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+    block = np.zeros(t, int) if block is None else np.asarray(block)
+    a_w = a * w[None, :, None]
+    b_w = b * w[None, :]
+    flat = a_w.reshape(t * r, p)
+    scale = np.linalg.norm(flat, axis=0)
+    scale[scale == 0] = 1.0
+    normal = (flat.T @ flat - noise_aa) / np.outer(scale, scale)
+    rhs = (flat.T @ b_w.reshape(-1) - noise_ab) / scale
+    evals, evecs = np.linalg.eigh(normal)
+    top = evals[-1]
+    keep = evals > rcond ** 2 * top
+    rank = int(keep.sum())
+    inv = (evecs[:, keep] / evals[keep]) @ evecs[:, keep].T
+    x = (inv @ rhs) / scale
+    e_w = b_w - np.einsum("trp,p->tr", a_w, x)
+    bread_inv = inv / np.outer(scale, scale)
+    scores = np.einsum("trp,tr->tp", a_w, e_w) + (noise_aa @ x - noise_ab)[None, :] / t
+    meat = scores.T @ scores
+    for lag in range(1, max_lag + 1):
+        same = block[lag:] == block[:-lag]
+        if not np.any(same):
+            break
+        g = scores[lag:][same].T @ scores[:-lag][same]
+        meat += (1.0 - lag / (max_lag + 1.0)) * (g + g.T)
+    cov = bread_inv @ meat @ bread_inv
+    sv = np.sqrt(np.clip(evals[::-1], 0.0, None))
+    cond = float(sv[0] / sv[rank - 1]) if rank else float("inf")
+    return LsqResult(x, cov, e_w / w[None, :], sv, rank, cond)
+
+
+def compensated_triangle(a: np.ndarray, b: np.ndarray, noise_aa: np.ndarray,
+                         noise_ab: np.ndarray, row_weights: np.ndarray | None = None):
+    """``(Rq, z)`` with ``x^T N x - 2 r^T x = ||Rq x - z||^2 + const`` for the compensated
+    normal equations (``N = L L^T``, ``Rq = L^T``, ``z = L^-1 r``), for the convex solver."""
+    t, r, p = a.shape
+    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+    flat = (a * w[None, :, None]).reshape(t * r, p)
+    normal = flat.T @ flat - noise_aa
+    rhs = flat.T @ (b * w[None, :]).reshape(-1) - noise_ab
+    chol = np.linalg.cholesky(0.5 * (normal + normal.T))
+    return chol.T, np.linalg.solve(chol, rhs)

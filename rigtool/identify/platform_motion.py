@@ -65,6 +65,8 @@ class CaptureMotion:
     pose_rms_m: float = 0.0
     dominant_hz: float = float("nan")
     warnings: tuple[str, ...] = ()
+    marker_sigma_m: float = float("nan")
+    noise_probes: tuple = ()     # (clean, noisy_1, ..., noisy_n) CaptureMotions, see below
 
 
 def _fill_pose(traj: BodyTrajectory, rate_hz: float, max_gap_s: float):
@@ -157,7 +159,52 @@ def capture_motion(data: MarkerData, markers_platform: dict[str, np.ndarray],
         correlation_frames=int(getattr(filt, "impulse_frames", settings.order)),
         load=load if load is not None else InertialParams(np.zeros(10)), holdout=holdout,
         pose_rms_m=float(np.sqrt(np.nanmean(traj.residual_rms_m ** 2))),
-        dominant_hz=f_dom, warnings=tuple(warnings))
+        dominant_hz=f_dom, warnings=tuple(warnings),
+        marker_sigma_m=marker_sigma_from_residual(traj.residual_rms_m, len(markers_platform)))
+
+
+def marker_sigma_from_residual(residual_rms_m: np.ndarray, n_markers: int) -> float:
+    """Per-coordinate marker noise (m) from the rigid fit's RMS residual distances.
+
+    A rigid fit of K markers absorbs 6 of the 3K coordinates' noise, so the mean squared
+    residual distance is ``sigma^2 (3K - 6) / K``.
+    """
+    if n_markers < 3:
+        return float("nan")
+    ms = float(np.nanmean(np.asarray(residual_rms_m) ** 2))
+    return float(np.sqrt(ms * n_markers / (3 * n_markers - 6)))
+
+
+def with_noise_probes(cap: CaptureMotion, markers_platform: dict[str, np.ndarray],
+                      settings: FilterSettings, *, n_probes: int = 2,
+                      sigma_m: float | None = None, seed: int = 0) -> CaptureMotion:
+    """``cap`` with noise probes for bias-compensated least squares.
+
+    Equation-error regressors built from noisy, twice-differentiated markers are biased
+    (errors in variables): ``E[A^T A]`` holds a noise term ``E[dA^T dA]``. To measure it, the
+    platform markers are rebuilt noise-free from the filtered pose, then re-processed by the
+    very same pipeline once clean and ``n_probes`` times with fresh white noise of the
+    capture's own marker noise level (estimated from the rigid-fit residuals). The
+    differences noisy - clean are samples of the noise in every regressor column and in the
+    right-hand side, including their correlation (both come from the same markers).
+    """
+    sigma = cap.marker_sigma_m if sigma_m is None else float(sigma_m)
+    if not np.isfinite(sigma) or sigma <= 0:
+        return cap
+    names = list(markers_platform)
+    body = np.stack([markers_platform[n] for n in names])
+    clean = np.einsum("tij,kj->tki", cap.rotation, body) + cap.position[:, None, :]
+    rng = np.random.default_rng(seed)
+    rate = 1.0 / float(np.median(np.diff(cap.time_s)))
+    probes = []
+    for k in range(n_probes + 1):
+        xyz = clean if k == 0 else clean + rng.normal(0.0, sigma, clean.shape)
+        data = MarkerData(time_s=cap.time_s, names=tuple(names), xyz_m=xyz, rate_hz=rate,
+                          source=cap.path)
+        probes.append(capture_motion(data, markers_platform, settings, name=f"{cap.name}#probe{k}",
+                                     load=cap.load, holdout=cap.holdout))
+    from dataclasses import replace
+    return replace(cap, noise_probes=tuple(probes), marker_sigma_m=sigma)
 
 
 def relative_pose(platform: BodyTrajectory, body: BodyTrajectory,

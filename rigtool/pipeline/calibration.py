@@ -21,7 +21,8 @@ from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
 from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibrate import CalibrationResult, calibrate_motion
-from rigtool.identify.platform_motion import CaptureMotion, capture_motion, relative_pose
+from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
+                                             with_noise_probes)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
 from rigtool.mocap import read_capture
@@ -61,7 +62,7 @@ def _load_in_platform(rigfile: RigFile, names: tuple[str, ...], data, platform_t
     return InertialParams(total)
 
 
-def prepare_captures(rigfile: RigFile, settings: FilterSettings, *,
+def prepare_captures(rigfile: RigFile, settings: FilterSettings, *, compensate: bool = True,
                      progress: Callable[[str], None] | None = None) -> tuple[list[CaptureMotion],
                                                                              list[dict]]:
     """Read and prepare every calibration capture of ``rigfile``."""
@@ -69,7 +70,6 @@ def prepare_captures(rigfile: RigFile, settings: FilterSettings, *,
         raise ConfigError("the rig file lists no [[calibration_captures]]; add the empty "
                           "platform and reference-body captures", path=rigfile.path,
                           field="calibration_captures")
-    markers = rigfile.rig.platform.markers_platform
     caps, inputs = [], []
     for i, c in enumerate(rigfile.captures):
         if progress:
@@ -77,18 +77,34 @@ def prepare_captures(rigfile: RigFile, settings: FilterSettings, *,
         data = read_capture(c.capture, units=c.units)
         inputs.append({"path": os.path.relpath(c.capture, rigfile.path.parent),
                        "sha256": sha256_of(c.capture)})
-        platform_traj = body_trajectory(data, markers)
-        load = _load_in_platform(rigfile, c.load, data, platform_traj, c.capture)
-        caps.append(capture_motion(data, markers, settings, name=c.capture.name,
-                                   window=c.window, load=load, holdout=c.holdout))
+        caps.append(prepare_capture(rigfile, c, data, settings, compensate=compensate, seed=i))
     return caps, inputs
+
+
+def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
+                    compensate: bool = True, seed: int = 0) -> CaptureMotion:
+    """One calibration capture (already read) -> platform motion with its known load."""
+    markers = rigfile.rig.platform.markers_platform
+    platform_traj = body_trajectory(data, markers)
+    load = _load_in_platform(rigfile, c.load, data, platform_traj, c.capture)
+    cap = capture_motion(data, markers, settings, name=c.capture.name, window=c.window,
+                         load=load, holdout=c.holdout)
+    if compensate:
+        cap = with_noise_probes(cap, markers, settings, seed=seed)
+    return cap
 
 
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),
                     consistent: bool = True, residual_stiffness: bool = False,
+                    compensate: bool = True,
                     progress: Callable[[str], None] | None = None) -> CalibrationJob:
-    """Calibrate the rig of ``rigfile`` from its calibration captures."""
-    caps, inputs = prepare_captures(rigfile, settings, progress=progress)
+    """Calibrate the rig of ``rigfile`` from its calibration captures.
+
+    ``compensate`` (default) removes the errors-in-variables bias of the equation-error fit
+    with noise probes (rigtool.identify.platform_motion.with_noise_probes).
+    """
+    caps, inputs = prepare_captures(rigfile, settings, compensate=compensate,
+                                    progress=progress)
     if progress:
         progress("fitting springs and platform")
     result = calibrate_motion(rigfile.rig, caps, consistent=consistent,
@@ -131,9 +147,13 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
         "inputs": job.inputs,
         "filter": {"method": settings.method, "order": settings.order,
                    "passband_hz": settings.passband_hz, "stopband_hz": settings.stopband_hz},
-        "noise_model": ("equation-error residuals zero-mean, independent between captures, "
-                        "correlated within one over the filter length (Newey-West HAC "
-                        "sandwich); rows weighted by 1/RMS residual per wrench component"),
+        "noise_model": ("white Gaussian marker noise (sigma estimated per capture from the "
+                        "rigid-fit residuals); equation-error residuals zero-mean, independent "
+                        "between captures, correlated within one over the filter length "
+                        "(Newey-West HAC sandwich); rows weighted by 1/RMS residual per wrench "
+                        "component; errors-in-variables bias removed by noise probes "
+                        "(bias-compensated least squares)"),
+        "marker_sigma_m": [float(f"{c.marker_sigma_m:.4g}") for c in job.captures],
         "n_frames": res.n_frames,
         "rank": res.rank,
         "condition_number": float(f"{res.condition_number:.6g}"),
