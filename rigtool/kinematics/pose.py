@@ -183,15 +183,12 @@ def kabsch(y_lab: np.ndarray, x_body: np.ndarray, w: np.ndarray
     """
     wsum = w.sum(axis=1)
     wn = w / np.where(wsum > 0, wsum, 1.0)[:, None]
-    # H = sum_k w x_c y^T = X^T W Y - c_x (sum_k w y)^T: one GEMM [3, K] @ [K, T*3] for
-    # the first term instead of T tiny batched products (lab coordinates of a few metres
-    # cost at most ~2 of float64's 16 digits to the subtraction)
+    # H = sum_k w x_c y^T = X^T W Y - c_x (sum_k w y)^T, never centring the [T, K, 3]
+    # lab array (lab coordinates of a few metres cost at most ~2 of float64's 16 digits)
     wy = wn[:, :, None] * y_lab
     cy = wy.sum(axis=1)
     cx = wn @ x_body
-    n_t, n_k = wn.shape
-    h = (x_body.T @ wy.transpose(1, 0, 2).reshape(n_k, n_t * 3)).reshape(3, n_t, 3)
-    h = h.transpose(1, 0, 2) - cx[:, :, None] * cy[:, None, :]
+    h = np.einsum("ki,tkj->tij", x_body, wy) - cx[:, :, None] * cy[:, None, :]
     rot = rotation_from_covariance(h)
     pos = cy - np.einsum("tij,tj->ti", rot, cx)
     return rot, pos
@@ -218,9 +215,10 @@ def _collinear_by_pattern(used: np.ndarray, w_k: np.ndarray, x_body: np.ndarray
 
 def _residuals(y_lab, x_body, rot, pos):
     """Distances ``[T, K]`` between lab markers and the fitted cluster."""
-    pred = np.tensordot(rot, x_body, axes=([2], [1])).transpose(0, 2, 1)  # [T, K, 3]
-    d = y_lab - pred - pos[:, None, :]
-    return np.sqrt(np.einsum("tki,tki->tk", d, d))
+    n_t = rot.shape[0]
+    pred = (rot.reshape(n_t * 3, 3) @ x_body.T).reshape(n_t, 3, -1)  # one GEMM: [T, 3, K]
+    d = y_lab.transpose(0, 2, 1) - pred - pos[:, :, None]
+    return np.sqrt(np.einsum("tik,tik->tk", d, d))
 
 
 def _check_inputs(xyz_lab_m, markers_body_m, weights, min_markers):
