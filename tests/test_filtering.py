@@ -283,3 +283,22 @@ def test_rotation_helpers_match_scipy():
                        np.einsum("tij,tj->ti", right_jacobian(phi), v), atol=1e-14)
     rots = Rotation.from_rotvec(rng.normal(0, 0.3, (40, 3))) * Rotation.from_euler("z", 1.0)
     assert np.allclose(mean_rotation(rots.as_matrix()), rots.mean().as_matrix(), atol=1e-10)
+
+
+def test_filtering_input_errors_name_the_parameter():
+    with pytest.raises(InputError, match="field 'filter.order'.*whole filter order"):
+        design_fir(120.0, order=1)
+    with pytest.raises(InputError, match="0 < passband_hz < stopband_hz"):
+        design_fir(120.0, passband_hz=10.0, stopband_hz=5.0)
+    with pytest.raises(InputError, match="field 'rate_hz'.*positive frame rate"):
+        design_fir(0.0)
+    with pytest.raises(InputError, match="field 'max_gap_s'"):
+        fill_gaps(np.zeros(10), rate_hz=120.0, max_gap_s=-1.0)
+    with pytest.raises(InputError, match="at least 7 frames"):
+        derivative(np.zeros(5), 120.0)
+    filt = ZeroPhaseFilter(FIR, 120.0)
+    with pytest.raises(InputError, match="field 'valid_mask'.*mask of 10 frames"):
+        filt.zero_phase(np.zeros(10), np.ones(3, bool))
+    with pytest.raises(InputError, match="give valid_mask or n_frames"):
+        filt.steady()
+    assert filt.steady(n_frames=200).sum() == 200 - 2 * filt.transient_frames

@@ -242,3 +242,16 @@ def test_closed_form_rotation_equals_guarded_svd_kabsch():
     assert np.allclose(obj, obj_ref, rtol=1e-12, atol=1e-12)
     unique = np.r_[0:100, 100:200, 350:400]
     assert np.allclose(got[unique], want[unique], atol=1e-9)
+
+
+def test_static_and_body_errors_name_the_marker():
+    body = {"A1": np.zeros(3), "A2": np.array([0.1, 0, 0]), "A3": np.array([0, 0.1, 0])}
+    xyz = np.array([[body[n] for n in body]] * 5)
+    xyz[:, 2] = np.nan
+    data = _capture(xyz, list(body))
+    with pytest.raises(InputError, match="marker 'A3' is missing in every frame"):
+        markers_from_static(data, origin="A1", x_axis=("A1", "A2"), xy_plane="A3", names=[])
+    with pytest.raises(InputError, match="x_axis markers A1 and A1 coincide"):
+        markers_from_static(data, origin="A1", x_axis=("A1", "A1"), xy_plane="A2", names=[])
+    with pytest.raises(InputError, match="expected at least 3 markers for a body"):
+        body_trajectory(data, {})

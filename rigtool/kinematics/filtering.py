@@ -201,9 +201,16 @@ class ZeroPhaseFilter:
 
     def steady(self, valid_mask: np.ndarray | None = None, n_frames: int | None = None
                ) -> np.ndarray:
-        """Frames ``[T]`` of the segments that lie outside the edge transients."""
+        """Frames ``[T]`` of the segments that lie outside the edge transients.
+
+        Segments come from ``valid_mask``, else from the bound mask, else ``n_frames``
+        frames form one segment.
+        """
         mask = self.mask if valid_mask is None else np.asarray(valid_mask, dtype=bool)
         if mask is None:
+            if n_frames is None:
+                raise InputError("give valid_mask or n_frames (this filter has no segments "
+                                 "bound)", field="valid_mask")
             mask = np.ones(int(n_frames), dtype=bool)
         out = np.zeros(mask.shape[0], dtype=bool)
         k = self.transient_frames
