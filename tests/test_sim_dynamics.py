@@ -129,6 +129,28 @@ def test_small_vibration_frequencies_match_linearised_modes():
         assert fitted == pytest.approx(freq[i], rel=2e-3), i
 
 
+def test_rhs_jacobian_at_equilibrium_has_the_modes_frequencies():
+    """Eigenvalues of the linearised equations of motion (finite differences of the
+    simulator's right-hand side) are +-i 2 pi f with f from rig.modes."""
+    from rigtool.sim._fastrhs import FastRHS
+    from rigtool.sim.dynamics import _assemble, _initial_state
+
+    rig, platform = demo_rig(locked_dofs=("rz",))
+    system = System(rig, platform, tree=demo_tree())
+    model, outputs = _assemble(system)
+    y0 = _initial_state(system, model, outputs, np.zeros(6), np.zeros(6), None, None)
+    rhs = FastRHS(model)
+    assert np.max(np.abs(rhs(0.0, y0))) < 1e-9
+    step = 1e-7
+    jac = np.column_stack([(rhs(0.0, y0 + e) - rhs(0.0, y0 - e)) / (2 * step)
+                           for e in step * np.eye(len(y0))])
+    ev = np.linalg.eigvals(jac)
+    freq_sim = np.sort(ev.imag[ev.imag > 1e-3]) / (2 * np.pi)
+    freq, _ = linear_modes(system)
+    assert len(freq) == 5
+    assert np.allclose(freq_sim, freq, rtol=1e-6)
+
+
 # --------------------------------------------------------------------------- pendulum
 
 def test_pendulum_small_and_large_amplitude_periods():
@@ -236,6 +258,21 @@ def test_energy_conserved_free_joints():
     # The swinging links really swing relative to the base.
     rel = np.einsum("tji,tjk->tik", traj.rotation["frame"], traj.rotation["upper"])
     assert np.ptp(Rotation.from_matrix(rel).magnitude()) > 0.3
+
+
+def test_locked_dofs_stay_locked_and_energy_is_conserved():
+    """Guides on rx, ry (lab axes) and y: the platform only yaws, moves in x and z."""
+    rig, platform = demo_rig(locked_dofs=("y", "rx", "ry"))
+    system = System(rig, platform, tree=demo_tree())
+    rot_eq, pos_eq = static_equilibrium(system)
+    assert np.allclose(rot_eq[2], [0, 0, 1], atol=1e-15) and pos_eq[1] == 0.0
+    traj = simulate(system, 5.0, 50.0, platform_offset=np.full(6, 0.01),
+                    platform_velocity=np.full(6, 0.05))
+    assert np.all(traj.omega_lab["platform"][:, :2] == 0.0)
+    assert np.all(traj.position_m["platform"][:, 1] == 0.0)
+    assert np.allclose(traj.rotation["platform"][:, 2], [0, 0, 1], atol=1e-12)
+    assert np.ptp(traj.rotation["platform"][:, 0, 1]) > 1e-3      # it does yaw
+    assert relative_drift(system, traj) < 1e-6
 
 
 def test_spring_damping_dissipates():
