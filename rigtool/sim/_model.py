@@ -16,8 +16,9 @@ Conventions
   triangular with unit diagonal) and make every angular Jacobian a column selector.
 - Locked DOFs are lab-axis components of ``[v_p, omega_0]`` held at zero (ideal, workless
   constraints): those generalized velocities are removed from the equations.
-- Every function accepts leading batch axes (``y[..., n]``): one code path serves the
-  integrator (no batch axis) and the post-processing of all samples at once.
+- Every function accepts leading batch axes (``y[..., n]``): this readable path computes the
+  accelerations of all samples at once after integration and is the reference for the lean
+  single-state right-hand side the integrator calls (``_fastrhs.py``; tests keep them equal).
 """
 
 from __future__ import annotations
