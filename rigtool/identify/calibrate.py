@@ -343,14 +343,17 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
 
 def _holdout_check(rig: Rig, cap: CaptureMotion, cal: CalibrationResult,
                    weights: np.ndarray) -> HoldoutCheck:
-    """Identify the held-out load (10 parameters, platform frame) with the calibrated rig."""
+    """Identify the held-out load with the calibrated rig, as a user would identify an
+    object: its mass known (weighed), its first moment and inertia (platform frame) unknown.
+    The mass error comes from a second fit with the mass free."""
     def rows(c):
         y, w = equation_terms(rig, c, stiffness_reference=cal.stiffness_reference)
         ok = c.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
         return y, (w @ cal.x[10:]) - (y @ cal.x[:10]), ok
 
+    known = cap.load
     y, rhs, ok = rows(cap)
-    fit = None
+    probes = []
     if cap.noise_probes:
         pr = [rows(p) for p in cap.noise_probes]
         ok_p = ok.copy()
@@ -358,25 +361,32 @@ def _holdout_check(rig: Rig, cap: CaptureMotion, cal: CalibrationResult,
             ok_p &= o
         dy = np.stack([p[0][ok_p] - pr[0][0][ok_p] for p in pr[1:]])
         dr = np.stack([p[1][ok_p] - pr[0][1][ok_p] for p in pr[1:]])
-        aa, ab = noise_moments([(dy, dr, int(ok.sum()))], weights)
-        fit = solve_compensated(y[ok], rhs[ok], aa, ab, row_weights=weights,
-                                max_lag=cap.correlation_frames)
-        if fit.rank < 10:
-            fit = None
-    if fit is None:
-        fit = solve_wls(y[ok], rhs[ok], row_weights=weights, max_lag=cap.correlation_frames)
-    ident = InertialParams(fit.x)
-    known = cap.load
+        probes = [(dy, dr, int(ok.sum()))]
+
+    def solve(a, b, pr_list, n_par):
+        if pr_list:
+            f = solve_compensated(a, b, *noise_moments(pr_list, weights), row_weights=weights,
+                                  max_lag=cap.correlation_frames)
+            if f.rank == n_par:
+                return f
+        return solve_wls(a, b, row_weights=weights, max_lag=cap.correlation_frames)
+
+    fit10 = solve(y[ok], rhs[ok], probes, 10)
+    b9 = rhs[ok] - y[ok][:, :, 0] * known.mass
+    pr9 = [(dy[..., 1:], dr - dy[..., 0] * known.mass, n) for dy, dr, n in probes]
+    fit = solve(y[ok][:, :, 1:], b9, pr9, 9)
+    x = np.concatenate([[known.mass], fit.x])
+    ident = InertialParams(x)
     i_max = float(np.linalg.eigvalsh(known.inertia_com)[-1])
 
     def props(v):
-        p = InertialParams(v)
+        p = InertialParams(np.concatenate([[known.mass], v]))
         return np.concatenate([p.com, p.inertia_com.ravel()])
 
     _, pcov = propagate(props, fit.x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     return HoldoutCheck(
-        capture=cap.name, mass_error_kg=ident.mass - known.mass,
+        capture=cap.name, mass_error_kg=float(fit10.x[0] - known.mass),
         com_error_m=float(np.linalg.norm(ident.com - known.com)),
         inertia_error_rel=float(np.abs(ident.inertia_com - known.inertia_com).max() / i_max),
         identified=ident, known=known, com_std_m=pstd[:3],

@@ -30,7 +30,8 @@ from scipy.spatial.transform import Rotation
 import cvxpy as cp
 
 from rigtool.identify.consistency import SOLVER, consistency_constraints, solve_triangle
-from rigtool.identify.lsq import reduce_to_triangle, solve_wls
+from rigtool.identify.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
+                                  solve_compensated, solve_wls)
 from rigtool.identify.platform_motion import CaptureMotion, WRENCH_ROWS, equation_rows, row_names
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
@@ -130,6 +131,8 @@ class PostureResult:
     weighting: str
     warnings: list[str]
     mass_from_vibration: tuple[float, float] | None = None   # (kg, std) when asked
+    covariance9: np.ndarray | None = None  # cov of [h (3), J0 six xx yy zz yz zx xy] (subset)
+    compensated: bool = False              # errors-in-variables bias removed (noise probes)
 
     def plot(self, ax=None):
         """Measured against fitted wrench per component (six stacked axes); returns the axes."""
@@ -220,19 +223,39 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if weighting == "dual-metric" and rig.locked_dofs:
         warnings.append("dual-metric weighting needs all six DOFs free; used noise weighting")
         weighting = "noise"
-    rt = np.swapaxes(cap.rotation, -1, -2)
-    a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
-    y = regressor_body(a_minus_g, cap.omega_body, cap.omega_dot_body)
-    w = spring_wrench_body(rig, cap, model=spring_model)
     tmat = transform_matrix(base_rotation_platform, base_position_platform)
-    a_full = y @ tmat                                        # [T, 6, 10] in object params
-    rhs_full = w - y @ platform.pi                           # object's share of the wrench
-    rows_a = equation_rows(rig, cap.rotation, a_full)
-    rows_b = equation_rows(rig, cap.rotation, rhs_full[..., None])[..., 0]
-    ok = (cap.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
-          & np.all(np.isfinite(rows_b), axis=1))
+
+    def rows(c: CaptureMotion):
+        rt = np.swapaxes(c.rotation, -1, -2)
+        a_minus_g = np.einsum("tij,tj->ti", rt, c.accel_lab - rig.gravity_lab)
+        y_c = regressor_body(a_minus_g, c.omega_body, c.omega_dot_body)
+        w_c = spring_wrench_body(rig, c, model=spring_model)
+        a_full_c = y_c @ tmat                                # [T, 6, 10] in object params
+        rows_a = equation_rows(rig, c.rotation, a_full_c)
+        rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
+        ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
+                & np.all(np.isfinite(rows_b), axis=1))
+        return rows_a, rows_b, ok_c, y_c, w_c, a_full_c
+
+    rows_a, rows_b, ok, y, w, a_full = rows(cap)
     a = rows_a[ok][:, :, 1:]
     b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
+    probes, probes_full = [], []
+    if cap.noise_probes:
+        pr = [rows(p)[:3] for p in cap.noise_probes]
+        ok_p = ok.copy()
+        for _, _, o in pr:
+            ok_p &= o
+        if ok_p.sum() >= 10:
+            a0 = pr[0][0][ok_p]
+            b0 = pr[0][1][ok_p] - a0[:, :, 0] * total_mass_kg
+            da = np.stack([q[0][ok_p][:, :, 1:] - a0[:, :, 1:] for q in pr[1:]])
+            db = np.stack([q[1][ok_p] - q[0][ok_p][:, :, 0] * total_mass_kg - b0
+                           for q in pr[1:]])
+            probes = [(da, db, int(ok.sum()))]
+            probes_full = [(np.stack([q[0][ok_p] - a0 for q in pr[1:]]),
+                            np.stack([q[1][ok_p] - pr[0][1][ok_p] for q in pr[1:]]),
+                            int(ok.sum()))]
     first = solve_wls(a, b)
     lag = cap.correlation_frames
     weights = None
@@ -241,7 +264,11 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         weights = 1.0 / np.where(sigma > 0, sigma, 1.0)
     mass_check = None
     if fit_mass:
-        mfit = solve_wls(rows_a[ok], rows_b[ok], row_weights=weights, max_lag=lag)
+        if probes_full:
+            mfit = solve_compensated(rows_a[ok], rows_b[ok], *noise_moments(probes_full, weights),
+                                     row_weights=weights, max_lag=lag)
+        else:
+            mfit = solve_wls(rows_a[ok], rows_b[ok], row_weights=weights, max_lag=lag)
         mass_check = (float(mfit.x[0]), float(mfit.std[0]))
 
     def consistent_map(xv):
@@ -262,11 +289,22 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         x = x_dm
         unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
     else:
-        fit = solve_wls(a, b, row_weights=weights, max_lag=lag)
+        fit = None
+        if probes:
+            aa, ab = noise_moments(probes, weights)
+            fit = solve_compensated(a, b, aa, ab, row_weights=weights, max_lag=lag)
+            if fit.rank < a.shape[2]:
+                fit = None
+        if fit is None:
+            probes = []
+            fit = solve_wls(a, b, row_weights=weights, max_lag=lag)
         x = fit.x
         unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
         if consistent and not unconstrained.is_physically_consistent():
-            rq, z, _ = reduce_to_triangle(a, b, weights)
+            if probes:
+                rq, z = compensated_triangle(a, b, *noise_moments(probes, weights), weights)
+            else:
+                rq, z, _ = reduce_to_triangle(a, b, weights)
             scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
             x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
     if np.any(np.abs(x - fit.x) > 2 * fit.std):
@@ -281,6 +319,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     fitted = np.einsum("trp,p->tr", a_full, params.pi) + y @ platform.pi
+    perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)
+    cov9 = fit.cov[np.ix_(perm, perm)]
     resid = (w - fitted)[ok]
     rms = {"force": float(np.sqrt(np.mean(resid[:, :3] ** 2))),
            "torque": float(np.sqrt(np.mean(resid[:, 3:] ** 2)))}
@@ -289,4 +329,5 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                         f"{mass_check[1]:.3f} kg, against {total_mass_kg:.3f} kg weighed")
     return PostureResult(cap.name, total_mass_kg, params.com, pstd[:3], params.inertia_com,
                          pstd[3:].reshape(3, 3), params, fit.cov, pcov, unconstrained, rms, w,
-                         fitted, cap.time_s, spring_model, weighting, warnings, mass_check)
+                         fitted, cap.time_s, spring_model, weighting, warnings, mass_check,
+                         cov9, bool(probes))

@@ -1,0 +1,213 @@
+"""The session job: manifest -> per-posture overall properties -> subset Phi_s.
+
+Stages, each feeding the next (data flows one way):
+
+1. the manifest and its calibrated rig (rigtool.config), the object's weighed mass;
+2. link marker coordinates (from the manifest, or built from a static capture);
+3. per locked posture: platform motion (filtered both sides, noise probes), the base link's
+   pose on the platform, every child's rotation ``0R_j`` (averaged over the capture), and
+   the object's COM and inertia (rigtool.identify.overall);
+4. the subset Phi_s from all postures (rigtool.identify.subset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session, sha256_of
+from rigtool.devices.scale import resolve_total_mass
+from rigtool.errors import ConfigError, IdentifiabilityError, InputError
+from rigtool.identify.overall import PostureResult, fit_posture
+from rigtool.identify.platform_motion import capture_motion, relative_pose, with_noise_probes
+from rigtool.identify.subset import PostureOverall, SubsetResult, fit_subset
+from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
+from rigtool.mocap import MarkerData, read_capture
+from rigtool.tree import Tree
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class PostureOutcome:
+    """One posture: the fit and what was measured around it."""
+
+    result: PostureResult
+    rotations: dict[str, np.ndarray]            # 0R_j, link -> base axes
+    rotation_spread_deg: dict[str, float]        # RMS wobble of each joint during the capture
+    base_rotation_platform: np.ndarray
+    base_position_platform: np.ndarray
+    marker_rms_m: dict[str, float]               # rigid-fit residual per body
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SessionOutcome:
+    """Everything the session job produced (the report is written from this)."""
+
+    session: Session
+    rigfile: RigFile
+    total_mass_kg: float
+    link_markers: dict[str, dict[str, np.ndarray]]
+    inputs: list[dict]
+    postures: list[PostureOutcome]
+    subset: SubsetResult | None
+    warnings: list[str]
+
+
+def _noop(message: str) -> None:
+    return None
+
+
+def link_markers(session: Session, tree: Tree) -> dict[str, dict[str, np.ndarray]]:
+    """Marker coordinates of every link in its own frame (manifest, or static capture)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for i, link in enumerate(tree.links):
+        spec = session.frames.get(link.name)
+        if spec is None:
+            out[link.name] = dict(link.markers_link)
+            continue
+        raw_links = session.raw.get("links", [])
+        frame_t = raw_links[i].get("frame", {}) if i < len(raw_links) else {}
+        names = list(link.markers_link) or list(frame_t.get("markers", []))
+        if not names:
+            names = sorted({*([spec.origin] if isinstance(spec.origin, str) else spec.origin),
+                            *spec.x_axis, spec.xy_plane} - {"joint_center"})
+        data = read_capture(spec.static_capture)
+        origin = spec.origin
+        if origin == "joint_center":
+            jc = link.joint_center_parent
+            parent = link.parent
+            if jc is None or parent not in out:
+                raise ConfigError("origin = \"joint_center\" needs the link's joint_center and "
+                                  "its parent's markers", path=session.path,
+                                  field=f"links[{i}].frame.origin")
+            ptraj = body_trajectory(data, out[parent])
+            ok = ptraj.valid
+            if not ok.any():
+                raise InputError(f"the parent '{parent}' is not seen in the static capture",
+                                 path=spec.static_capture)
+            r = Rotation.from_matrix(ptraj.rotation[ok]).mean().as_matrix()
+            origin = r @ jc + ptraj.position_m[ok].mean(axis=0)
+        out[link.name] = markers_from_static(data, origin=origin, x_axis=spec.x_axis,
+                                             xy_plane=spec.xy_plane, names=names)
+        if len(out[link.name]) < 3:
+            raise ConfigError("a link frame from a static capture needs at least 3 markers",
+                              path=session.path, field=f"links[{i}].frame")
+    return out
+
+
+def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float]:
+    r = Rotation.from_matrix(rot)
+    mean = r.mean()
+    spread = float(np.sqrt(np.mean((mean.inv() * r).magnitude() ** 2)))
+    return mean.as_matrix(), float(np.rad2deg(spread))
+
+
+def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
+                     ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    base = tree.links[0].name
+    rb = trajs[base]
+    rotations, spread = {}, {}
+    for link in tree.links[1:]:
+        tj = trajs[link.name]
+        ok = rb.valid & tj.valid
+        if ok.sum() < 3:
+            raise InputError(f"link '{link.name}' and the base link are seen together in "
+                             f"{int(ok.sum())} frames; expected the whole posture in view",
+                             path=path)
+        rel = np.swapaxes(rb.rotation[ok], -1, -2) @ tj.rotation[ok]
+        rotations[link.name], spread[link.name] = _mean_rotation(rel)
+    return rotations, spread
+
+
+def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
+                    markers: dict[str, dict[str, np.ndarray]], capture: Path, *,
+                    name: str, window, units, total_mass_kg: float,
+                    settings: FilterSettings, spring_model: str = "exact",
+                    weighting: str = "noise", compensate: bool = True,
+                    data: MarkerData | None = None) -> PostureOutcome:
+    """Read one locked-posture capture and fit the object's overall properties."""
+    rig = rigfile.rig
+    data = read_capture(capture, units=units) if data is None else data
+    plat_markers = rig.platform.markers_platform
+    cap = capture_motion(data, plat_markers, settings, name=name, window=window)
+    if compensate:
+        cap = with_noise_probes(cap, plat_markers, settings)
+    plat_traj = body_trajectory(data, plat_markers)
+    trajs = {l.name: body_trajectory(data, markers[l.name]) for l in tree.links}
+    base = tree.links[0].name
+    r_pb, t_pb, wobble = relative_pose(plat_traj, trajs[base], cap.valid)
+    warnings = []
+    if np.rad2deg(wobble) > 0.5:
+        warnings.append(f"{name}: the base link moves on the platform by "
+                        f"{np.rad2deg(wobble):.2f} deg RMS; it should be fixed to it")
+    rotations, spread = _child_rotations(tree, trajs, capture)
+    for link, deg in spread.items():
+        if deg > 0.5:
+            warnings.append(f"{name}: joint of '{link}' moves by {deg:.2f} deg RMS; a locked "
+                            "posture is assumed")
+    res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
+                      base_position_platform=t_pb, total_mass_kg=total_mass_kg,
+                      spring_model=spring_model, weighting=weighting, fit_mass=True)
+    rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
+    rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
+    return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms,
+                          warnings + list(cap.warnings) + list(res.warnings))
+
+
+def posture_overall(p: PostureOutcome) -> PostureOverall:
+    """What the subset fit needs of one posture (with the posture fit's covariance)."""
+    r = p.result
+    return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
+                          p.rotations, covariance9=r.covariance9)
+
+
+def run_session(session_path: str | Path, *, spring_model: str = "exact",
+                weighting: str = "noise", compensate: bool = True,
+                progress: Progress | None = None) -> SessionOutcome:
+    """Run the locked-posture stages of a session (see module docstring)."""
+    progress = progress or _noop
+    session = load_session(session_path)
+    rigfile = load_rig(session.rig_path)
+    rigfile.require_calibrated()
+    total_mass = resolve_total_mass(session)
+    tree = session.tree
+    markers = link_markers(session, tree)
+    inputs = [{"path": str(session.path.name), "sha256": sha256_of(session.path)},
+              {"path": str(session.rig_path), "sha256": sha256_of(session.rig_path)}]
+    if not session.postures:
+        raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
+                          "capture", path=session.path, field="postures")
+    outcomes: list[PostureOutcome] = []
+    for i, ref in enumerate(session.postures):
+        progress(f"posture {i + 1}/{len(session.postures)}: {ref.name}")
+        inputs.append({"path": str(ref.capture.relative_to(session.path.parent))
+                       if ref.capture.is_relative_to(session.path.parent) else str(ref.capture),
+                       "sha256": sha256_of(ref.capture)})
+        outcomes.append(fit_one_posture(session, rigfile, tree, markers, ref.capture,
+                                        name=ref.name, window=ref.window, units=ref.units,
+                                        total_mass_kg=total_mass, settings=session.filter,
+                                        spring_model=spring_model, weighting=weighting,
+                                        compensate=compensate))
+    warnings = [w for o in outcomes for w in o.warnings]
+    subset = None
+    if len(tree.links) > 1:
+        progress("subset of the minimal parameters")
+        missing = [l.name for l in tree.links[1:] if l.joint_center_parent is None]
+        if missing:
+            warnings.append(f"no joint_center for {', '.join(missing)}: the subset needs it "
+                            "(estimating it from the relative motion is not available yet)")
+        else:
+            subset = fit_subset(tree, [posture_overall(o) for o in outcomes], total_mass)
+            if not subset.identified:
+                raise IdentifiabilityError(
+                    "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
+                    + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
+                    path=session.path)
+    return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
+                          warnings)
