@@ -319,6 +319,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     fitted = np.einsum("trp,p->tr", a_full, params.pi) + y @ platform.pi
+    w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
+    fitted = np.where(ok[:, None], fitted, np.nan)
     perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)
     cov9 = fit.cov[np.ix_(perm, perm)]
     resid = (w - fitted)[ok]

@@ -12,6 +12,7 @@ Stages, each feeding the next (data flows one way):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -179,7 +180,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     tree = session.tree
     markers = link_markers(session, tree)
     inputs = [{"path": str(session.path.name), "sha256": sha256_of(session.path)},
-              {"path": str(session.rig_path), "sha256": sha256_of(session.rig_path)}]
+              {"path": os.path.relpath(session.rig_path, session.path.parent),
+               "sha256": sha256_of(session.rig_path)}]
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")

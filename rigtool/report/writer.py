@@ -1,0 +1,230 @@
+"""Writing a session's results: report.json, report.md, report.html, figures and CSV tables.
+
+Everything is written into one results directory that never holds inputs; the JSON follows
+SPEC.md ("What `rigtool run` writes"), with extra keys where more is known.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+
+from rigtool import __version__
+from rigtool.pipeline.session import SessionOutcome
+
+
+def _r(x, digits: int = 7):
+    """Round floats (nested lists) for the JSON; NaN/inf become None."""
+    if isinstance(x, np.ndarray):
+        x = x.tolist()
+    if isinstance(x, (list, tuple)):
+        return [_r(v, digits) for v in x]
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return None if not np.isfinite(x) else float(f"{x:.{digits}g}")
+    return x
+
+
+def report_dict(out: SessionOutcome) -> dict:
+    """The report.json content."""
+    postures = []
+    for p in out.postures:
+        r = p.result
+        entry = {
+            "name": r.name, "mass": _r(r.mass), "com": _r(r.com), "com_std": _r(r.com_std, 3),
+            "inertia_com": _r(r.inertia_com), "inertia_com_std": _r(r.inertia_com_std, 3),
+            "rotations": {k: _r(v) for k, v in p.rotations.items()},
+            "residual_rms": {k: _r(v, 4) for k, v in r.residual_rms.items()},
+            "spring_model": r.spring_model, "weighting": r.weighting,
+            "bias_compensated": r.compensated,
+            "base_pose_on_platform": {"rotation": _r(p.base_rotation_platform),
+                                      "position": _r(p.base_position_platform)},
+            "joint_wobble_deg": {k: _r(v, 3) for k, v in p.rotation_spread_deg.items()},
+            "marker_fit_rms_m": {k: _r(v, 3) for k, v in p.marker_rms_m.items()},
+            "warnings": list(p.warnings),
+        }
+        if r.mass_from_vibration is not None:
+            entry["mass_from_vibration"] = {"value": _r(r.mass_from_vibration[0]),
+                                            "std": _r(r.mass_from_vibration[1], 3)}
+        postures.append(entry)
+    doc = {
+        "rigtool_version": __version__,
+        "session": out.session.name,
+        "total_mass": _r(out.total_mass_kg),
+        "inputs": out.inputs,
+        "rig": {"path": str(out.rigfile.path), "name": out.rigfile.rig.name},
+        "filter": {"method": out.session.filter.method, "order": out.session.filter.order,
+                   "passband_hz": out.session.filter.passband_hz,
+                   "stopband_hz": out.session.filter.stopband_hz},
+        "postures": postures,
+        "warnings": out.warnings,
+    }
+    if out.subset is not None:
+        sub = out.subset.to_json()
+        doc["subset"] = sub
+    not_run = ["relative_motion", "minimal_parameters", "segments"]
+    doc["stages_not_run"] = not_run
+    return doc
+
+
+def _posture_figure(p, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(6, 1, sharex=True, figsize=(8, 9))
+    p.result.plot(ax)
+    fig.suptitle(f"{p.result.name}: spring + gravity wrench, measured vs fitted "
+                 "(platform axes, about its origin)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _subset_figure(out: SessionOutcome, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    s = out.subset
+    vals, std = np.asarray(s.values, float), np.asarray(s.std, float)
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(vals) + 1.2))
+    y = np.arange(len(vals))
+    ax.errorbar(vals, y, xerr=2 * np.where(np.isfinite(std), std, 0), fmt="o", ms=3, capsize=2)
+    ax.set_yticks(y, s.names, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(0, color="0.7", lw=0.5)
+    ax.set_xlabel("value (kg m or kg m^2), error bars +-2 standard errors")
+    ax.set_title("Subset of the minimal inertial parameters (Phi_s)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for row in rows:
+            w.writerow([f"{v:.9g}" if isinstance(v, float) else v for v in row])
+
+
+def _markdown(doc: dict, figures: list[str]) -> str:
+    lines = [f"# rigtool report: {doc['session']}", "",
+             f"rigtool {doc['rigtool_version']}; total mass {doc['total_mass']} kg; rig "
+             f"{doc['rig']['name']}; filter {doc['filter']['method']} order "
+             f"{doc['filter']['order']}, {doc['filter']['passband_hz']}/"
+             f"{doc['filter']['stopband_hz']} Hz.", "", "## Postures (base-link frame)", ""]
+    lines += ["| posture | COM x [mm] | COM y [mm] | COM z [mm] | I_xx | I_yy | I_zz | I_yz | "
+              "I_zx | I_xy | force RMS [N] | torque RMS [N m] |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for p in doc["postures"]:
+        c, cs, i, s = p["com"], p["com_std"], p["inertia_com"], p["inertia_com_std"]
+        ent = [(0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1)]
+        cells = [f"{1e3 * c[k]:.2f} ± {1e3 * cs[k]:.2f}" for k in range(3)]
+        cells += [f"{i[a][b]:.4f} ± {s[a][b]:.4f}" for a, b in ent]
+        lines.append(f"| {p['name']} | " + " | ".join(cells)
+                     + f" | {p['residual_rms']['force']:.3g} | {p['residual_rms']['torque']:.3g} |")
+    lines.append("")
+    lines.append("Inertia about the COM in kg m², ± one standard error (equation-error fit, "
+                 "errors-in-variables bias removed, HAC covariance).")
+    if "subset" in doc:
+        sub = doc["subset"]
+        lines += ["", "## Subset Φ_s of the minimal parameters", "",
+                  f"rank {sub['rank']}, condition number {sub['condition_number']:.3g}", "",
+                  "| parameter | value | std |", "|---|---|---|"]
+        for n, v, s in zip(sub["names"], sub["values"], sub["std"]):
+            lines.append(f"| {n} | {v if v is None else f'{v:.5f}'} | "
+                         f"{s if s is None else f'{s:.5f}'} |")
+    if doc["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in doc["warnings"]]
+    lines += ["", "## Not run yet", "",
+              "These stages are not part of this rigtool build: "
+              + ", ".join(doc["stages_not_run"]) + ".", "", "## Figures", ""]
+    lines += [f"![{f}]({f})" for f in figures]
+    lines += ["", "## Inputs", ""] + [f"- `{i['path']}` sha256 `{i['sha256']}`"
+                                      for i in doc["inputs"]]
+    return "\n".join(lines) + "\n"
+
+
+def _html(markdown_text: str, out_dir: Path, figures: list[str]) -> str:
+    """A self-contained page: the Markdown's tables and text, figures embedded as base64."""
+    body = []
+    in_table = False
+    for line in markdown_text.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if all(set(c) <= {"-"} for c in cells):
+                continue
+            if not in_table:
+                body.append("<table>")
+                in_table = True
+                body.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells)
+                            + "</tr>")
+                continue
+            body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+            continue
+        if in_table:
+            body.append("</table>")
+            in_table = False
+        if line.startswith("# "):
+            body.append(f"<h1>{html.escape(line[2:])}</h1>")
+        elif line.startswith("## "):
+            body.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("!["):
+            name = line[line.index("(") + 1:-1]
+            data = base64.b64encode((out_dir / name).read_bytes()).decode()
+            body.append(f'<figure><img alt="{html.escape(name)}" '
+                        f'src="data:image/png;base64,{data}"><figcaption>'
+                        f"{html.escape(name)}</figcaption></figure>")
+        elif line.startswith("- "):
+            body.append(f"<li>{html.escape(line[2:])}</li>")
+        elif line.strip():
+            body.append(f"<p>{html.escape(line)}</p>")
+    if in_table:
+        body.append("</table>")
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
+             "padding:2px 6px;text-align:right}img{max-width:100%}")
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>rigtool report</title>"
+            f"<style>{style}</style></head><body>" + "\n".join(body) + "</body></html>\n")
+
+
+def write_report(out: SessionOutcome, out_dir: Path) -> list[Path]:
+    """Write every report file into ``out_dir``; returns the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    doc = report_dict(out)
+    figures = []
+    for p in out.postures:
+        name = f"posture_{p.result.name}_wrench.png"
+        _posture_figure(p, out_dir / name)
+        figures.append(name)
+    if out.subset is not None:
+        _subset_figure(out, out_dir / "subset.png")
+        figures.append("subset.png")
+        _write_csv(out_dir / "subset.csv", ["name", "value", "std"],
+                   [[n, float(v), float(s)] for n, v, s in
+                    zip(out.subset.names, out.subset.values, out.subset.std)])
+        written.append(out_dir / "subset.csv")
+    rows = []
+    for p in out.postures:
+        r = p.result
+        for k, axis in enumerate("xyz"):
+            rows.append([r.name, f"com_{axis}", float(r.com[k]), float(r.com_std[k]), "m"])
+        for a, b, lab in [(0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"),
+                          (0, 1, "xy")]:
+            rows.append([r.name, f"inertia_com_{lab}", float(r.inertia_com[a, b]),
+                         float(r.inertia_com_std[a, b]), "kg m^2"])
+    _write_csv(out_dir / "postures.csv", ["posture", "quantity", "value", "std", "unit"], rows)
+    written.append(out_dir / "postures.csv")
+    (out_dir / "report.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    md = _markdown(doc, figures)
+    (out_dir / "report.md").write_text(md, encoding="utf-8")
+    (out_dir / "report.html").write_text(_html(md, out_dir, figures), encoding="utf-8")
+    written += [out_dir / "report.json", out_dir / "report.md", out_dir / "report.html"]
+    written += [out_dir / f for f in figures]
+    return written

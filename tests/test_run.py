@@ -1,0 +1,80 @@
+"""`rigtool run` on the bundled demo: report files, values against the simulator's truth."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rigtool.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    shutil.copytree(ROOT / "calibration", tmp / "calibration",
+                    ignore=shutil.ignore_patterns("*.calibrated.toml"))
+    shutil.copytree(ROOT / "captures", tmp / "captures",
+                    ignore=shutil.ignore_patterns("results"))
+    assert main(["calibrate", str(tmp / "calibration" / "paper-rig.toml")]) == 0
+    out = tmp / "results"
+    assert main(["run", str(tmp / "captures" / "two-link" / "session.toml"), "-o", str(out)]) == 0
+    return tmp, out
+
+
+def test_report_files_and_contract(demo):
+    tmp, out = demo
+    for name in ("report.json", "report.md", "report.html", "postures.csv", "subset.csv",
+                 "subset.png", "posture_posture1_wrench.png"):
+        assert (out / name).stat().st_size > 0, name
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["session"] == "two-link"
+    assert {p["name"] for p in doc["postures"]} == {"posture1", "posture2", "posture3"}
+    assert all(len(i["sha256"]) == 64 for i in doc["inputs"])
+    assert doc["subset"]["rank"] == 17 and len(doc["subset"]["names"]) == 17
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and 'src="http' not in html   # self-contained
+
+
+def test_report_values_against_truth(demo):
+    """Posture COM and inertia within 4 reported standard errors of the truth (plus 0.2 mm /
+    0.2 % floors for the method's own approximations)."""
+    tmp, out = demo
+    doc = json.loads((out / "report.json").read_text())
+    truth = json.loads((tmp / "captures" / "two-link" / "truth.json").read_text())
+    for p, t in zip(doc["postures"], truth["postures"]):
+        com, std = np.array(p["com"]), np.array(p["com_std"])
+        assert np.all(np.abs(com - t["com"]) < 4 * std + 2e-4), p["name"]
+        i_max = np.linalg.eigvalsh(np.array(t["inertia_com"]))[-1]
+        err = np.abs(np.array(p["inertia_com"]) - t["inertia_com"])
+        assert np.all(err < 4 * np.array(p["inertia_com_std"]) + 2e-3 * i_max), p["name"]
+        for link, rot in p["rotations"].items():
+            assert np.allclose(rot, t["rotations"][link], atol=2e-4)
+    names, vals = truth["phi_s"]["names"], truth["phi_s"]["values"]
+    sub = doc["subset"]
+    assert sub["names"] == names
+    z = (np.array(sub["values"]) - vals) / np.array(sub["std"])
+    assert np.all(np.abs(z) < 5)
+
+
+def test_run_refuses_to_write_into_the_session_folder(demo, capsys):
+    tmp, _ = demo
+    session = tmp / "captures" / "two-link" / "session.toml"
+    assert main(["run", str(session), "-o", str(session.parent)]) == 2
+    assert "must not be the session's own folder" in capsys.readouterr().err
+
+
+def test_run_needs_a_calibrated_rig(tmp_path, capsys):
+    shutil.copytree(ROOT / "captures" / "two-link", tmp_path / "captures" / "two-link",
+                    ignore=shutil.ignore_patterns("results"))
+    shutil.copytree(ROOT / "calibration", tmp_path / "calibration",
+                    ignore=shutil.ignore_patterns("*.calibrated.toml"))
+    (tmp_path / "calibration" / "paper-rig.calibrated.toml").write_bytes(
+        (tmp_path / "calibration" / "paper-rig.toml").read_bytes())
+    assert main(["run", str(tmp_path / "captures" / "two-link" / "session.toml")]) == 2
+    assert "the rig is not calibrated" in capsys.readouterr().err
