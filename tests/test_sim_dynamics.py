@@ -419,6 +419,13 @@ def test_errors_name_the_field():
     point = InertialParams(np.r_[25.0, np.zeros(9)])
     with pytest.raises(ConfigError, match="singular"):
         simulate(System(rig, point), 1.0, 10.0)
+    with pytest.raises(ConfigError, match="singular"):
+        simulate(System(rig, point), 0.1, 10.0)          # one sample: no integration
+    one = Rig("one", Platform({}), (Spring("S", np.array([0.0, 0.0, 1.5]), np.zeros(3), 100.0,
+                                           0.8),), locked_dofs=("x", "y", "rx", "ry", "rz"))
+    lift = 1.5 - static_equilibrium(System(one, point))[1][2]   # attachment onto the anchor
+    with pytest.raises(ConfigError, match="excitation"), np.errstate(all="ignore"):
+        simulate(System(one, point), 1.0, 10.0, platform_offset=np.array([0, 0, lift, 0, 0, 0]))
     with pytest.raises(ConfigError, match="own name"):
         simulate(System(rig, platform, fixed=(FixedBody("frame", platform),),
                         tree=demo_tree()), 1.0, 10.0)

@@ -161,5 +161,7 @@ class FastRHS:
             _, nu_dot, info = dposv(mass_matrix, q)
         if info != 0:
             raise np.linalg.LinAlgError("mass matrix is not positive definite")
+        if not np.isfinite(nu_dot).all():   # a spring of zero length; would stall the solver
+            raise FloatingPointError("non-finite acceleration")
         q_dot = w_maps[:, 9:].reshape(b, 4, 4) @ quat[:, :, None]
         return np.concatenate([nu[:3], q_dot.reshape(4 * b), nu_dot])

@@ -23,6 +23,7 @@ they share no code with the identification path on purpose.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -403,7 +404,8 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
              platform_velocity: np.ndarray = np.zeros(6),
              link_rotation: dict[str, np.ndarray] | None = None,
              link_omega: dict[str, np.ndarray] | None = None,
-             rtol: float = 1e-10, atol: float = 1e-12) -> Trajectory:
+             rtol: float = 1e-10, atol: float = 1e-12,
+             method: str = "DOP853") -> Trajectory:
     """Integrate the motion from the static equilibrium plus an initial excitation.
 
     Parameters
@@ -421,7 +423,10 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
     link_omega : dict, optional
         Initial angular velocity of each link relative to its parent, parent axes, rad/s.
     rtol, atol : float
-        DOP853 tolerances.
+        Integrator tolerances.
+    method : str
+        ``scipy.integrate.solve_ivp`` method; DOP853 (8th-order Runge-Kutta) suits these
+        smooth, lightly damped motions; "Radau" for very stiff damping.
 
     Returns
     -------
@@ -435,20 +440,26 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
     t = np.arange(n_samples) / rate_hz
     y0 = _initial_state(system, model, outputs, platform_offset, platform_velocity,
                         link_rotation, link_omega)
-    if n_samples > 1:
-        try:
-            sol = solve_ivp(FastRHS(model), (0.0, t[-1]), y0, method="DOP853", t_eval=t,
-                            rtol=rtol, atol=atol)
-        except np.linalg.LinAlgError:
-            raise ConfigError("the mass matrix is singular: a free DOF moves a body without "
-                              "mass or inertia about it (lock that DOF or give the body "
-                              "inertia)", field="platform_params") from None
-        if not sol.success:
-            raise RuntimeError(f"integration failed: {sol.message}")
-        y = sol.y.T
-    else:
-        y = y0[None, :]
-    return _trajectory(model, outputs, t, y)
+    try:
+        if n_samples > 1:
+            try:
+                sol = solve_ivp(FastRHS(model), (0.0, t[-1]), y0, method=method, t_eval=t,
+                                rtol=rtol, atol=atol)
+            except FloatingPointError:
+                sol = SimpleNamespace(success=False, message="a spring reached zero length")
+            if not sol.success:
+                raise ConfigError(f"the motion could not be integrated ({sol.message}): check "
+                                  "the excitation (platform_offset, platform_velocity, link "
+                                  "start rotations) against the rig's geometry",
+                                  field="excitation")
+            y = sol.y.T
+        else:
+            y = y0[None, :]
+        return _trajectory(model, outputs, t, y)
+    except np.linalg.LinAlgError:
+        raise ConfigError("the mass matrix is singular: a free DOF moves a body without mass "
+                          "or inertia about it (lock that DOF or give the body inertia)",
+                          field="platform_params") from None
 
 
 def _trajectory(model: _model.Model, outputs, t: np.ndarray, y: np.ndarray) -> Trajectory:
