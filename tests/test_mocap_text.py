@@ -176,14 +176,25 @@ def test_vicon_extra_blocks_padding_trimmed_start(tmp_path, crlf):
 
 
 def test_vicon_unpadded_without_sub_frame_and_units_in_metres(tmp_path):
-    text = ("Trajectories\n120,\nA,,,B,,,\nField #,X,Y,Z,X,Y,Z\n,m,m,m,m,m,m\n"
-            "1,0.1,0.2,0.3,0.4,0.5,0.6\n2,0.1,0.2,0.3,,,\n")
     text = ("Trajectories\n120,\n,A,,,B,,,\nField #,X,Y,Z,X,Y,Z\n,m,m,m,m,m,m\n"
             "1,0.1,0.2,0.3,0.4,0.5,0.6\n2,0.1,0.2,0.3,,,\n")
     d = vicon.read(write_text(tmp_path, "old.csv", text))
     assert d.names == ("A", "B") and d.units == "m" and d.rate_hz == 120.0
     np.testing.assert_allclose(d.xyz_m[0, 1], [0.4, 0.5, 0.6])
     assert np.isnan(d.xyz_m[1, 1]).all()
+
+
+def test_vicon_writer_looks_like_nexus(tmp_path):
+    path = tmp_path / "w.csv"
+    vicon.write(make_data(first_frame=2530), path)
+    raw = path.read_bytes()
+    assert raw.count(b"\r\n") == raw.count(b"\n")  # CRLF throughout
+    lines = raw.decode().split("\r\n")
+    assert lines[:2] == ["Trajectories", "100"]
+    assert lines[2].split(",")[2] == "rig:P1" and lines[2].split(",")[8] == "P3"
+    assert len(lines[2].split(",")) == len(lines[5].split(",")) + 1
+    assert lines[4].startswith(",,mm,mm,mm") and lines[5].startswith("2530,0,")
+    assert lines[-2:] == ["", ""]  # the block ends with an empty line
 
 
 def test_vicon_file_without_units_uses_the_users(tmp_path):

@@ -215,8 +215,8 @@ def read(path: Path, *, units: str | None = None) -> MarkerData:
         raise FormatError("no marker columns (Type 'Marker' with Position X/Y/Z)", path=path,
                           line=name_line)
     check_unique(names, path=path, line=name_line)
-    cols = [0]
-    col_names = ["Frame"]
+    cols = [0, 1]  # the time column is parsed only to refuse text in it
+    col_names = ["Frame", comp[1]]
     for name, group in list(markers.items()) + list(constraints.items()):
         for axis in "XYZ":
             if axis not in group:
@@ -250,9 +250,9 @@ def read(path: Path, *, units: str | None = None) -> MarkerData:
                           "end of the file", path=path, line=raw.count(b"\n", 0, end) + 1)
     frames = check_frames(table[:, 0], path=path, first_line=first_line)
     n_m = len(markers)
-    xyz = table[:, 1:1 + 3 * n_m]
+    xyz = table[:, 2:2 + 3 * n_m]
     extras: dict = {}
-    k = 1 + 3 * n_m
+    k = 2 + 3 * n_m
     if constraints:
         extras["rigid_body_markers"] = {}
         for name in constraints:

@@ -222,7 +222,7 @@ def write(data: MarkerData, path: Path, *, units: str = "mm") -> None:
     head = [
         "Trajectories",
         fmt_number(data.rate_hz),
-        ",," + ",".join(f"{name},," for name in data.names),
+        ",," + ",".join(f"{name},," for name in data.names) + ",",  # one field longer, as Nexus
         "Frame,Sub Frame," + ",".join(["X,Y,Z"] * n),
         ",," + ",".join([f"{units},{units},{units}"] * n),
     ]
