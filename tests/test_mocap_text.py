@@ -476,3 +476,15 @@ def test_errors_found_on_the_fast_path_name_the_line_in_a_long_file(tmp_path):
     path.write_bytes(b"\r\n".join(lines))
     with pytest.raises(FormatError, match=r"long\.csv, line 2506, field 'Sub Frame'"):
         vicon.read(path)
+
+
+def test_detection_skips_leading_blank_lines_and_reads_mixed_vicon_units(tmp_path):
+    text = "\n\n,,,\n" + ("Trajectories\n100\n,,A,,,B,,\nFrame,Sub Frame,X,Y,Z,X,Y,Z\n"
+                          ",,mm,mm,mm,m,m,m\n1,0,1,2,3,0.004,0.005,0.006\n")
+    path = write_text(tmp_path, "lead.csv", text)
+    assert mocap.detect_format(path) == "vicon-csv"
+    d = mocap.read_capture(path)
+    np.testing.assert_allclose(d.xyz_m[0], [[0.001, 0.002, 0.003], [0.004, 0.005, 0.006]])
+    plain = write_text(tmp_path, "p.csv", "\nTime,A_x,A_y,A_z\n0,1,2,3\n0.5,1,2,3\n")
+    assert mocap.detect_format(plain) == "plain-csv"
+    assert mocap.read_capture(plain).rate_hz == pytest.approx(2.0)

@@ -158,12 +158,16 @@ def parse_block(raw: bytes, start: int, end: int, *, first_line: int, cols: list
     # Fast path: every row has the first row's width (checked by the total separator count;
     # a longer row would also make the C parser raise), then pandas parses the floats.
     if min_width <= c0 + 1 <= max_width and block.count(sep_b) == n_rows * c0:
+        wanted = sorted(set(cols))
         try:
             df = pd.read_csv(io.BytesIO(block), sep=sep, header=None, names=range(c0 + 1),
-                             usecols=sorted(set(cols)), dtype=np.float64, na_values=[""],
-                             keep_default_na=False, skip_blank_lines=False,
-                             quoting=csv.QUOTE_NONE, encoding="latin-1", engine="c")
-            out = df[list(cols)].to_numpy(dtype=float)
+                             usecols=None if wanted == list(range(c0 + 1)) else wanted,
+                             dtype=np.float64, na_values=[""], keep_default_na=False,
+                             skip_blank_lines=False, quoting=csv.QUOTE_NONE,
+                             encoding="latin-1", engine="c")
+            out = df.to_numpy(dtype=float)
+            if wanted != list(cols):
+                out = out[:, [wanted.index(c) for c in cols]]
             if out.shape[0] == n_rows and not np.isinf(out).any():
                 return out
         except Exception:  # noqa: BLE001 - any refusal sends us to the exact slow path

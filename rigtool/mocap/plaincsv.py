@@ -23,7 +23,7 @@ from rigtool.mocap._textblock import (LineReader, block_end, format_rows, head_t
 from rigtool.mocap.markerdata import MarkerData, length_factor
 
 _FMT = "plain-csv"
-_TIME_NAMES = ("time", "time_s", "t")
+_TIME_NAMES = ("time", "time_s", "time (s)", "t")
 
 
 def _parse_header(cells: list[str]) -> list[str] | None:
@@ -48,7 +48,7 @@ def _parse_header(cells: list[str]) -> list[str] | None:
 
 def sniff(head: bytes) -> bool:
     """A plain CSV's first line is ``time`` then ``<m>_x,<m>_y,<m>_z`` triples."""
-    for line in head_text(head, 3):
+    for line in head_text(head, 20):
         if line.strip(", \t"):
             return _parse_header(line.split(",")) is not None
     return False

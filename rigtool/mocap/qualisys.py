@@ -44,7 +44,7 @@ _KNOWN_KEYS = ("NO_OF_FRAMES", "NO_OF_CAMERAS", "NO_OF_MARKERS", "FREQUENCY", "N
 
 def sniff(head: bytes) -> bool:
     """A QTM TSV starts with a known ``KEY<TAB>value`` header line."""
-    for line in head_text(head, 3):
+    for line in head_text(head, 20):
         if line.strip():
             key = line.split("\t", 1)[0].strip()
             return "\t" in line and key in _KNOWN_KEYS

@@ -53,7 +53,7 @@ def _rate(cells: list[str]) -> float | None:
 
 def sniff(head: bytes) -> bool:
     """A Vicon CSV starts with a known block title, then (but for Events) a rate line."""
-    lines = [ln for ln in head_text(head, 4)]
+    lines = [ln for ln in head_text(head, 20)]
     lines = [ln for ln in lines if ln.strip(", \t")]
     if len(lines) < 2 or "\t" in lines[0]:
         return False
@@ -196,7 +196,9 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
         raise FormatError("the Trajectories block has no data rows", path=path,
                           line=first_line)
     frames = check_frames(table[:, 0], path=path, first_line=first_line)
-    xyz = table[:, len(lead):] * (factors / factor)  # per-column units relative to the first
+    xyz = table[:, len(lead):]
+    if np.any(factors != factor):
+        xyz = xyz * (factors / factor)  # per-column units relative to the first
     return make_marker_data(frames=frames, time_s=None, rate_hz=rate, names=names, xyz=xyz,
                             factor=float(factor), units=units_text, fmt=_FMT, path=path)
 
