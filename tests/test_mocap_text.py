@@ -488,3 +488,27 @@ def test_detection_skips_leading_blank_lines_and_reads_mixed_vicon_units(tmp_pat
     plain = write_text(tmp_path, "p.csv", "\nTime,A_x,A_y,A_z\n0,1,2,3\n0.5,1,2,3\n")
     assert mocap.detect_format(plain) == "plain-csv"
     assert mocap.read_capture(plain).rate_hz == pytest.approx(2.0)
+
+
+MOTIVE_EULER = """\
+Format Version,1.23,Take Name,T,Export Frame Rate,100,Rotation Type,XYZ,Length Units,Meters
+
+,Type,Rigid Body,Rigid Body,Rigid Body,Rigid Body,Rigid Body,Rigid Body,Marker,Marker,Marker
+,Name,RB,RB,RB,RB,RB,RB,M1,M1,M1
+,ID,1,1,1,1,1,1,7,7,7
+,,Rotation,Rotation,Rotation,Position,Position,Position,Position,Position,Position
+Frame,Time (Seconds),X,Y,Z,X,Y,Z,X,Y,Z
+0,0.000000,10,20,30,0.5,0.6,0.7,1.25,2.5,-0.75
+1,0.010000,10,20,30,0.5,0.6,0.7,,,
+"""
+
+
+def test_motive_euler_rotation_kept_apart_and_not_rewritten(tmp_path):
+    d = motive.read(write_text(tmp_path, "euler.csv", MOTIVE_EULER))
+    body = d.extras["rigid_bodies"]["RB"]
+    assert body["rotation_type"] == "XYZ"
+    np.testing.assert_allclose(body["euler_deg"][0], [10, 20, 30])
+    np.testing.assert_allclose(body["position_m"][1], [0.5, 0.6, 0.7])
+    np.testing.assert_allclose(d.xyz_m[0, 0], [1.25, 2.5, -0.75])
+    motive.write(d, tmp_path / "again.csv")  # Euler poses are not written back
+    assert "rigid_bodies" not in motive.read(tmp_path / "again.csv").extras

@@ -294,6 +294,8 @@ def write(data: MarkerData, path: Path, *, units: str = "mm") -> None:
     types, names, ids, props, axes = [], [], [], [], []
     blocks: list[np.ndarray] = []
     bodies = data.extras.get("rigid_bodies", {}) or {}
+    bodies = {name: entry for name, entry in bodies.items()
+              if "quaternion_xyzw" in entry and "position_m" in entry}  # Euler poses: not written
     for b, (name, entry) in enumerate(bodies.items(), start=1):
         quat = np.asarray(entry["quaternion_xyzw"], float).reshape(t_n, 4)
         pos = np.asarray(entry["position_m"], float).reshape(t_n, 3) * scale
