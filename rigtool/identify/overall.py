@@ -280,14 +280,37 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         m_const = np.einsum("k,kij->ij", platform.pi, basis) + total_mass_kg * obj_basis[0]
         scale = np.where(np.abs(first.x) > 0, np.abs(first.x), 1.0)
         x_dm = _dual_metric_fit(a, b, m_const, obj_basis[1:], None,
-                                consistent_map if consistent else None, scale)
-        metric = m_const + np.einsum("k,kij->ij", x_dm, obj_basis[1:])
-        chol = np.linalg.cholesky(np.linalg.inv(metric))     # L L^T = M^-1
-        a_w = np.einsum("ji,tjp->tip", chol, a)              # rows L^T r
-        b_w = np.einsum("ji,tj->ti", chol, b)
-        fit = solve_wls(a_w, b_w, max_lag=lag)
+                                None if probes else (consistent_map if consistent else None),
+                                scale)
         x = x_dm
-        unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+
+        def whiten(xv):
+            metric = m_const + np.einsum("k,kij->ij", xv, obj_basis[1:])
+            chol = np.linalg.cholesky(np.linalg.inv(metric))  # L L^T = M^-1
+            return lambda arr: np.einsum("ji,...j->...i", chol, arr)
+
+        if probes:
+            # The LMI form cannot subtract the errors-in-variables noise term, so with noise
+            # probes the dual metric is applied by iterated reweighting: fix M at the current
+            # estimate, whiten rows by L^T (L L^T = M^-1), solve the compensated problem.
+            da, db, n_fit = probes[0]
+            for _ in range(3):
+                wt = whiten(x)
+                a_w = np.moveaxis(wt(np.moveaxis(a, 1, -1)), -1, 1)
+                b_w = wt(b)
+                pr_w = [(np.moveaxis(wt(np.moveaxis(da, 2, -1)), -1, 2), wt(db), n_fit)]
+                fit = solve_compensated(a_w, b_w, *noise_moments(pr_w), max_lag=lag)
+                x = fit.x
+            unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+            if consistent and not unconstrained.is_physically_consistent():
+                rq, z = compensated_triangle(a_w, b_w, *noise_moments(pr_w))
+                scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
+                x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
+        else:
+            wt = whiten(x)
+            a_w = np.moveaxis(wt(np.moveaxis(a, 1, -1)), -1, 1)
+            fit = solve_wls(a_w, wt(b), max_lag=lag)
+            unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
     else:
         fit = None
         if probes:
