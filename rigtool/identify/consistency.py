@@ -40,10 +40,15 @@ def solve_triangle(rq: np.ndarray, z: np.ndarray, *, constraints_for, x0: np.nda
     y = cp.Variable(rq.shape[1])
     x = cp.multiply(scale, y)
     problem = cp.Problem(cp.Minimize(cp.sum_squares(rq @ x - z)), constraints_for(x))
+    solve_problem(problem, y, "convex fit")
+    return np.asarray(scale * y.value, float)
+
+
+def solve_problem(problem: cp.Problem, variable: cp.Variable, what: str) -> None:
+    """Solve with Clarabel, falling back to SCS; a failure names ``what`` and the status."""
     try:
         problem.solve(solver=SOLVER)
     except cp.SolverError:
         problem.solve(solver="SCS", eps=1e-9)
-    if y.value is None:
-        raise RuntimeError(f"convex fit failed: {problem.status}")
-    return np.asarray(scale * y.value, float)
+    if variable.value is None:
+        raise RuntimeError(f"{what} failed: {problem.status}")

@@ -38,7 +38,13 @@ class LsqResult:
 def hac_covariance(a_w: np.ndarray, e_w: np.ndarray, block: np.ndarray, max_lag: int,
                    bread_inv: np.ndarray) -> np.ndarray:
     """Newey-West sandwich ``B^-1 S B^-1`` with per-frame scores ``s_t = a_t^T e_t``."""
-    scores = np.einsum("trp,tr->tp", a_w, e_w)               # [T, P]
+    return hac_from_scores(np.einsum("trp,tr->tp", a_w, e_w), block, max_lag, bread_inv)
+
+
+def hac_from_scores(scores: np.ndarray, block: np.ndarray, max_lag: int,
+                    bread_inv: np.ndarray) -> np.ndarray:
+    """Newey-West sandwich from per-frame scores ``[T, P]`` (Bartlett kernel, lags counted
+    only within a block)."""
     meat = scores.T @ scores
     for lag in range(1, max_lag + 1):
         same = block[lag:] == block[:-lag]
@@ -153,14 +159,7 @@ def solve_compensated(a: np.ndarray, b: np.ndarray, noise_aa: np.ndarray, noise_
     e_w = b_w - np.einsum("trp,p->tr", a_w, x)
     bread_inv = inv / np.outer(scale, scale)
     scores = np.einsum("trp,tr->tp", a_w, e_w) + (noise_aa @ x - noise_ab)[None, :] / t
-    meat = scores.T @ scores
-    for lag in range(1, max_lag + 1):
-        same = block[lag:] == block[:-lag]
-        if not np.any(same):
-            break
-        g = scores[lag:][same].T @ scores[:-lag][same]
-        meat += (1.0 - lag / (max_lag + 1.0)) * (g + g.T)
-    cov = bread_inv @ meat @ bread_inv
+    cov = hac_from_scores(scores, block, max_lag, bread_inv)
     sv = np.sqrt(np.clip(evals[::-1], 0.0, None))
     cond = float(sv[0] / sv[rank - 1]) if rank else float("inf")
     return LsqResult(x, cov, e_w / w[None, :], sv, rank, cond)

@@ -29,7 +29,7 @@ from scipy.spatial.transform import Rotation
 
 import cvxpy as cp
 
-from rigtool.identify.consistency import SOLVER, consistency_constraints, solve_triangle
+from rigtool.identify.consistency import consistency_constraints, solve_problem, solve_triangle
 from rigtool.identify.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
                                   solve_compensated, solve_wls)
 from rigtool.identify.platform_motion import CaptureMotion, WRENCH_ROWS, equation_rows, row_names
@@ -177,13 +177,7 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
     cons = [0.5 * (block + block.T) >> 0]
     if consistent_map is not None:
         cons += consistent_map(x)
-    prob = cp.Problem(cp.Minimize(cp.trace(z)), cons)
-    try:
-        prob.solve(solver=SOLVER)
-    except cp.SolverError:
-        prob.solve(solver="SCS", eps=1e-9)
-    if y.value is None:
-        raise RuntimeError(f"dual-metric fit failed: {prob.status}")
+    solve_problem(cp.Problem(cp.Minimize(cp.trace(z)), cons), y, "dual-metric fit")
     return np.asarray(scale * y.value, float)
 
 

@@ -85,28 +85,34 @@ def _fill_pose(traj: BodyTrajectory, rate_hz: float, max_gap_s: float):
     return rot, pos_f
 
 
-def dominant_frequency(x: np.ndarray, rate_hz: float) -> float:
-    """Frequency (Hz) of the largest spectral peak of the (detrended) columns of ``x``."""
+def _power_spectrum(x: np.ndarray, rate_hz: float):
+    """``(freq_hz, power)`` of the detrended, Hann-windowed columns of ``x`` (summed), or
+    None when fewer than 16 finite rows."""
     x = np.asarray(x, float)
     ok = np.all(np.isfinite(x), axis=1)
     x = x[ok] - x[ok].mean(axis=0)
     if x.shape[0] < 16:
-        return float("nan")
+        return None
     spec = (np.abs(np.fft.rfft(x * np.hanning(x.shape[0])[:, None], axis=0)) ** 2).sum(axis=1)
-    freq = np.fft.rfftfreq(x.shape[0], 1.0 / rate_hz)
+    return np.fft.rfftfreq(x.shape[0], 1.0 / rate_hz), spec
+
+
+def dominant_frequency(x: np.ndarray, rate_hz: float) -> float:
+    """Frequency (Hz) of the largest spectral peak of the (detrended) columns of ``x``."""
+    fs = _power_spectrum(x, rate_hz)
+    if fs is None:
+        return float("nan")
+    freq, spec = fs
     spec[0] = 0.0
     return float(freq[int(np.argmax(spec))])
 
 
 def spectral_edge(x: np.ndarray, rate_hz: float, fraction: float = 0.99) -> float:
     """Frequency (Hz) below which ``fraction`` of the detrended signal power lies."""
-    x = np.asarray(x, float)
-    ok = np.all(np.isfinite(x), axis=1)
-    x = x[ok] - x[ok].mean(axis=0)
-    if x.shape[0] < 16:
+    fs = _power_spectrum(x, rate_hz)
+    if fs is None:
         return float("nan")
-    spec = (np.abs(np.fft.rfft(x * np.hanning(x.shape[0])[:, None], axis=0)) ** 2).sum(axis=1)
-    freq = np.fft.rfftfreq(x.shape[0], 1.0 / rate_hz)
+    freq, spec = fs
     cum = np.cumsum(spec) / spec.sum()
     return float(freq[int(np.searchsorted(cum, fraction))])
 
@@ -138,9 +144,13 @@ def capture_motion(data: MarkerData, markers_platform: dict[str, np.ndarray],
     rt = np.swapaxes(motion.rotation, -1, -2)
     omega_dot_body = np.einsum("tij,tj->ti", rt, motion.alpha_lab)
     # Where does the motion lie relative to the filter's passband?
-    dq = np.concatenate([pos_raw, np.nan_to_num(
-        Rotation.from_matrix(np.where(np.isfinite(rot_raw), rot_raw, np.eye(3))).as_rotvec())
-        * 0.5], axis=1)
+    # (rotations about the mean pose, scaled by 0.5 m to compare with translations)
+    good = valid & np.all(np.isfinite(rot_raw), axis=(1, 2))
+    dq = np.full((len(valid), 6), np.nan)
+    if good.sum() >= 16:
+        r_mean = Rotation.from_matrix(rot_raw[good]).mean()
+        dq[good, :3] = pos_raw[good]
+        dq[good, 3:] = 0.5 * (r_mean.inv() * Rotation.from_matrix(rot_raw[good])).as_rotvec()
     f_dom = dominant_frequency(dq[valid], data.rate_hz)
     f_edge = spectral_edge(dq[valid], data.rate_hz)
     warnings = []
