@@ -162,3 +162,21 @@ def test_calibrate_command_on_the_bundled_demo(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "refusing to write the calibrated rig over its input" in err
     assert "output file exists; pass --force" in err
+
+
+def test_motion_beyond_the_passband_is_reported():
+    """A platform vibrating at 6 Hz lies beyond the default 5 Hz passband: say so."""
+    from rigtool.mocap import MarkerData
+    rig, _ = demo_rig()
+    markers = rig.platform.markers_platform
+    t = np.arange(0, 10, 1 / RATE)
+    body = np.stack(list(markers.values()))
+    z = 0.004 * np.sin(2 * np.pi * 6.0 * t)
+    xyz = body[None, :, :] + np.stack([0 * t, 0 * t, z], axis=1)[:, None, :]
+    data = MarkerData(t, tuple(markers), xyz, RATE)
+    cap = capture_motion(data, markers, FilterSettings(), name="stiff")
+    assert any("passband" in w and "stiff" in w for w in cap.warnings)
+    z_slow = 0.004 * np.sin(2 * np.pi * 1.0 * t)
+    slow = MarkerData(t, tuple(markers),
+                      body[None] + np.stack([0 * t, 0 * t, z_slow], axis=1)[:, None, :], RATE)
+    assert not capture_motion(slow, markers, FilterSettings(), name="slow").warnings
