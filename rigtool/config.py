@@ -265,6 +265,67 @@ class CaptureRef:
 
 
 @dataclass(frozen=True)
+class LinkPriorSpec:
+    """What the manifest says a link's parameters should be near (segment prior).
+
+    Either a human segment of de Leva's (1996) table (``segment``, with the segment's
+    endpoints in the link frame) or CAD values (``mass_kg``, ``com_m``, ``inertia_com``) with
+    their uncertainties. Missing uncertainties are None (the prior's own defaults apply).
+    """
+
+    segment: str | None = None
+    segment_start_m: np.ndarray | None = None
+    segment_end_m: np.ndarray | None = None
+    mass_kg: float | None = None
+    com_m: np.ndarray | None = None
+    inertia_com: np.ndarray | None = None
+    mass_std: float | None = None
+    com_std: float | None = None
+    inertia_rel_std: float | None = None
+
+
+def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
+    """The link's ``segment``/``segment_start``/``segment_end`` keys and ``[links.prior]``."""
+    seg = None
+    if "segment" in lt:
+        seg = as_str(lt["segment"], field=f"{field}.segment", path=path)
+    start = (as_array(lt["segment_start"], (3,), field=f"{field}.segment_start", path=path)
+             if "segment_start" in lt else None)
+    end = (as_array(lt["segment_end"], (3,), field=f"{field}.segment_end", path=path)
+           if "segment_end" in lt else None)
+    pt = lt.get("prior")
+    if pt is None:
+        if seg is None and start is None and end is None:
+            return None
+        return LinkPriorSpec(seg, start, end)
+    f = f"{field}.prior"
+    if not isinstance(pt, dict):
+        raise ConfigError("expected a table with mass, com and inertia_com (CAD values)",
+                          path=path, field=f, found=pt)
+    if seg is not None:
+        raise ConfigError("give either segment (anthropometric table) or [links.prior] (CAD "
+                          "values), not both", path=path, field=f)
+    unknown = sorted(set(pt) - {"mass", "com", "inertia_com", "mass_std", "com_std",
+                                "inertia_rel_std"})
+    if unknown:
+        raise ConfigError("unknown key; expected mass, com, inertia_com, mass_std, com_std, "
+                          "inertia_rel_std", path=path, field=f"{f}.{unknown[0]}")
+    for key in ("mass", "com", "inertia_com"):
+        require(pt, key, field=f, path=path)
+
+    def opt(key: str) -> float | None:
+        return (as_float(pt[key], field=f"{f}.{key}", path=path, positive=True)
+                if key in pt else None)
+
+    return LinkPriorSpec(
+        None, start, end,
+        as_float(pt["mass"], field=f"{f}.mass", path=path, positive=True),
+        as_array(pt["com"], (3,), field=f"{f}.com", path=path),
+        as_symmetric_inertia(pt["inertia_com"], field=f"{f}.inertia_com", path=path),
+        opt("mass_std"), opt("com_std"), opt("inertia_rel_std"))
+
+
+@dataclass(frozen=True)
 class Session:
     """The session manifest as read."""
 
@@ -279,6 +340,8 @@ class Session:
     postures: tuple[CaptureRef, ...]
     relative_motion: CaptureRef | None
     raw: dict
+    priors: dict[str, LinkPriorSpec] = field(default_factory=dict)
+    subject_sex: str | None = None
 
 
 def load_session(path: str | Path) -> Session:
@@ -318,7 +381,7 @@ def load_session(path: str | Path) -> Session:
     links_t = raw.get("links")
     if not isinstance(links_t, list) or not links_t:
         raise ConfigError("expected at least one [[links]] table", path=path, field="links")
-    links, frames = [], {}
+    links, frames, priors = [], {}, {}
     for i, lt in enumerate(links_t):
         f = f"links[{i}]"
         lname = as_str(require(lt, "name", field=f, path=path), field=f"{f}.name", path=path)
@@ -354,7 +417,19 @@ def load_session(path: str | Path) -> Session:
             raise ConfigError("a link needs at least 3 markers (or a [links.frame] built from a "
                               "static capture)", path=path, field=f"{f}.markers")
         links.append(Link(lname, parent, jc, None, mk))
+        prior = _link_prior(lt, field=f, path=path)
+        if prior is not None:
+            priors[lname] = prior
     tree = Tree(tuple(links))
+    sex = None
+    if "subject" in s:
+        subj = s["subject"]
+        if not isinstance(subj, dict):
+            raise ConfigError("expected a table such as { sex = \"female\" }", path=path,
+                              field="session.subject", found=subj)
+        if "sex" in subj:
+            sex = as_str(subj["sex"], field="session.subject.sex", path=path,
+                         choices=("male", "female"))
 
     postures = []
     for i, pt in enumerate(raw.get("postures", [])):
@@ -375,4 +450,4 @@ def load_session(path: str | Path) -> Session:
                          _window(rt.get("window"), field="relative_motion.window", path=path),
                          _units(rt, field="relative_motion", path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
-                   tuple(postures), rel, raw)
+                   tuple(postures), rel, raw, priors, sex)

@@ -124,3 +124,34 @@ def test_session_errors_name_the_field(tmp_path, old, new, match):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="file not found"):
         load_rig(tmp_path / "nope.toml")
+
+
+def test_link_priors_from_the_manifest(tmp_path):
+    text = SESSION.replace('total_mass = 80.817', 'total_mass = 80.817\nsubject = { sex = "female" }')
+    text = text.replace('name = "trunk"\nparent = "platform"',
+                        'name = "trunk"\nparent = "platform"\nsegment = "trunk"\n'
+                        'segment_start = [0.0, 0.0, 0.5]\nsegment_end = [0.0, 0.0, -0.1]')
+    text = text.replace('\n[[postures]]',
+                        '[links.prior]\nmass = 3.2\ncom = [0.0, 0.0, -0.12]\n'
+                        'inertia_com = [[0.02, 0, 0], [0, 0.02, 0], [0, 0, 0.004]]\n'
+                        'mass_std = 0.1\n\n[[postures]]')
+    s = load_session(_write(tmp_path, "session.toml", text))
+    assert s.subject_sex == "female"
+    assert s.priors["trunk"].segment == "trunk"
+    np.testing.assert_allclose(s.priors["trunk"].segment_end_m, [0.0, 0.0, -0.1])
+    arm = s.priors["arm"]
+    assert arm.segment is None and arm.mass_kg == 3.2 and arm.mass_std == 0.1
+    assert arm.com_std is None
+    np.testing.assert_allclose(arm.inertia_com[2, 2], 0.004)
+
+
+@pytest.mark.parametrize("extra,match", [
+    ('[links.prior]\nmass = 3.2\ncom = [0.0, 0.0, -0.1]\n', r"links\[1\].prior.*inertia_com"),
+    ('[links.prior]\nmass = 3.2\ncom = [0, 0, 0]\ninertia_com = [[1, 0, 0], [0, 1, 0], '
+     '[0, 0, 1]]\ndensity = 3\n', r"links\[1\].prior.density.*unknown key"),
+    ('segment_end = [0, 0]\n', r"links\[1\].segment_end"),
+])
+def test_link_prior_errors_name_the_field(tmp_path, extra, match):
+    text = SESSION.replace('\n[[postures]]', extra + '\n[[postures]]')
+    with pytest.raises(ConfigError, match=match):
+        load_session(_write(tmp_path, "session.toml", text))

@@ -24,7 +24,8 @@ from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_sess
 from rigtool.devices.scale import resolve_total_mass
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.identify.overall import PostureResult, fit_posture
-from rigtool.identify.platform_motion import capture_motion, relative_pose, with_noise_probes
+from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
+                                              with_noise_probes)
 from rigtool.identify.subset import PostureOverall, SubsetResult, fit_subset
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
 from rigtool.mocap import MarkerData, read_capture
@@ -44,6 +45,49 @@ class PostureOutcome:
     base_position_platform: np.ndarray
     marker_rms_m: dict[str, float]               # rigid-fit residual per body
     warnings: list[str] = field(default_factory=list)
+    traces: "MotionTraces | None" = None          # time series for the report's figures
+
+
+@dataclass
+class MotionTraces:
+    """Time series of one capture for the report (paper 002 Fig. 5 and marker residuals).
+
+    Attributes
+    ----------
+    time_s : ndarray (T,)
+    displacement_m : ndarray (T, 3)
+        Filtered platform origin position minus its mean, lab axes.
+    rotation_rad : ndarray (T, 3)
+        Filtered platform rotation about its mean pose (rotation vector, lab axes).
+    accel_lab : ndarray (T, 3)
+        Filtered platform origin acceleration, m/s^2.
+    alpha_body : ndarray (T, 3)
+        Filtered platform angular acceleration, platform axes, rad/s^2.
+    marker_residual_m : dict[str, ndarray (T,)]
+        Per body, the RMS distance of its markers from the fitted rigid cluster per frame.
+    valid : ndarray of bool (T,)
+        Frames used by the fit.
+    """
+
+    time_s: np.ndarray
+    displacement_m: np.ndarray
+    rotation_rad: np.ndarray
+    accel_lab: np.ndarray
+    alpha_body: np.ndarray
+    marker_residual_m: dict[str, np.ndarray]
+    valid: np.ndarray
+
+
+def motion_traces(cap: CaptureMotion, trajs: dict[str, BodyTrajectory]) -> MotionTraces:
+    """Figure-ready traces of a capture's filtered platform motion and marker residuals."""
+    ok = cap.valid & np.isfinite(cap.position).all(axis=1)
+    disp = cap.position - np.nanmean(cap.position[ok], axis=0)
+    rot = np.full_like(cap.position, np.nan)
+    if ok.sum() > 0:
+        mean = Rotation.from_matrix(cap.rotation[ok]).mean()
+        rot[ok] = (Rotation.from_matrix(cap.rotation[ok]) * mean.inv()).as_rotvec()
+    return MotionTraces(cap.time_s, disp, rot, cap.accel_lab, cap.omega_dot_body,
+                        {k: t.residual_rms_m for k, t in trajs.items()}, cap.valid)
 
 
 @dataclass
@@ -158,7 +202,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
     rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms,
-                          warnings + list(cap.warnings) + list(res.warnings))
+                          warnings + list(cap.warnings) + list(res.warnings),
+                          motion_traces(cap, {"platform": plat_traj, **trajs}))
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:

@@ -85,6 +85,52 @@ def _posture_figure(p, path: Path) -> None:
     plt.close(fig)
 
 
+def _motion_figure(p, path: Path) -> None:
+    """Filtered platform motion of one posture capture (like paper 002 Fig. 5)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tr = p.traces
+    fig, axes = plt.subplots(4, 1, sharex=True, figsize=(8, 7.5))
+    panels = [(1e3 * tr.displacement_m, "displacement [mm]", "xyz"),
+              (np.rad2deg(tr.rotation_rad), "rotation [deg]", "xyz"),
+              (tr.accel_lab, "acceleration [m/s²]", "xyz"),
+              (tr.alpha_body, "angular accel. [rad/s²]\n(platform axes)", "xyz")]
+    for ax, (y, label, comps) in zip(axes, panels):
+        for k, c in enumerate(comps):
+            ax.plot(tr.time_s, np.where(tr.valid, y[:, k], np.nan), lw=0.7, label=c)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(ncol=3, fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("time [s]")
+    fig.suptitle(f"{p.result.name}: filtered platform motion (lab axes unless noted)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _residual_figure(postures, path: Path) -> None:
+    """Per-frame rigid-cluster fit residual of every body in every posture capture."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(postures), 1, sharex=True, squeeze=False,
+                             figsize=(8, 1.8 * len(postures) + 0.8))
+    for ax, p in zip(axes[:, 0], postures):
+        for body, res in p.traces.marker_residual_m.items():
+            ax.plot(p.traces.time_s, 1e3 * res, lw=0.6, label=body)
+        ax.set_ylabel(f"{p.result.name}\nRMS [mm]", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right", ncol=4)
+    axes[-1, 0].set_xlabel("time [s]")
+    fig.suptitle("Marker fit residuals (RMS distance of each body's markers from its fitted "
+                 "rigid cluster)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def _subset_figure(out: SessionOutcome, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -199,7 +245,15 @@ def write_report(out: SessionOutcome, out_dir: Path) -> list[Path]:
     written: list[Path] = []
     doc = report_dict(out)
     figures = []
+    traced = [p for p in out.postures if p.traces is not None]
+    if traced:
+        _residual_figure(traced, out_dir / "marker_residuals.png")
+        figures.append("marker_residuals.png")
     for p in out.postures:
+        if p.traces is not None:
+            name = f"posture_{p.result.name}_motion.png"
+            _motion_figure(p, out_dir / name)
+            figures.append(name)
         name = f"posture_{p.result.name}_wrench.png"
         _posture_figure(p, out_dir / name)
         figures.append(name)
