@@ -78,3 +78,33 @@ def test_run_needs_a_calibrated_rig(tmp_path, capsys):
         (tmp_path / "calibration" / "paper-rig.toml").read_bytes())
     assert main(["run", str(tmp_path / "captures" / "two-link" / "session.toml")]) == 2
     assert "the rig is not calibrated" in capsys.readouterr().err
+
+
+def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
+    """SPEC: leave joint_center out and it is found from the relative-motion capture.
+
+    link1's markers are given in a provisional frame offset by d from the joint: the estimate
+    must move the link's origin back by d and put the centre at the true one (0, 0, 0) in
+    link0's frame, within the issue's 2 mm.
+    """
+    tmp, _ = demo
+    src = tmp / "captures" / "two-link"
+    text = (src / "session.toml").read_text()
+    d = np.array([0.01, 0.02, -0.05])
+    old = ('markers = { A1 = [0.04, 0.05, -0.1], A2 = [-0.04, 0.03, -0.25], '
+           'A3 = [0.03, -0.04, -0.32], A4 = [-0.03, -0.05, -0.18] }')
+    assert old in text
+    true_markers = {"A1": [0.04, 0.05, -0.1], "A2": [-0.04, 0.03, -0.25],
+                    "A3": [0.03, -0.04, -0.32], "A4": [-0.03, -0.05, -0.18]}
+    shifted = ", ".join(f"{k} = [{', '.join(f'{x:.4f}' for x in np.add(v, d))}]"
+                        for k, v in true_markers.items())
+    text = text.replace(old, "markers = { " + shifted + " }")
+    text = text.replace("joint_center = [0.0, 0.0, 0.0]\n", "")
+    (src / "session-no-jc.toml").write_text(text)
+    out = tmp_path / "res"
+    assert main(["run", str(src / "session-no-jc.toml"), "-o", str(out)]) == 0
+    doc = json.loads((out / "report.json").read_text())
+    jc = doc["joint_centres"]["link1"]
+    assert np.linalg.norm(jc["joint_center"]) < 2e-3
+    np.testing.assert_allclose(jc["link_origin_moved_by"], d, atol=2e-3)
+    assert doc["subset"]["rank"] == 17

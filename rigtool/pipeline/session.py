@@ -13,7 +13,7 @@ Stages, each feeding the next (data flows one way):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +27,7 @@ from rigtool.identify.overall import PostureResult, fit_posture
 from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
 from rigtool.identify.subset import PostureOverall, SubsetResult, fit_subset
+from rigtool.kinematics.joint_centre import score_joint_centre
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.tree import Tree
@@ -102,10 +103,17 @@ class SessionOutcome:
     postures: list[PostureOutcome]
     subset: SubsetResult | None
     warnings: list[str]
+    tree: Tree | None = None                     # the tree used (joint centres filled in)
+    joint_centres: dict = field(default_factory=dict)   # link -> JointCentreEstimate
 
 
 def _noop(message: str) -> None:
     return None
+
+
+def _rel(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when inside it (as report.json lists inputs)."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def link_markers(session: Session, tree: Tree) -> dict[str, dict[str, np.ndarray]]:
@@ -124,13 +132,16 @@ def link_markers(session: Session, tree: Tree) -> dict[str, dict[str, np.ndarray
                             *spec.x_axis, spec.xy_plane} - {"joint_center"})
         data = read_capture(spec.static_capture)
         origin = spec.origin
-        if origin == "joint_center":
+        if origin == "joint_center" and link.joint_center_parent is None:
+            # Provisional origin at the markers' midpoint; estimate_joint_centres moves it to
+            # the centre found from the relative motion.
+            origin = names
+        elif origin == "joint_center":
             jc = link.joint_center_parent
             parent = link.parent
-            if jc is None or parent not in out:
-                raise ConfigError("origin = \"joint_center\" needs the link's joint_center and "
-                                  "its parent's markers", path=session.path,
-                                  field=f"links[{i}].frame.origin")
+            if parent not in out:
+                raise ConfigError("origin = \"joint_center\" needs the parent's markers",
+                                  path=session.path, field=f"links[{i}].frame.origin")
             ptraj = body_trajectory(data, out[parent])
             ok = ptraj.valid
             if not ok.any():
@@ -144,6 +155,57 @@ def link_markers(session: Session, tree: Tree) -> dict[str, dict[str, np.ndarray
             raise ConfigError("a link frame from a static capture needs at least 3 markers",
                               path=session.path, field=f"links[{i}].frame")
     return out
+
+
+def estimate_joint_centres(session: Session, tree: Tree,
+                           markers: dict[str, dict[str, np.ndarray]],
+                           data: MarkerData | None) -> tuple[Tree, dict, dict]:
+    """Fill the joint centres the manifest leaves out from the relative-motion capture (SCoRE).
+
+    A link without ``joint_center`` has its marker coordinates in a provisional frame with the
+    link's axes; the centre found in that frame becomes the link's origin (its markers are
+    shifted), and the centre in the parent's frame becomes ``joint_center``.
+
+    Returns
+    -------
+    tree : Tree
+        With every joint centre set.
+    markers : dict
+        Link marker coordinates in the (possibly moved) link frames.
+    estimates : dict[str, JointCentreEstimate]
+        Per link whose centre was estimated.
+    """
+    missing = [i for i, l in enumerate(tree.links) if i > 0 and l.joint_center_parent is None]
+    if not missing:
+        return tree, markers, {}
+    names = ", ".join(tree.links[i].name for i in missing)
+    if data is None:
+        raise ConfigError(f"no joint_center for {names} and no [relative_motion] capture to "
+                          "estimate it from; give joint_center (parent frame, m) or add a "
+                          "capture where the link swings", path=session.path,
+                          field=f"links[{missing[0]}].joint_center")
+    window = session.relative_motion.window
+    frames = None
+    if window is not None:
+        frames = (data.time_s >= window[0]) & (data.time_s <= window[1])
+    links = list(tree.links)
+    markers = dict(markers)
+    estimates = {}
+    for i in missing:
+        link = links[i]
+        ptraj = body_trajectory(data, markers[link.parent])
+        ctraj = body_trajectory(data, markers[link.name])
+        try:
+            est = score_joint_centre(ptraj, ctraj, frames=frames,
+                                     block_frames=max(1, int(round(data.rate_hz / 2))))
+        except IdentifiabilityError as exc:
+            raise IdentifiabilityError(f"joint centre of '{link.name}': {exc.message}",
+                                       path=session.relative_motion.capture) from None
+        estimates[link.name] = est
+        markers[link.name] = {k: v - est.centre_child_m for k, v in markers[link.name].items()}
+        links[i] = replace(link, joint_center_parent=est.centre_parent_m,
+                           markers_link=markers[link.name])
+    return Tree(tuple(links)), markers, estimates
 
 
 def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float]:
@@ -227,14 +289,23 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     inputs = [{"path": str(session.path.name), "sha256": sha256_of(session.path)},
               {"path": os.path.relpath(session.rig_path, session.path.parent),
                "sha256": sha256_of(session.rig_path)}]
+    relative_data = None
+    if session.relative_motion is not None:
+        ref = session.relative_motion
+        relative_data = read_capture(ref.capture, units=ref.units)
+        inputs.append({"path": _rel(ref.capture, session.path.parent),
+                       "sha256": sha256_of(ref.capture)})
+    tree, markers, joint_centres = estimate_joint_centres(session, tree, markers, relative_data)
+    if joint_centres:
+        progress("joint centres estimated from the relative motion: "
+                 + ", ".join(joint_centres))
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
     outcomes: list[PostureOutcome] = []
     for i, ref in enumerate(session.postures):
         progress(f"posture {i + 1}/{len(session.postures)}: {ref.name}")
-        inputs.append({"path": str(ref.capture.relative_to(session.path.parent))
-                       if ref.capture.is_relative_to(session.path.parent) else str(ref.capture),
+        inputs.append({"path": _rel(ref.capture, session.path.parent),
                        "sha256": sha256_of(ref.capture)})
         outcomes.append(fit_one_posture(session, rigfile, tree, markers, ref.capture,
                                         name=ref.name, window=ref.window, units=ref.units,
@@ -245,16 +316,11 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     subset = None
     if len(tree.links) > 1:
         progress("subset of the minimal parameters")
-        missing = [l.name for l in tree.links[1:] if l.joint_center_parent is None]
-        if missing:
-            warnings.append(f"no joint_center for {', '.join(missing)}: the subset needs it "
-                            "(estimating it from the relative motion is not available yet)")
-        else:
-            subset = fit_subset(tree, [posture_overall(o) for o in outcomes], total_mass)
-            if not subset.identified:
-                raise IdentifiabilityError(
-                    "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
-                    + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
-                    path=session.path)
+        subset = fit_subset(tree, [posture_overall(o) for o in outcomes], total_mass)
+        if not subset.identified:
+            raise IdentifiabilityError(
+                "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
+                + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
+                path=session.path)
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
-                          warnings)
+                          warnings, tree, joint_centres)

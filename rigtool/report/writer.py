@@ -64,6 +64,14 @@ def report_dict(out: SessionOutcome) -> dict:
         "postures": postures,
         "warnings": out.warnings,
     }
+    if out.joint_centres:
+        doc["joint_centres"] = {
+            name: {"joint_center": _r(e.centre_parent_m), "std": _r(e.std_parent_m, 3),
+                   "frame": "parent link", "method": "SCoRE (relative-motion capture)",
+                   "link_origin_moved_by": _r(e.centre_child_m),
+                   "residual_rms_m": _r(e.residual_rms_m, 3), "frames": e.frames,
+                   "rotation_range_deg": _r(e.rotation_range_deg, 3)}
+            for name, e in out.joint_centres.items()}
     if out.subset is not None:
         sub = out.subset.to_json()
         doc["subset"] = sub
@@ -177,6 +185,18 @@ def _markdown(doc: dict, figures: list[str]) -> str:
     lines.append("")
     lines.append("Inertia about the COM in kg m², ± one standard error (equation-error fit, "
                  "errors-in-variables bias removed, HAC covariance).")
+    if "joint_centres" in doc:
+        lines += ["", "## Joint centres estimated from the relative motion (SCoRE)", "",
+                  "| link | x [mm] | y [mm] | z [mm] | residual RMS [mm] | rotation range [deg] |",
+                  "|---|---|---|---|---|---|"]
+        for name, e in doc["joint_centres"].items():
+            c, sd = e["joint_center"], e["std"]
+            lines.append(f"| {name} | " + " | ".join(f"{1e3 * c[k]:.2f} ± {1e3 * sd[k]:.2f}"
+                                                      for k in range(3))
+                         + f" | {1e3 * e['residual_rms_m']:.3f} | "
+                         + ", ".join(f"{v:.0f}" for v in e["rotation_range_deg"]) + " |")
+        lines += ["", "In the parent link's frame, ± one standard error; the link's frame "
+                  "origin was moved to the centre."]
     if "subset" in doc:
         sub = doc["subset"]
         lines += ["", "## Subset Φ_s of the minimal parameters", "",
