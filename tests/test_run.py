@@ -62,6 +62,28 @@ def test_report_values_against_truth(demo):
     assert np.all(np.abs(z) < 5)
 
 
+def test_report_phi_b_against_truth(demo):
+    """The relative-motion stage completes Phi_B: every entry within 5 reported standard
+    errors of the truth, the resolved J_yy inside its feasible interval, Fig. 6 written."""
+    tmp, out = demo
+    doc = json.loads((out / "report.json").read_text())
+    truth = json.loads((tmp / "captures" / "two-link" / "truth.json").read_text())
+    rel = doc["relative_motion"]
+    assert rel["phi_b"]["names"] == truth["phi_b"]["names"]
+    z = (np.array(rel["phi_b"]["values"]) - truth["phi_b"]["values"]) / np.array(
+        rel["phi_b"]["std"])
+    assert np.all(np.abs(z) < 5), z
+    for name, value in rel["resolved"].items():
+        lo, hi = rel["bounds"][name]
+        assert lo <= value <= hi
+    for link in ("link0", "link1"):
+        mp = doc["minimal_parameters"][link]
+        assert np.shape(mp["MS"]) == (3,) and np.shape(mp["J"]) == (3, 3)
+    assert (out / "relative_motion.png").stat().st_size > 0
+    assert (out / "minimal_parameters.csv").read_text().count("\n") == 19
+    assert "segments" in doc["stages_not_run"]        # the demo's links carry no priors
+
+
 def test_run_refuses_to_write_into_the_session_folder(demo, capsys):
     tmp, _ = demo
     session = tmp / "captures" / "two-link" / "session.toml"

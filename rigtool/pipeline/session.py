@@ -7,7 +7,12 @@ Stages, each feeding the next (data flows one way):
 3. per locked posture: platform motion (filtered both sides, noise probes), the base link's
    pose on the platform, every child's rotation ``0R_j`` (averaged over the capture), and
    the object's COM and inertia (rigtool.identify.overall);
-4. the subset Phi_s from all postures (rigtool.identify.subset).
+4. the subset Phi_s from all postures (rigtool.identify.subset);
+5. the relative-motion capture: the remaining J_yy terms, the full minimal set Phi_B
+   (rigtool.identify.relative); joint centres the manifest leaves out come from the same
+   capture first (rigtool.kinematics.joint_centre);
+6. per-link parameters from Phi_B completed by the manifest's priors
+   (rigtool.identify.segments).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.identify.overall import PostureResult, fit_posture
 from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
+from rigtool.identify.relative import RelativeResult, resolve_relative
+from rigtool.identify.segments import SegmentsResult, estimate_segments, priors_from_specs
 from rigtool.identify.subset import PostureOverall, SubsetResult, fit_subset
 from rigtool.kinematics.joint_centre import score_joint_centre
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
@@ -105,6 +112,9 @@ class SessionOutcome:
     warnings: list[str]
     tree: Tree | None = None                     # the tree used (joint centres filled in)
     joint_centres: dict = field(default_factory=dict)   # link -> JointCentreEstimate
+    relative: RelativeResult | None = None       # the relative-motion stage, full Phi_B
+    segments: SegmentsResult | None = None       # per-link parameters (Phi_B + priors)
+    notes: list[str] = field(default_factory=list)      # stages skipped and why
 
 
 def _noop(message: str) -> None:
@@ -322,5 +332,36 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
                 + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
                 path=session.path)
+    relative = None
+    if session.relative_motion is not None and subset is not None:
+        progress("relative motion: the remaining J_yy terms")
+        relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
+                                    relative_data, markers, subset, total_mass, session.filter,
+                                    session.relative_motion.window)
+        warnings += [f"relative motion: {w}" for w in relative.warnings]
+    segments, notes = None, []
+    if relative is not None:
+        segments, note = _segments(session, tree, relative, total_mass)
+        notes += [note] if note else []
+    elif len(tree.links) > 1:
+        notes.append("the full minimal set Phi_B and segment parameters need a "
+                     "[relative_motion] capture" if session.relative_motion is None else
+                     "relative motion not run")
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
-                          warnings, tree, joint_centres)
+                          warnings, tree, joint_centres, relative, segments, notes)
+
+
+def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float
+              ) -> tuple[SegmentsResult | None, str | None]:
+    """Per-link parameters from Phi_B and the manifest's priors (or why they were skipped)."""
+    try:
+        priors = priors_from_specs(tree, session.priors, body_mass_kg=total_mass,
+                                   sex=session.subject_sex)
+    except ConfigError as exc:
+        if session.priors:
+            raise ConfigError(exc.message, path=session.path, field=exc.field,
+                              found=exc.found) from None
+        return None, ("segment parameters not estimated: no link has a prior (give each link "
+                      "segment = \"...\" for a human, or [links.prior] CAD values for a robot)")
+    return estimate_segments(tree, relative.values, relative.covariance, total_mass,
+                             priors), None

@@ -18,10 +18,16 @@ from rigtool import __version__
 from rigtool.pipeline.session import SessionOutcome
 
 
+_INERTIA_ENTRIES = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"),
+                    (0, 1, "xy"))
+
+
 def _r(x, digits: int = 7):
     """Round floats (nested lists) for the JSON; NaN/inf become None."""
     if isinstance(x, np.ndarray):
         x = x.tolist()
+    if isinstance(x, dict):
+        return {k: _r(v, digits) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [_r(v, digits) for v in x]
     if isinstance(x, (float, np.floating)):
@@ -75,8 +81,20 @@ def report_dict(out: SessionOutcome) -> dict:
     if out.subset is not None:
         sub = out.subset.to_json()
         doc["subset"] = sub
-    not_run = ["relative_motion", "minimal_parameters", "segments"]
+    not_run = []
+    if out.relative is not None:
+        rel = out.relative.to_json()
+        mp = rel.pop("minimal_parameters")
+        doc["relative_motion"] = _r(rel)
+        doc["minimal_parameters"] = _r(mp)
+    else:
+        not_run += ["relative_motion", "minimal_parameters"]
+    if out.segments is not None:
+        doc["segments"] = _r(out.segments.to_json())
+    else:
+        not_run.append("segments")
     doc["stages_not_run"] = not_run
+    doc["notes"] = list(out.notes)
     return doc
 
 
@@ -158,6 +176,17 @@ def _subset_figure(out: SessionOutcome, path: Path) -> None:
     plt.close(fig)
 
 
+def _relative_figure(out: SessionOutcome, path: Path) -> None:
+    """Both sides of eq. 16 over time (paper 002 Fig. 6)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rigtool.identify.relative import plot_relative
+    fig = plot_relative(out.relative)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -205,11 +234,46 @@ def _markdown(doc: dict, figures: list[str]) -> str:
         for n, v, s in zip(sub["names"], sub["values"], sub["std"]):
             lines.append(f"| {n} | {v if v is None else f'{v:.5f}'} | "
                          f"{s if s is None else f'{s:.5f}'} |")
+    if "relative_motion" in doc:
+        rel = doc["relative_motion"]
+        lines += ["", "## Relative motion: the remaining J_yy terms", "",
+                  "| parameter | estimate | std | feasible interval | on a bound |",
+                  "|---|---|---|---|---|"]
+        for n, v in rel["resolved"].items():
+            lo, hi = rel["bounds"][n]
+            lines.append(f"| {n} | {v:.5f} | {rel['std'][n]:.5f} | [{lo:.5f}, {hi:.5f}] | "
+                         f"{'yes' if n in rel['on_bound'] else 'no'} |")
+        lines += ["", f"Residual RMS of eq. 16: force {rel['residual_rms']['force']:.3g} N, "
+                  f"torque {rel['residual_rms']['torque']:.3g} N m "
+                  f"({rel['weighting']} weighting, "
+                  f"{'bias-compensated' if rel['compensated'] else 'uncompensated'})."]
+        lines += ["", "## Minimal inertial parameters Φ_B (link frames, at the joint)", "",
+                  "| parameter | value | std |", "|---|---|---|"]
+        for n, v, sd in zip(rel["phi_b"]["names"], rel["phi_b"]["values"], rel["phi_b"]["std"]):
+            lines.append(f"| {n} | {v:.5f} | {sd:.5f} |")
+    if "segments" in doc:
+        lines += ["", "## Segment parameters (each link's own mass, COM and inertia about "
+                  "its COM, link frame)", "",
+                  "| link | mass [kg] | COM x [mm] | COM y [mm] | COM z [mm] | I_xx | I_yy | "
+                  "I_zz | prior | mass from |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, ls in doc["segments"]["links"].items():
+            c, cs, i = ls["com"], ls["com_std"], ls["inertia_com"]
+            lines.append(f"| {name} | {ls['mass']:.3f} ± {ls['mass_std']:.3f} | "
+                         + " | ".join(f"{1e3 * c[k]:.1f} ± {1e3 * cs[k]:.1f}" for k in range(3))
+                         + " | " + " | ".join(f"{i[k][k]:.4f}" for k in range(3))
+                         + f" | {ls['prior']} | {ls['source']['mass']} |")
+        lines += ["", "'measured': the posterior standard error is well below the prior's "
+                  "(the measurement fixes it); 'prior': the measurement is silent and the "
+                  "number is the prior's; 'both': in between. segments.csv has the flag of "
+                  "every entry."]
+    if doc.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {w}" for w in doc["notes"]]
     if doc["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in doc["warnings"]]
-    lines += ["", "## Not run yet", "",
-              "These stages are not part of this rigtool build: "
-              + ", ".join(doc["stages_not_run"]) + ".", "", "## Figures", ""]
+    if doc["stages_not_run"]:
+        lines += ["", "## Not run", "", "Stages without results in this report: "
+                  + ", ".join(doc["stages_not_run"]) + " (see Notes)."]
+    lines += ["", "## Figures", ""]
     lines += [f"![{f}]({f})" for f in figures]
     lines += ["", "## Inputs", ""] + [f"- `{i['path']}` sha256 `{i['sha256']}`"
                                       for i in doc["inputs"]]
@@ -284,13 +348,35 @@ def write_report(out: SessionOutcome, out_dir: Path) -> list[Path]:
                    [[n, float(v), float(s)] for n, v, s in
                     zip(out.subset.names, out.subset.values, out.subset.std)])
         written.append(out_dir / "subset.csv")
+    if out.relative is not None:
+        _relative_figure(out, out_dir / "relative_motion.png")
+        figures.append("relative_motion.png")
+        rel = out.relative
+        _write_csv(out_dir / "minimal_parameters.csv", ["name", "value", "std", "unit"],
+                   [[n, float(v), float(sd), "kg m" if ".MS_" in n else "kg m^2"]
+                    for n, v, sd in zip(rel.names, rel.values, rel.std_phi_b)])
+        written.append(out_dir / "minimal_parameters.csv")
+    if out.segments is not None:
+        seg_rows = []
+        for name, ls in out.segments.links.items():
+            seg_rows.append([name, "mass", float(ls.mass_kg), float(ls.mass_std), "kg",
+                             ls.source["mass"]])
+            for k, axis in enumerate("xyz"):
+                seg_rows.append([name, f"com_{axis}", float(ls.com_m[k]), float(ls.com_std[k]),
+                                 "m", ls.source["com"][k]])
+            for a, b, lab in _INERTIA_ENTRIES:
+                seg_rows.append([name, f"inertia_com_{lab}", float(ls.inertia_com[a, b]),
+                                 float(ls.inertia_com_std[a, b]), "kg m^2",
+                                 ls.source["inertia_com"][a][b]])
+        _write_csv(out_dir / "segments.csv",
+                   ["link", "quantity", "value", "std", "unit", "source"], seg_rows)
+        written.append(out_dir / "segments.csv")
     rows = []
     for p in out.postures:
         r = p.result
         for k, axis in enumerate("xyz"):
             rows.append([r.name, f"com_{axis}", float(r.com[k]), float(r.com_std[k]), "m"])
-        for a, b, lab in [(0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"),
-                          (0, 1, "xy")]:
+        for a, b, lab in _INERTIA_ENTRIES:
             rows.append([r.name, f"inertia_com_{lab}", float(r.inertia_com[a, b]),
                          float(r.inertia_com_std[a, b]), "kg m^2"])
     _write_csv(out_dir / "postures.csv", ["posture", "quantity", "value", "std", "unit"], rows)
