@@ -475,8 +475,9 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
             "the relative motion does not excite every moving link's J_yy (rank "
             f"{fit.rank} of {a.shape[2]}); move each link about more than one axis")
     # Phi_s uncertainty: u depends on phi_s through b; du/dphi_s = -(A^T W A)^-1 A^T W A_full G
-    aw = a * (1.0 if weights is None else weights)[None, :, None]
-    afw = a_full * (1.0 if weights is None else weights)[None, :, None]
+    wr = np.ones(a.shape[1]) if weights is None else weights
+    aw = a * wr[None, :, None]
+    afw = a_full * wr[None, :, None]
     normal = np.einsum("trp,trq->pq", aw, aw)
     sens = -np.linalg.solve(normal, np.einsum("trp,trq->pq", aw, afw @ g_mat))
     cov_u = fit.cov + sens @ cov_s @ sens.T

@@ -1,0 +1,153 @@
+"""Benchmark: relative-motion stage (issue 7) over noise seeds, two-link and five-link objects.
+
+For each scenario the captures (locked postures and the swing) are simulated once; every seed
+then draws fresh marker noise (0.1 mm, the scenario's artefacts), fits each posture
+(rigtool.pipeline.session.fit_one_posture, true rig: calibration is benchmarked elsewhere),
+the subset Phi_s (rigtool.identify.subset.fit_subset) and the relative-motion stage
+(rigtool.identify.relative.resolve_relative). Reported per variant:
+
+- ``E_MS/M0`` (m) and ``E_J/Im`` (%) as in paper 002 Table 5: the largest error over the
+  first-moment entries divided by the mass, and over the inertia entries divided by the
+  largest principal moment of the whole object (over the postures); also per link (each
+  inertia error over its own link's largest principal ``J``);
+- the moving links' ``J_yy`` error in units of its reported standard error, and the
+  coverage of +-2 standard errors over every Phi_B element.
+
+Variants: ``noise`` weighting with noise-probe compensation (default), ``plain`` weighting,
+no compensation; and ``truth-phi_s`` (the stage alone, Phi_s exact).
+
+Run: ``python3 benchmarks/relative.py [--seeds 20] [--scenario demo|human|both]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from rigtool.config import FilterSettings
+from rigtool.identify.relative import resolve_relative
+from rigtool.identify.subset import fit_subset
+from rigtool.pipeline.session import fit_one_posture, posture_overall
+from rigtool.sim.markers import synthesize_markers
+from rigtool.sim.scenario import load_scenario
+from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job
+from rigtool.tree import composite_params, minimal_parameters, phi_b_vector, phi_s_from_phi_b
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
+             "human": ROOT / "scenarios" / "human_like.toml"}
+VARIANTS = {"noise+comp": dict(weighting="noise", compensate=True),
+            "plain+comp": dict(weighting="plain", compensate=True),
+            "noise": dict(weighting="noise", compensate=False)}
+
+
+def prepare(path: Path):
+    sc = load_scenario(path)
+    jobs = [j for j in capture_jobs(sc) if j.kind in ("posture", "relative")]
+    t0 = time.perf_counter()
+    trajs = {j.name: simulate_job(sc, j) for j in jobs}
+    tree = sc.obj.tree
+    phi_b = phi_b_vector(minimal_parameters(tree))
+    i_max = max(np.linalg.eigvalsh(composite_params(tree, dict(j.plan.rotations)).inertia_com)[-1]
+                for j in jobs if j.kind == "posture")
+    return SimpleNamespace(sc=sc, jobs=jobs, trajs=trajs, tree=tree, phi_b=phi_b,
+                           rig=_rig_with_truth(sc), mass=float(sc.obj.total_mass), i_max=i_max,
+                           markers={l.name: l.markers_link for l in tree.links},
+                           sim_s=time.perf_counter() - t0)
+
+
+def one_seed(p, seed: int, settings: FilterSettings):
+    rng = np.random.default_rng(seed)
+    data = {j.name: synthesize_markers(p.trajs[j.name], j.marker_sets,
+                                       noise_sigma_m=j.settings.noise_sigma_m,
+                                       artefacts=j.settings.artefacts, rng=rng,
+                                       rate_hz=j.settings.rate_hz) for j in p.jobs}
+    rigfile = SimpleNamespace(rig=p.rig)
+    outs = []
+    for j in p.jobs:
+        if j.kind != "posture":
+            continue
+        outs.append(fit_one_posture(None, rigfile, p.tree, p.markers, Path(j.name), name=j.name,
+                                    window=j.settings.window, units=None,
+                                    total_mass_kg=p.mass, settings=settings,
+                                    data=data[j.name]))
+    subset = fit_subset(p.tree, [posture_overall(o) for o in outs], p.mass)
+    rel = [j for j in p.jobs if j.kind == "relative"][0]
+    phi_s_true = phi_s_from_phi_b(p.phi_b)
+    true_sub = SimpleNamespace(values=phi_s_true, covariance=np.zeros((phi_s_true.size,) * 2))
+    results = {}
+    for name, kw in VARIANTS.items():
+        t0 = time.perf_counter()
+        results[name] = (resolve_relative(p.tree, p.rig, p.sc.platform_params, data[rel.name], p.markers,
+                                          subset, p.mass, settings, rel.settings.window,
+                                          seed=seed, **kw), time.perf_counter() - t0)
+    results["truth-phi_s"] = (resolve_relative(p.tree, p.rig, p.sc.platform_params,
+                                               data[rel.name], p.markers, true_sub, p.mass,
+                                               settings, rel.settings.window, seed=seed),
+                              0.0)
+    return results
+
+
+def metrics(p, res):
+    n = len(p.tree.links)
+    err = res.values - p.phi_b
+    is_ms = np.tile(np.arange(9) < 3, n)
+    link_im = np.repeat([np.linalg.eigvalsh(res_j)[-1] for res_j in
+                         (minimal_parameters(p.tree)[l.name]["J"] for l in p.tree.links)], 9)
+    jyy = np.array([9 * i + 4 for i in range(1, n)])
+    z = err[jyy] / np.where(res.std_phi_b[jyy] > 0, res.std_phi_b[jyy], np.nan)
+    return {"E_MS/M0": np.abs(err[is_ms]).max() / p.mass,
+            "E_J/Im": np.abs(err[~is_ms]).max() / p.i_max,
+            "E_J/Im_link": (np.abs(err[~is_ms]) / link_im[~is_ms]).max(),
+            "E_Jyy/Im_link": (np.abs(err[jyy]) / link_im[jyy]).max(),
+            "cover2": np.abs(err) <= 2 * res.std_phi_b,
+            "z_jyy": z, "on_bound": bool(res.on_bound)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--scenario", choices=["demo", "human", "both"], default="both")
+    args = ap.parse_args()
+    settings = FilterSettings()
+    names = ["demo", "human"] if args.scenario == "both" else [args.scenario]
+    for sname in names:
+        p = prepare(SCENARIOS[sname])
+        print(f"\n== {sname}: {len(p.tree.links)} links, M0 = {p.mass:.2f} kg, "
+              f"Im = {p.i_max:.3f} kg m^2 (simulated in {p.sim_s:.1f} s), {args.seeds} seeds, "
+              "sigma 0.1 mm")
+        rows: dict[str, list] = {}
+        times: dict[str, list] = {}
+        for seed in range(args.seeds):
+            for k, (res, dt) in one_seed(p, seed, settings).items():
+                rows.setdefault(k, []).append(metrics(p, res))
+                times.setdefault(k, []).append(dt)
+        print(f"{'variant':<12} {'E_MS/M0 mm (med/max)':>22} {'E_J/Im % (med/max)':>20} "
+              f"{'E_J/Im_link %':>14} {'Jyy/Im_link %':>14} {'cover2':>7} {'z_Jyy mean/sd':>14} "
+              f"{'bound':>5} {'s/run':>6}")
+        for k, ms in rows.items():
+            e_ms = np.array([m["E_MS/M0"] for m in ms]) * 1e3
+            e_j = np.array([m["E_J/Im"] for m in ms]) * 100
+            e_jl = np.array([m["E_J/Im_link"] for m in ms]) * 100
+            e_jyy = np.array([m["E_Jyy/Im_link"] for m in ms]) * 100
+            cov = np.mean(np.concatenate([m["cover2"] for m in ms]))
+            z = np.concatenate([m["z_jyy"] for m in ms])
+            nb = sum(m["on_bound"] for m in ms)
+            print(f"{k:<12} {np.median(e_ms):10.4f}/{e_ms.max():<10.4f} "
+                  f"{np.median(e_j):9.3f}/{e_j.max():<9.3f} {np.median(e_jl):6.2f}/{e_jl.max():<6.2f}"
+                  f" {np.median(e_jyy):6.2f}/{e_jyy.max():<6.2f} {cov:7.3f} "
+                  f"{np.nanmean(z):6.2f}/{np.nanstd(z):<6.2f} {nb:5d} "
+                  f"{np.mean(times[k]):6.2f}")
+
+
+if __name__ == "__main__":
+    main()
