@@ -18,8 +18,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spring-model", choices=("exact", "linear"), default="exact",
                    help="spring wrench from the measured geometry (default) or paper 002's "
                         "linear stiffness-matrix model")
-    p.add_argument("--weighting", choices=("noise", "plain", "dual-metric"), default="noise",
-                   help="row weighting of the posture fits")
+    p.add_argument("--weighting", choices=("noise", "plain", "dual-metric"),
+                   default="dual-metric",
+                   help="row weighting of the posture fits: paper 004's unit-independent dual "
+                        "metric (default; most accurate in benchmarks/posture.py), 1/sigma per "
+                        "wrench component, or none")
     p.add_argument("--no-compensation", action="store_true",
                    help="plain equation error (no errors-in-variables correction)")
 
@@ -48,6 +51,13 @@ def run(args: argparse.Namespace) -> int:
         s = outcome.subset
         print(f"subset Phi_s: {len(s.names)} parameters, rank {s.rank}, condition number "
               f"{s.condition_number:.3g}")
+    if outcome.relative is not None:
+        rel = outcome.relative
+        print("relative motion: " + ", ".join(
+            f"{k} = {v:.4f} +- {rel.std[k]:.4f} kg m^2 (feasible {rel.bounds[k][0]:.4f} .. "
+            f"{rel.bounds[k][1]:.4f})" for k, v in rel.resolved.items()))
+    for note in outcome.notes:
+        print(f"note: {note}")
     for w in outcome.warnings:
         print(f"warning: {w}")
     print(f"wrote {len(written)} files to {out_dir}")

@@ -286,7 +286,7 @@ def posture_overall(p: PostureOutcome) -> PostureOverall:
 
 
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
-                weighting: str = "noise", compensate: bool = True,
+                weighting: str = "dual-metric", compensate: bool = True,
                 progress: Progress | None = None) -> SessionOutcome:
     """Run the locked-posture stages of a session (see module docstring)."""
     progress = progress or _noop
