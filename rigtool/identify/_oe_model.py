@@ -1,0 +1,241 @@
+"""Batched forward model for output-error fits: one rigid assembly on axial springs.
+
+The output-error fit (rigtool.identify.output_error) simulates the platform with its locked
+load many times per iteration: once at the estimate and once per finite-difference
+perturbation of each unknown. Those simulations share the time grid, so they run together
+as one batch ``B``, each RK4 stage a handful of numpy calls on ``[B, ...]`` arrays. The cost
+is per call, not per batch member, so a 22-column Jacobian costs about as much as one
+simulation. This is why the integrator is hand-written (fixed-step classical RK4) instead of
+``scipy.integrate.solve_ivp``, which integrates one state at a time with adaptive steps: a
+fixed grid also makes the simulated response a smooth function of the parameters, which
+finite differences need (adaptive step selection would add noise to them).
+
+State per batch member, lab components: ``y = [p (3), vec(R) (9), v_origin (3), omega (3)]``.
+``R`` is integrated directly (``dR/dt = [omega x] R``); its drift from orthogonality is of
+the integrator's truncation order. Equations of motion (same physics as
+rigtool.sim.dynamics: spring force ``-(k (L - L0) + c dL/dt) u`` at each attachment, gravity
+at the COM), written about the COM so that no linear solve is needed::
+
+    a_com = F_springs / m + g
+    alpha = I_c^-1 (N_springs - c x F_springs - omega x I_c omega)
+    a_origin = a_com - alpha x c - omega x (omega x c)
+
+with ``c = R c_body`` (COM from the frame origin). With locked DOFs the 6x6 spatial mass
+matrix is solved on the free lab-axis rows instead (the simulator's convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rigtool.inertia import pseudo_inertia
+from rigtool.rig import Rig
+
+STATE = 18
+
+
+def _levi_civita_map() -> np.ndarray:
+    """``[9, 3]`` with ``a x b = vec(outer(a, b)) @ map`` (and ``sum_s r_s x f_s`` from
+    ``vec(r^T f)``)."""
+    levi = np.zeros((3, 3, 3))
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        levi[i, j, k], levi[i, k, j] = 1.0, -1.0
+    return np.ascontiguousarray(levi.transpose(1, 2, 0).reshape(9, 3))
+
+
+_CROSS = _levi_civita_map()
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (broadcasting); two numpy calls instead of np.cross's many."""
+    o = a[..., :, None] * b[..., None, :]
+    return np.dot(o.reshape(o.shape[:-2] + (9,)), _CROSS)
+
+
+def skew_batch(w: np.ndarray) -> np.ndarray:
+    """``[..., 3] -> [..., 3, 3]`` cross-product matrices."""
+    z = np.zeros(w.shape[:-1])
+    return np.stack([np.stack([z, -w[..., 2], w[..., 1]], -1),
+                     np.stack([w[..., 2], z, -w[..., 0]], -1),
+                     np.stack([-w[..., 1], w[..., 0], z], -1)], -2)
+
+
+@dataclass(frozen=True)
+class BatchModel:
+    """Bodies and springs of a batch of ``B`` model variants (spring arrays ``[B, S]``).
+
+    Attributes
+    ----------
+    mass : ndarray [B]
+    com_body : ndarray [B, 3]
+        COM in the body (platform) frame, m.
+    inertia_com_body : ndarray [B, 3, 3]
+        Inertia about the COM, body axes.
+    anchor_lab, attachment_body : ndarray [S, 3]
+    stiffness, stiffness_free_length, damping : ndarray [B, S]
+        ``k``, ``k L0`` and ``c`` of each spring.
+    gravity_lab : ndarray [3]
+    free_rows : ndarray or None
+        Free lab-axis rows of ``[v, omega]`` when some DOFs are locked; None when all free.
+    """
+
+    mass: np.ndarray
+    com_body: np.ndarray
+    inertia_com_body: np.ndarray
+    anchor_lab: np.ndarray
+    attachment_body: np.ndarray
+    stiffness: np.ndarray
+    stiffness_free_length: np.ndarray
+    damping: np.ndarray
+    gravity_lab: np.ndarray
+    free_rows: np.ndarray | None = None
+
+    @property
+    def size(self) -> int:
+        """Batch size ``B``."""
+        return int(self.mass.shape[0])
+
+
+def batch_model(rig: Rig, params: np.ndarray, *, stiffness: np.ndarray | None = None,
+                free_length: np.ndarray | None = None,
+                damping: np.ndarray | None = None) -> BatchModel:
+    """Model of ``params [B, 10]`` (lumped, platform frame about its origin) on ``rig``.
+
+    Spring values ``[B, S]`` (or ``[S]``) override the rig's (calibration fits them).
+    """
+    params = np.atleast_2d(np.asarray(params, float))
+    b = params.shape[0]
+    mass = params[:, 0]
+    com = params[:, 1:4] / mass[:, None]
+    six = params[:, 4:]
+    i_o = np.stack([six[:, [0, 1, 2]], six[:, [1, 3, 4]], six[:, [2, 4, 5]]], 1)
+    i_c = i_o - mass[:, None, None] * (np.sum(com * com, 1)[:, None, None] * np.eye(3)
+                                       - com[:, :, None] * com[:, None, :])
+    k = np.broadcast_to(rig.stiffness if stiffness is None else stiffness,
+                        (b, len(rig.springs))).astype(float)
+    l0 = np.broadcast_to(rig.free_length if free_length is None else free_length, k.shape)
+    c = np.broadcast_to(rig.damping if damping is None else damping, k.shape).astype(float)
+    free = rig.free_dof_rows() if rig.locked_dofs else None
+    return BatchModel(mass, com, i_c,
+                      np.stack([np.asarray(s.anchor_lab, float) for s in rig.springs]),
+                      np.stack([np.asarray(s.attachment_platform, float) for s in rig.springs]),
+                      k, k * l0, c, np.asarray(rig.gravity_lab, float), free)
+
+
+class BatchRHS:
+    """``y [B, 18] -> dy/dt [B, 18]`` for a :class:`BatchModel`."""
+
+    def __init__(self, model: BatchModel) -> None:
+        self.m = model
+        self.inv_mass = (1.0 / model.mass)[:, None]
+        self.com_b = model.com_body[:, :, None]
+        self.ic_b = model.inertia_com_body
+        self.ic_inv_b = np.linalg.inv(model.inertia_com_body)
+        self.att_t = np.ascontiguousarray(model.attachment_body.T)       # [3, S]
+        self.anchor = model.anchor_lab
+        self.k, self.kl0, self.c = model.stiffness, model.stiffness_free_length, model.damping
+        self.has_c = bool(np.any(model.damping != 0))
+        self.g = model.gravity_lab
+        self.free = model.free_rows
+        if self.free is not None:
+            self.free_ix = np.ix_(self.free, self.free)
+
+    def springs(self, p, rot, v, w):
+        """Spring force and moment about the frame origin, lab ``[B, 3]`` each."""
+        r = np.swapaxes(rot @ self.att_t, 1, 2)                          # [B, S, 3]
+        d = r + (p[:, None, :] - self.anchor)
+        length = np.sqrt((d * d).sum(-1))
+        if self.has_c:
+            v_att = v[:, None, :] + cross(w[:, None, :], r)
+            rate = (d * v_att).sum(-1) / length
+            scale = (self.kl0 - self.c * rate) / length - self.k
+        else:
+            scale = self.kl0 / length - self.k
+        f = d * scale[..., None]
+        moment = np.dot((np.swapaxes(r, 1, 2) @ f).reshape(-1, 9), _CROSS)
+        return f.sum(1), moment
+
+    def __call__(self, y: np.ndarray) -> np.ndarray:
+        b = y.shape[0]
+        p, v, w = y[:, 0:3], y[:, 12:15], y[:, 15:18]
+        rot = y[:, 3:12].reshape(b, 3, 3)
+        force, moment = self.springs(p, rot, v, w)
+        c = (rot @ self.com_b)[..., 0]                                   # [B, 3]
+        rot_t = np.swapaxes(rot, 1, 2)
+        w_b = (rot_t @ w[..., None])
+        wxc = cross(w, c)
+        if self.free is None:
+            n_c = moment - cross(c, force)                               # about the COM
+            n_b = (rot_t @ n_c[..., None]) - cross(w_b[..., 0], (self.ic_b @ w_b)[..., 0])[..., None]
+            alpha = (rot @ (self.ic_inv_b @ n_b))[..., 0]
+            acc = force * self.inv_mass + self.g - cross(alpha, c) - cross(w, wxc)
+        else:
+            acc, alpha = self._locked(rot, c, w, w_b, force, moment)
+        w_dot_r = skew_batch(w) @ rot
+        return np.concatenate([v, w_dot_r.reshape(b, 9), acc, alpha], axis=1)
+
+    def _locked(self, rot, c, w, w_b, force, moment):
+        """Spatial mass matrix about the origin, lab axes, solved on the free rows."""
+        m = self.m.mass
+        h = m[:, None] * c
+        i_c = rot @ self.ic_b @ np.swapaxes(rot, 1, 2)
+        sc = skew_batch(c)
+        i_o = i_c - m[:, None, None] * (sc @ sc)
+        sh = m[:, None, None] * sc
+        lam = np.concatenate([np.concatenate([m[:, None, None] * np.eye(3), -sh], 2),
+                              np.concatenate([sh, i_o], 2)], 1)
+        io_w = (i_o @ w[..., None])[..., 0]
+        rhs = np.concatenate([force + m[:, None] * self.g - cross(w, cross(w, h)),
+                              moment + cross(h, self.g) - cross(w, io_w)], 1)
+        out = np.zeros_like(rhs)
+        sol = np.linalg.solve(lam[:, self.free_ix[0], self.free_ix[1]],
+                              rhs[:, self.free][..., None])[..., 0]
+        out[:, self.free] = sol
+        return out[:, :3], out[:, 3:]
+
+
+def integrate(model: BatchModel, y0: np.ndarray, n_samples: int, dt: float,
+              substeps: int = 2) -> np.ndarray:
+    """States ``[T, B, 18]`` at ``t = k dt`` (k = 0..T-1) by classical RK4, ``substeps``
+    steps per sample.
+
+    Raises FloatingPointError when the motion leaves the model (a spring at zero length,
+    non-finite state).
+    """
+    rhs = BatchRHS(model)
+    y = np.array(y0, float, copy=True)
+    out = np.empty((n_samples,) + y.shape)
+    out[0] = y
+    h = dt / substeps
+    for k in range(1, n_samples):
+        for _ in range(substeps):
+            k1 = rhs(y)
+            k2 = rhs(y + (0.5 * h) * k1)
+            k3 = rhs(y + (0.5 * h) * k2)
+            k4 = rhs(y + h * k3)
+            y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
+        out[k] = y
+    if not np.all(np.isfinite(out[-1])):
+        raise FloatingPointError("the simulated motion diverged")
+    return out
+
+
+def markers_from_states(states: np.ndarray, markers_body: np.ndarray) -> np.ndarray:
+    """``[T, B, K, 3]`` lab marker positions ``R m + p`` from states ``[T, B, 18]``."""
+    t, b = states.shape[:2]
+    rot = states[..., 3:12].reshape(t, b, 3, 3)
+    return markers_body @ np.swapaxes(rot, -1, -2) + states[..., None, 0:3]
+
+
+def initial_states(p0: np.ndarray, rot0: np.ndarray, v0: np.ndarray, w0: np.ndarray
+                   ) -> np.ndarray:
+    """Pack ``[B, 18]`` states from ``p [B,3]``, ``R [B,3,3]``, ``v``, ``omega`` (lab)."""
+    b = p0.shape[0]
+    return np.concatenate([p0, rot0.reshape(b, 9), v0, w0], axis=1)
+
+
+def consistent(params: np.ndarray) -> bool:
+    """Pseudo-inertia positive definite (a body the integrator can move)."""
+    return bool(np.all(np.linalg.eigvalsh(pseudo_inertia(params))[..., 0] > 0))
