@@ -47,7 +47,8 @@ SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
              "human": ROOT / "scenarios" / "human_like.toml"}
 VARIANTS = {"noise+comp": dict(weighting="noise", compensate=True),
             "plain+comp": dict(weighting="plain", compensate=True),
-            "noise": dict(weighting="noise", compensate=False)}
+            "noise": dict(weighting="noise", compensate=False),
+            "joint": dict(weighting="noise", compensate=True, method="joint")}
 
 
 def prepare(path: Path):

@@ -139,14 +139,17 @@ def demo(tmp_path_factory):
     res = resolve_relative(s.tree, out.rigfile.rig, out.rigfile.rig.platform.params, data,
                            out.link_markers, out.subset, out.total_mass_kg, s.filter,
                            s.relative_motion.window)
+    joint = resolve_relative(s.tree, out.rigfile.rig, out.rigfile.rig.platform.params, data,
+                             out.link_markers, out.subset, out.total_mass_kg, s.filter,
+                             s.relative_motion.window, method="joint")
     truth = json.loads((tmp / "captures" / "two-link" / "truth.json").read_text())
-    return out, res, truth
+    return out, res, truth, joint
 
 
 def test_demo_phi_b_against_truth(demo):
     """Every Phi_B element within 4 standard errors of the truth (plus floors of 0.05 mm x M0
     and 0.05 % of the largest link J_yy-scale for the 5 Hz filter's own error)."""
-    out, res, truth = demo
+    out, res, truth, _ = demo
     assert res.names == truth["phi_b"]["names"]
     tv = np.array(truth["phi_b"]["values"])
     err = np.abs(res.values - tv)
@@ -169,3 +172,15 @@ def test_demo_phi_b_against_truth(demo):
     doc = res.to_json()
     json.dumps(doc)
     assert set(doc["residual_rms"]) == {"force", "torque"}
+
+
+def test_demo_joint_fit(demo):
+    """Joint fit of the postures' Phi_s and eq. 16: within 4 standard errors of the truth,
+    and its standard errors no larger than the two-step ones (it uses more information)."""
+    out, res, truth, joint = demo
+    assert joint.method == "joint" and not any("two-step" in w for w in joint.warnings)
+    tv = np.array(truth["phi_b"]["values"])
+    err = np.abs(joint.values - tv)
+    assert np.all(err < 4 * joint.std_phi_b + 1e-4), err / joint.std_phi_b
+    assert np.all(joint.std_phi_b <= res.std_phi_b * (1 + 1e-6))
+    assert err[:3].max() / out.total_mass_kg < 2e-4

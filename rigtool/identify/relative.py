@@ -60,6 +60,7 @@ from rigtool.tree import PHI_B_FIELDS, Tree, j_matrix, phi_b_names
 #: Standard-parameter index (``pi``) of each Phi_B field of one link (MS xyz, J xx yy zz yz zx xy).
 PI_OF_PHI_B = np.array([1, 2, 3, 4, 7, 9, 8, 6, 5])
 WEIGHTINGS = ("noise", "plain")
+METHODS = ("two-step", "joint")
 
 
 # ----------------------------------------------------------------------------------------
@@ -344,6 +345,7 @@ class RelativeResult:
     unconstrained: dict[str, float] = field(default_factory=dict)
     compensated: bool = False
     weighting: str = "noise"
+    method: str = "two-step"
 
     def to_json(self) -> dict:
         """Plain-JSON summary (no time series)."""
@@ -355,7 +357,8 @@ class RelativeResult:
                                        for k, v in self.minimal_parameters.items()},
                 "residual_rms": self.residual_rms, "on_bound": self.on_bound,
                 "unconstrained": self.unconstrained, "compensated": self.compensated,
-                "weighting": self.weighting, "warnings": self.warnings}
+                "weighting": self.weighting, "method": self.method,
+                "warnings": self.warnings}
 
 
 def _noise_probe_rows(tree, rig, platform, system: RelativeSystem, markers, total_mass_kg,
@@ -388,7 +391,7 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
                      window: tuple[float, float] | None = None, *,
                      weighting: str = "noise", compensate: bool = True, n_probes: int = 2,
                      spring_model: str = "exact", consistent: bool = True,
-                     seed: int = 0) -> RelativeResult:
+                     method: str = "two-step", seed: int = 0) -> RelativeResult:
     """Resolve the moving links' ``J_yy`` from a relative-motion capture (two-step method).
 
     Parameters
@@ -418,6 +421,13 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
         variables).
     consistent : bool
         Keep the estimate inside the physically consistent interval (constrained LS).
+    method : {"two-step", "joint"}
+        ``"two-step"`` (paper 002): Phi_s fixed at the postures' estimate, the ``J_yy`` by
+        least squares, Phi_s's covariance propagated. ``"joint"``: every entry of Phi_B from
+        the postures' Phi_s (with its covariance) and the relative-motion equations together,
+        each weighted by its own covariance (:func:`_joint_fit`); the swing then also
+        refines Phi_s. Falls back to two-step (with a warning) when Phi_s has no usable
+        covariance.
 
     Returns
     -------
@@ -430,6 +440,8 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
     """
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
     n = len(tree.links)
     names_b = phi_b_names(tree)
     phi_s = np.asarray(subset.values, float)
@@ -455,12 +467,14 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
         weights = 1.0 / np.where(sig > 0, sig, 1.0)
     fit = None
     compensated = False
+    probes_full = None
     if compensate:
         sigmas = [v for v in system.marker_sigma_m.values() if np.isfinite(v) and v > 0]
         if sigmas:
             da_full, db_full = _noise_probe_rows(
                 tree, rig, platform, system, link_markers, total_mass_kg, settings, window,
                 spring_model, float(np.median(sigmas)), n_probes, seed)
+            probes_full = (da_full, db_full)
             da = da_full @ h_mat
             db = db_full - da_full @ (g_mat @ phi_s)
             aa, ab = noise_moments([(da, db, int(ok.sum()))], weights)
@@ -496,7 +510,7 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
                     if min(abs(u[k] - intervals[k, 0]), abs(u[k] - intervals[k, 1]))
                     < 1e-6 * scale[k]]
         if not on_bound:
-            on_bound = ["base"]
+            on_bound = [f"{tree.links[0].name}.J_yy"]
         warnings.append("the least-squares J_yy lie outside the physically consistent set; "
                         "the estimate was moved onto its boundary ("
                         + ", ".join(on_bound) + ")")
@@ -507,8 +521,23 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
     big[:8 * n + 1, :8 * n + 1] = cov_s
     big[8 * n + 1:, 8 * n + 1:] = fit.cov
     cov_b = jac @ big @ jac.T
-    std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_u = np.sqrt(np.clip(np.diag(cov_u), 0, None))
+    if method == "joint":
+        joint = _joint_fit(tree, a_full, system.b[ok], weights, lag, probes_full if compensated
+                           else None, phi_s, cov_s, total_mass_kg, consistent, int(ok.sum()))
+        if isinstance(joint, str):
+            warnings.append(joint)
+        else:
+            phi_b, cov_b, moved = joint
+            if moved:
+                warnings.append("the joint estimate was moved onto the physically consistent "
+                                "set (pseudo-inertia LMI with mass M0 per link)")
+            per_b = phi_b.reshape(n, 9)
+            u = per_b[1:, 4].copy()
+            jyy = np.array([9 * i + 4 for i in range(1, n)])
+            std_u = np.sqrt(np.clip(np.diag(cov_b)[jyy], 0, None))
+            on_bound = []
+    std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     lhs = np.full(system.b.shape, np.nan)
     rhs = np.full(system.b.shape, np.nan)
     lhs[ok] = system.b[ok]
@@ -530,7 +559,96 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
         minimal_parameters=minimal, residual_rms=rms, on_bound=on_bound, warnings=warnings,
         figure={"time_s": system.time_s, "lhs": lhs, "rhs": rhs, "rows": rows},
         unconstrained={k: float(v) for k, v in zip(unknown, u_ls)}, compensated=compensated,
-        weighting=weighting)
+        weighting=weighting, method=method)
+
+
+def _phi_s_matrix(n_links: int) -> np.ndarray:
+    """``[8n+1, 9n]`` matrix of the linear map :func:`rigtool.tree.phi_s_from_phi_b`."""
+    from rigtool.tree import phi_s_from_phi_b
+    return np.stack([phi_s_from_phi_b(e) for e in np.eye(9 * n_links)], axis=1)
+
+
+def _consistency_lmis(phi_b, n_links: int, total_mass_kg: float) -> list:
+    """cvxpy constraints ``[[tr(J)/2 1 - J, MS], [MS^T, M0]] >> 0`` for every link."""
+    import cvxpy as cp
+    cons = []
+    for j in range(n_links):
+        v = phi_b[9 * j:9 * j + 9]
+        ms = v[:3]
+        jm = cp.bmat([[v[3], v[8], v[7]], [v[8], v[4], v[6]], [v[7], v[6], v[5]]])
+        sig = 0.5 * cp.trace(jm) * np.eye(3) - jm
+        block = cp.bmat([[sig, cp.reshape(ms, (3, 1), order="F")],
+                         [cp.reshape(ms, (1, 3), order="F"), np.array([[total_mass_kg]])]])
+        cons.append(0.5 * (block + block.T) >> 0)
+    return cons
+
+
+def _joint_fit(tree: Tree, a_full: np.ndarray, b: np.ndarray, weights, lag: int, probes,
+               phi_s: np.ndarray, cov_s: np.ndarray, total_mass_kg: float, consistent: bool,
+               n_fit: int):
+    """Phi_B from the postures (Phi_s, covariance ``C_s``) and eq. 16 together.
+
+    Eq. 16 alone gives ``x_r`` with HAC covariance ``C_r`` (possibly singular: directions
+    the swing does not excite carry no information); the joint estimate minimises
+    ``(S phi - phi_s)^T C_s^-1 (S phi - phi_s) + (phi - x_r)^T C_r^+ (phi - x_r)`` (``S`` the
+    Phi_B -> Phi_s map), i.e. generalised least squares of both sets of equations, each with
+    its own honest covariance (serial correlation and errors in variables included). With
+    ``consistent`` the minimiser is kept inside the per-link pseudo-inertia LMIs (cvxpy).
+    Returns ``(phi_b, cov, moved)`` or a warning string when it cannot run.
+    """
+    n = len(tree.links)
+    sd = np.sqrt(np.clip(np.diag(cov_s), 0, None))
+    if not np.all(np.isfinite(cov_s)) or np.any(sd <= 0):
+        return "joint fit needs Phi_s with a covariance; the two-step estimate is reported"
+    if probes is not None:
+        aa, ab = noise_moments([(probes[0], probes[1], n_fit)], weights)
+        fit_r = solve_compensated(a_full, b, aa, ab, row_weights=weights, max_lag=lag)
+    else:
+        fit_r = solve_wls(a_full, b, row_weights=weights, max_lag=lag)
+    # information of the relative-motion fit: pseudo-inverse of its covariance, in a scaled
+    # basis so kg m and kg m^2 entries compare (numpy's pinv: the directions the motion does
+    # not excite have zero variance and carry no information)
+    smat = _phi_s_matrix(n)
+    d_s = 1.0 / sd
+    info_s = smat.T @ (np.linalg.inv(d_s[:, None] * cov_s * d_s[None, :]) * np.outer(d_s, d_s)) @ smat
+    sc = np.sqrt(np.clip(np.diag(fit_r.cov), 0, None))
+    sc = np.where(sc > 0, sc, 1.0)
+    info_r = np.linalg.pinv(fit_r.cov / np.outer(sc, sc), rcond=1e-10, hermitian=True)
+    info_r /= np.outer(sc, sc)
+    info = info_s + info_r
+    rhs = smat.T @ np.linalg.solve(cov_s, phi_s) + info_r @ fit_r.x
+    try:
+        cov = np.linalg.inv(info)
+    except np.linalg.LinAlgError:
+        return "joint fit: singular information matrix; the two-step estimate is reported"
+    x = cov @ rhs
+    moved = False
+    if consistent:
+        import cvxpy as cp
+        from rigtool.identify.consistency import solve_problem
+        try:
+            per = x.reshape(n, 9)
+            ok_all = True
+            for j in range(n):
+                jm = j_matrix(per[j, 3:])
+                sig = 0.5 * np.trace(jm) * np.eye(3) - jm - np.outer(per[j, :3], per[j, :3]) \
+                    / total_mass_kg
+                ok_all &= bool(np.linalg.eigvalsh(sig)[0] >= 0)
+            if not ok_all:
+                scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
+                y = cp.Variable(x.size)
+                xv = cp.multiply(scale, y)
+                l_chol = np.linalg.cholesky(0.5 * (info + info.T) * np.outer(scale, scale))
+                nrm = np.abs(l_chol).max()
+                obj = cp.sum_squares((l_chol.T / nrm) @ (y - x / scale))
+                solve_problem(cp.Problem(cp.Minimize(obj),
+                                         _consistency_lmis(xv, n, total_mass_kg)),
+                              y, "consistent joint fit")
+                x = np.asarray(scale * y.value, float)
+                moved = True
+        except np.linalg.LinAlgError:
+            pass
+    return x, cov, moved
 
 
 def _inside(u: np.ndarray, lower: np.ndarray, total: float) -> bool:
