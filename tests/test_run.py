@@ -81,7 +81,26 @@ def test_report_phi_b_against_truth(demo):
         assert np.shape(mp["MS"]) == (3,) and np.shape(mp["J"]) == (3, 3)
     assert (out / "relative_motion.png").stat().st_size > 0
     assert (out / "minimal_parameters.csv").read_text().count("\n") == 19
-    assert "segments" in doc["stages_not_run"]        # the demo's links carry no priors
+
+
+def test_report_segments_reproduce_phi_b(demo):
+    """The demo's links carry CAD priors: segment parameters are estimated, reproduce Phi_B
+    within its uncertainty, and are exported (URDF, OpenSim) with the same numbers."""
+    import xml.etree.ElementTree as ET
+    tmp, out = demo
+    doc = json.loads((out / "report.json").read_text())
+    seg = doc["segments"]
+    assert set(seg["links"]) == {"link0", "link1"}
+    assert np.all(np.abs(list(seg["phi_b_residual_z"].values())) < 3)
+    total = sum(l["mass"] for l in seg["links"].values())
+    assert abs(total - doc["total_mass"]) < 1e-6 * doc["total_mass"]
+    urdf = ET.parse(out / "segments.urdf").getroot()
+    masses = {l.get("name"): float(l.find("inertial/mass").get("value"))
+              for l in urdf.findall("link")}
+    for name, l in seg["links"].items():
+        assert abs(masses[name] - l["mass"]) < 1e-6 * l["mass"]
+    assert (out / "segments_opensim_bodyset.xml").stat().st_size > 0
+    assert doc["stages_not_run"] == []
 
 
 def test_run_refuses_to_write_into_the_session_folder(demo, capsys):

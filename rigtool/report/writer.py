@@ -280,11 +280,20 @@ def _markdown(doc: dict, figures: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _inline(text: str) -> str:
+    """Escaped text with Markdown `code` spans as <code>."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
 def _html(markdown_text: str, out_dir: Path, figures: list[str]) -> str:
     """A self-contained page: the Markdown's tables and text, figures embedded as base64."""
     body = []
-    in_table = False
+    in_table = in_list = False
     for line in markdown_text.splitlines():
+        if in_list and not line.startswith("- "):
+            body.append("</ul>")
+            in_list = False
         if line.startswith("|"):
             cells = [c.strip() for c in line.strip("|").split("|")]
             if all(set(c) <= {"-"} for c in cells):
@@ -311,11 +320,16 @@ def _html(markdown_text: str, out_dir: Path, figures: list[str]) -> str:
                         f'src="data:image/png;base64,{data}"><figcaption>'
                         f"{html.escape(name)}</figcaption></figure>")
         elif line.startswith("- "):
-            body.append(f"<li>{html.escape(line[2:])}</li>")
+            if not in_list:
+                body.append("<ul>")
+                in_list = True
+            body.append(f"<li>{_inline(line[2:])}</li>")
         elif line.strip():
-            body.append(f"<p>{html.escape(line)}</p>")
+            body.append(f"<p>{_inline(line)}</p>")
     if in_table:
         body.append("</table>")
+    if in_list:
+        body.append("</ul>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
              "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
              "padding:2px 6px;text-align:right}img{max-width:100%}")
@@ -371,6 +385,8 @@ def write_report(out: SessionOutcome, out_dir: Path) -> list[Path]:
         _write_csv(out_dir / "segments.csv",
                    ["link", "quantity", "value", "std", "unit", "source"], seg_rows)
         written.append(out_dir / "segments.csv")
+        from rigtool.report.exports import write_exports
+        written += write_exports(out.segments, out_dir, robot_name=out.session.name)
     rows = []
     for p in out.postures:
         r = p.result

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.config import read_toml
+from rigtool.config import _link_prior, read_toml
 from rigtool.errors import ConfigError
 from rigtool.inertia import InertialParams
 from rigtool.mocap.markerdata import FORMATS
@@ -117,6 +117,7 @@ class ObjectSpec:
     tree: Tree
     base_rotation_platform: np.ndarray
     base_position_platform_m: np.ndarray
+    manifest_priors: dict = field(default_factory=dict)   # link -> prior keys for the manifest
 
     @property
     def total_mass(self) -> float:
@@ -451,7 +452,7 @@ def _object(t: dict, *, path: Path) -> ObjectSpec:
     if not isinstance(links_t, list) or not links_t:
         raise ConfigError("expected at least one [[object.links]] table", path=path,
                           field="object.links")
-    links = []
+    links, priors = [], {}
     for i, lt in enumerate(links_t):
         f = f"object.links[{i}]"
         lname = as_str(require(lt, "name", field=f, path=path), field=f"{f}.name", path=path)
@@ -465,11 +466,17 @@ def _object(t: dict, *, path: Path) -> ObjectSpec:
         links.append(Link(lname, parent, jc, InertialParams.from_com(mass, com, inertia),
                           _markers(require(lt, "markers", field=f, path=path),
                                    field=f"{f}.markers", path=path)))
+        # What the manifest will say the link is near (CAD values or a table segment):
+        # validated as the manifest loader does, copied to the manifest as written.
+        keys = {k: lt[k] for k in ("segment", "segment_start", "segment_end", "prior")
+                if k in lt}
+        if keys and _link_prior(keys, field=f, path=path) is not None:
+            priors[lname] = keys
     try:
         tree = Tree(tuple(links))
     except ConfigError as exc:
         raise ConfigError(exc.message, path=path, field=f"object.{exc.field}") from None
-    return ObjectSpec(session, subject, tree, base_r, base_p)
+    return ObjectSpec(session, subject, tree, base_r, base_p, priors)
 
 
 def _posture_rotations(t: dict, tree: Tree, *, field: str, path: Path) -> dict[str, np.ndarray]:

@@ -178,6 +178,7 @@ def session_dict(sc: Scenario) -> dict:
             t["joint"] = "spherical"
             t["joint_center"] = _l(link.joint_center_parent)
         t["markers"] = Inline({k: _l(v) for k, v in link.markers_link.items()})
+        t.update(obj.manifest_priors.get(link.name, {}))
         links.append(t)
     jobs = {j.name: j for j in capture_jobs(sc) if j.kind != "calibration"}
     postures = []
