@@ -48,6 +48,18 @@ def _levi_civita_map() -> np.ndarray:
 _CROSS = _levi_civita_map()
 
 
+
+def _skew_map() -> np.ndarray:
+    """``[3, 9]`` with ``vec([w x]) = w @ map`` (``[w x]_ik = eps_ijk w_j``)."""
+    levi = np.zeros((3, 3, 3))
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        levi[i, j, k], levi[i, k, j] = 1.0, -1.0
+    return np.ascontiguousarray(levi.transpose(1, 0, 2).reshape(3, 9))
+
+
+_SKEW = _skew_map()
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` over the last axis (broadcasting); two numpy calls instead of np.cross's many."""
     o = a[..., :, None] * b[..., None, :]
@@ -142,13 +154,13 @@ class BatchRHS:
         if self.free is not None:
             self.free_ix = np.ix_(self.free, self.free)
 
-    def springs(self, p, rot, v, w):
+    def springs(self, p, rot, v, w_skew):
         """Spring force and moment about the frame origin, lab ``[B, 3]`` each."""
         r = np.swapaxes(rot @ self.att_t, 1, 2)                          # [B, S, 3]
         d = r + (p[:, None, :] - self.anchor)
         length = np.sqrt((d * d).sum(-1))
         if self.has_c:
-            v_att = v[:, None, :] + cross(w[:, None, :], r)
+            v_att = v[:, None, :] + r @ np.swapaxes(w_skew, 1, 2)          # v + w x r
             rate = (d * v_att).sum(-1) / length
             scale = (self.kl0 - self.c * rate) / length - self.k
         else:
@@ -161,22 +173,25 @@ class BatchRHS:
         b = y.shape[0]
         p, v, w = y[:, 0:3], y[:, 12:15], y[:, 15:18]
         rot = y[:, 3:12].reshape(b, 3, 3)
-        force, moment = self.springs(p, rot, v, w)
-        c = (rot @ self.com_b)[..., 0]                                   # [B, 3]
-        rot_t = np.swapaxes(rot, 1, 2)
-        w_b = (rot_t @ w[..., None])
-        wxc = cross(w, c)
+        w_skew = np.dot(w, _SKEW).reshape(b, 3, 3)
+        force, moment = self.springs(p, rot, v, w_skew)
+        c = rot @ self.com_b                                             # [B, 3, 1]
         if self.free is None:
-            n_c = moment - cross(c, force)                               # about the COM
-            n_b = (rot_t @ n_c[..., None]) - cross(w_b[..., 0], (self.ic_b @ w_b)[..., 0])[..., None]
-            alpha = (rot @ (self.ic_inv_b @ n_b))[..., 0]
-            acc = force * self.inv_mass + self.g - cross(alpha, c) - cross(w, wxc)
+            c_skew = np.dot(c[..., 0], _SKEW).reshape(b, 3, 3)
+            rot_t = np.swapaxes(rot, 1, 2)
+            w_b = rot_t @ w[..., None]
+            n_c = moment[..., None] - c_skew @ force[..., None]              # about the COM
+            n_b = rot_t @ n_c - cross(w_b[..., 0], (self.ic_b @ w_b)[..., 0])[..., None]
+            alpha = rot @ (self.ic_inv_b @ n_b)                              # [B, 3, 1]
+            acc = (force * self.inv_mass + self.g
+                   + (c_skew @ alpha - w_skew @ (w_skew @ c))[..., 0])
+            alpha = alpha[..., 0]
         else:
-            acc, alpha = self._locked(rot, c, w, w_b, force, moment)
-        w_dot_r = skew_batch(w) @ rot
+            acc, alpha = self._locked(rot, c[..., 0], w, force, moment)
+        w_dot_r = w_skew @ rot
         return np.concatenate([v, w_dot_r.reshape(b, 9), acc, alpha], axis=1)
 
-    def _locked(self, rot, c, w, w_b, force, moment):
+    def _locked(self, rot, c, w, force, moment):
         """Spatial mass matrix about the origin, lab axes, solved on the free rows."""
         m = self.m.mass
         h = m[:, None] * c
