@@ -90,15 +90,8 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("browser")
-    shutil.copytree(ROOT / "calibration", tmp / "calibration",
-                    ignore=shutil.ignore_patterns("*.calibrated.toml"))
-    shutil.copytree(ROOT / "captures", tmp / "captures", ignore=shutil.ignore_patterns("results"))
-    assert main(["calibrate", str(tmp / "calibration" / "paper-rig.toml")]) == 0
-    out = tmp / "results"
-    assert main(["run", str(tmp / "captures" / "two-link" / "session.toml"), "-o", str(out)]) == 0
-    return tmp, out
+def report(demo_run):
+    return demo_run
 
 
 @pytest.fixture(scope="module")

@@ -15,16 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("demo")
-    shutil.copytree(ROOT / "calibration", tmp / "calibration",
-                    ignore=shutil.ignore_patterns("*.calibrated.toml"))
-    shutil.copytree(ROOT / "captures", tmp / "captures",
-                    ignore=shutil.ignore_patterns("results"))
-    assert main(["calibrate", str(tmp / "calibration" / "paper-rig.toml")]) == 0
-    out = tmp / "results"
-    assert main(["run", str(tmp / "captures" / "two-link" / "session.toml"), "-o", str(out)]) == 0
-    return tmp, out
+def demo(demo_run):
+    return demo_run
 
 
 def test_report_files_and_contract(demo):
