@@ -34,6 +34,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from rigtool.config import FilterSettings
+from rigtool.errors import RigtoolError
 from rigtool.identify.relative import resolve_relative
 from rigtool.identify.subset import fit_subset
 from rigtool.pipeline.session import fit_one_posture, posture_overall
@@ -128,8 +129,14 @@ def main() -> None:
               "sigma 0.1 mm")
         rows: dict[str, list] = {}
         times: dict[str, list] = {}
+        failed = []
         for seed in range(args.seeds):
-            for k, (res, dt) in one_seed(p, seed, settings).items():
+            try:
+                out = one_seed(p, seed, settings)
+            except RigtoolError as exc:         # an earlier stage refused this seed's data
+                failed.append(f"seed {seed}: {exc}")
+                continue
+            for k, (res, dt) in out.items():
                 rows.setdefault(k, []).append(metrics(p, res))
                 times.setdefault(k, []).append(dt)
         print(f"{'variant':<12} {'E_MS/M0 mm (med/max)':>22} {'E_J/Im % (med/max)':>20} "
@@ -148,6 +155,8 @@ def main() -> None:
                   f" {np.median(e_jyy):6.2f}/{e_jyy.max():<6.2f} {cov:7.3f} "
                   f"{np.nanmean(z):6.2f}/{np.nanstd(z):<6.2f} {nb:5d} "
                   f"{np.mean(times[k]):6.2f}")
+        for f in failed:
+            print("failed", f)
 
 
 if __name__ == "__main__":
