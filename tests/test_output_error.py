@@ -163,3 +163,27 @@ def test_damping_scale_nuisance_is_recovered(sim):
     assert abs(res.nuisance["damping_scale"] - 1 / 1.1) < 1e-4
     e_c, e_i = _errors(res)
     assert np.abs(e_c).max() < 1e-6 and np.abs(e_i).max() < 1e-4
+
+
+def test_calibration_error_is_propagated(sim):
+    """Noise-free data fitted with one stiffness off by delta: the error that causes is what
+    the propagated calibration term predicts for a standard error of delta (first order)."""
+    system, traj = sim
+    data = synthesize_markers(traj, [MarkerSet("platform", system.rig.platform.markers_platform)],
+                              noise_sigma_m=0.0, rng=np.random.default_rng(0), rate_hz=RATE)
+    from dataclasses import replace
+    delta = 1.5                                                   # N/m, 0.05 %
+    springs = list(system.rig.springs)
+    springs[0] = replace(springs[0], stiffness=springs[0].stiffness + delta)
+    rig_off = replace(system.rig, springs=tuple(springs))
+    n = len(springs)
+    cal_std = {"stiffness": np.r_[delta, np.zeros(n - 1)], "free_length": np.zeros(n),
+               "damping": np.zeros(n), "platform_mass": 0.0, "platform_com": np.zeros(3),
+               "platform_inertia_com": np.zeros((3, 3))}
+    res = _refine(rig_off, system.platform_params, data, substeps=2, calibration_std=cal_std)
+    e_c, _ = _errors(res)
+    big = np.argmax(np.abs(e_c))
+    assert np.abs(e_c[big]) > 1e-5                                 # the error is visible
+    # the residual misfit the stiffness error leaves also enters the residual variance
+    cal_part = np.sqrt(res.com_std ** 2 - res.com_std_noise ** 2)
+    np.testing.assert_allclose(cal_part, np.abs(e_c), rtol=0.05, atol=2e-7)

@@ -120,6 +120,9 @@ class OutputErrorResult:
     start: PostureResult
     time_s: np.ndarray                      # frames of the window
     residual_rms_frame_mm: np.ndarray       # RMS marker residual per frame (NaN: none seen)
+    stages: tuple = ()                      # (horizon s, nfev, njev) per least-squares stage
+    com_std_noise: np.ndarray | None = None           # marker noise only (no calibration)
+    inertia_com_std_noise: np.ndarray | None = None
     warnings: list[str] = field(default_factory=list)
     method: str = "output-error"
 
@@ -175,16 +178,22 @@ class _Problem:
         scale = x[i + 12] if self.nuisance == "damping-scale" else 1.0
         return z_obj, state, scale
 
-    def batch(self, xs: np.ndarray) -> np.ndarray:
-        """Predicted markers ``[T, B, K, 3]`` for unknown vectors ``xs [B, n]``."""
-        params, y0, damp = [], [], []
-        for x in xs:
+    def batch(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
+        """Predicted markers ``[T, B, K, 3]`` for unknown vectors ``xs [B, n]``;
+        ``calib`` gives per member ``(platform_pi, stiffness, free_length, damping)``."""
+        params, y0, damp, stiff, free = [], [], [], [], []
+        for b, x in enumerate(xs):
             z_obj, st, scale = self.split(x)
-            params.append(self.platform_pi + self.tmat @ z_to_params(z_obj, self.mass_kg))
+            plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
+                              self.rig.damping) if calib is None else calib[b]
+            params.append(plat + self.tmat @ z_to_params(z_obj, self.mass_kg))
             rot0 = Rotation.from_rotvec(st[3:6]).as_matrix() @ self.rot_ref
             y0.append(np.concatenate([st[:3], rot0.ravel(), st[6:9], st[9:12]]))
-            damp.append(scale * self.rig.damping)
-        model = om.batch_model(self.rig, np.array(params), damping=np.array(damp))
+            damp.append(scale * c)
+            stiff.append(k)
+            free.append(l0)
+        model = om.batch_model(self.rig, np.array(params), damping=np.array(damp),
+                               stiffness=np.array(stiff), free_length=np.array(free))
         states = om.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
         return om.markers_from_states(states, self.markers_body)
 
@@ -217,6 +226,63 @@ class _Problem:
         return self._eval(x)[1]
 
 
+def calibration_std_from_rigfile(raw: dict, rig: Rig) -> dict[str, np.ndarray] | None:
+    """Standard errors of the calibrated rig as written by ``rigtool calibrate``
+    (``[calibration.std]`` of the rig file's raw TOML), or None when absent."""
+    std = raw.get("calibration", {}).get("std")
+    if not std:
+        return None
+    springs = std.get("springs", {})
+    names = [sp.name for sp in rig.springs]
+    try:
+        return {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
+                "free_length": np.array([springs[n]["free_length"] for n in names], float),
+                "damping": np.array([springs[n]["damping"] for n in names], float),
+                "platform_mass": float(std["platform"]["mass"]),
+                "platform_com": np.asarray(std["platform"]["com"], float),
+                "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
+    except (KeyError, TypeError):
+        return None
+
+
+def _calibration_members(rig: Rig, platform: InertialParams, cal_std: dict):
+    """One perturbed calibration per column: ``(label, step, (platform_pi, k, L0, c))``.
+
+    Steps are one standard error of each calibrated number (the maps are smooth; the
+    sensitivity is the slope over that step). Platform: mass, COM, the six inertia
+    entries about the COM, each perturbed alone (the file lists standard errors only, so
+    the calibration's own correlations are not known here).
+    """
+    k0, l0, c0 = rig.stiffness, rig.free_length, rig.damping
+    out = []
+    for key, base in (("stiffness", k0), ("free_length", l0), ("damping", c0)):
+        for i, sd in enumerate(cal_std[key]):
+            if not sd > 0:
+                continue
+            vals = {"stiffness": k0, "free_length": l0, "damping": c0}
+            v = base.copy()
+            v[i] += sd
+            vals[key] = v
+            out.append((f"{key}[{i}]", sd, (platform.pi.astype(float), vals["stiffness"],
+                                            vals["free_length"], vals["damping"])))
+    m, com, ic = platform.mass, platform.com, platform.inertia_com
+    entries = [("platform_mass", cal_std["platform_mass"], lambda d: (m + d, com, ic))]
+    for j in range(3):
+        e = np.eye(3)[j]
+        entries.append((f"platform_com[{j}]", cal_std["platform_com"][j],
+                        lambda d, e=e: (m, com + d * e, ic)))
+    for a, b in zip(*np.triu_indices(3)):
+        e = np.zeros((3, 3))
+        e[a, b] = e[b, a] = 1.0
+        entries.append((f"platform_inertia_com[{a},{b}]", cal_std["platform_inertia_com"][a, b],
+                        lambda d, e=e: (m, com, ic + d * e)))
+    for label, sd, make in entries:
+        if sd > 0:
+            mm, cc, ii = make(sd)
+            out.append((label, sd, (InertialParams.from_com(mm, cc, ii).pi, k0, l0, c0)))
+    return out
+
+
 def _start_state(pose_rot: np.ndarray, pose_pos: np.ndarray, valid: np.ndarray, dt: float
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(rot_ref, state [12])`` at frame 0 from a quadratic fit of the first ~0.15 s of
@@ -241,7 +307,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    window: tuple[float, float] | None = None,
                    markers_platform: dict[str, np.ndarray] | None = None,
                    nuisance: str = "none", substeps: int = 1,
-                   first_horizon_s: float = 2.0, horizon_factor: float = 3.0,
+                   first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
+                   calibration_std: dict[str, np.ndarray] | None = None, ftol: float = 1e-8,
                    name: str | None = None) -> OutputErrorResult:
     """Refine a posture's COM and inertia by fitting the simulated platform motion to the
     raw platform markers (maximum likelihood for white marker noise).
@@ -272,6 +339,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         steps to 0.2 um at twice the cost.
     first_horizon_s, horizon_factor : float
         Growing-horizon schedule of the single-shooting fit.
+    ftol : float
+        Relative change of the cost that ends each stage (1e-8: far below what moves the
+        estimate by a fraction of its standard error).
+    calibration_std : dict, optional
+        Standard errors of the calibrated rig (:func:`calibration_std_from_rigfile`). When
+        given, their effect on the estimate (first order: ``dx/dkappa = -(J^T J)^-1 J^T
+        J_kappa``, one extra batched simulation) is added to the reported covariance;
+        calibration errors are the same for every capture, so without this the standard
+        errors describe the marker noise only.
     name : str, optional
         Defaults to ``start.name``.
 
@@ -318,12 +394,14 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     prob.fit_object = True
     x = np.concatenate([z_obj, sol.x])
     horizons = []
+    stage_log = [(prob.n_frames * dt, sol.nfev, sol.njev)]
     while True:
         prob.n_frames = min(n_total, int(round(prob.n_frames * horizon_factor)))
         horizons.append(prob.n_frames * dt)
         sol = least_squares(prob.residual, x, jac=prob.jacobian, method="trf", x_scale="jac",
-                            ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=50)
+                            ftol=ftol, xtol=1e-10, gtol=1e-10, max_nfev=50)
         iterations += sol.nfev
+        stage_log.append((prob.n_frames * dt, sol.nfev, sol.njev))
         x = sol.x
         if prob.n_frames >= n_total:
             break
@@ -332,10 +410,23 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     dof = max(n_res - n_par, 1)
     s2 = float(r @ r) / dof
     cov_x = s2 * np.linalg.pinv(jac.T @ jac)      # mm^2 / (mm per unit)^2: units of x
+    cov_noise = cov_x.copy()
+    if calibration_std is not None:
+        members = _calibration_members(rig, platform, calibration_std)
+        if members:
+            xs = np.repeat(x[None], len(members) + 1, 0)
+            calib = [(platform.pi.astype(float), rig.stiffness, rig.free_length, rig.damping)]
+            calib += [m[2] for m in members]
+            pred = prob.batch(xs, calib)
+            sel = np.moveaxis(pred - prob.measured[:, None], 1, 0)[:, mask]
+            j_cal = 1e3 * (sel[1:] - sel[0]).reshape(len(members), -1).T   # per one std
+            sens = -np.linalg.pinv(jac.T @ jac) @ (jac.T @ j_cal)
+            cov_x = cov_x + sens @ sens.T
     z_hat = x[:9]
     pi_hat = z_to_params(z_hat, total_mass_kg)
     g = _jac(lambda z: z_to_params(z, total_mass_kg)[1:], z_hat)
     cov9 = g @ cov_x[:9, :9] @ g.T
+    cov9_noise = g @ cov_noise[:9, :9] @ g.T
     params = InertialParams(pi_hat)
 
     def props(v):
@@ -344,6 +435,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
 
     _, pcov = propagate(props, pi_hat[1:], cov9)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
+    _, pcov_noise = propagate(props, pi_hat[1:], cov9_noise)
+    pstd_noise = np.sqrt(np.clip(np.diag(pcov_noise), 0, None))
     _, st, scale = prob.split(x)
     rot0 = Rotation.from_rotvec(st[3:6]).as_matrix() @ rot_ref
     per_frame = np.full(n_total, np.nan)
@@ -371,7 +464,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                        "time_s": float(data.time_s[idx[0]])},
         residual_rms_mm=rms, marker_sigma_mm=sigma, n_residuals=int(n_res),
         iterations=int(iterations), elapsed_s=time.perf_counter() - t_start,
-        horizons_s=tuple(horizons),
+        horizons_s=tuple(horizons), stages=tuple(stage_log),
+        com_std_noise=pstd_noise[:3], inertia_com_std_noise=pstd_noise[3:].reshape(3, 3),
         nuisance={"damping_scale": float(scale)} if nuisance == "damping-scale" else {},
         start=start, time_s=data.time_s[idx], residual_rms_frame_mm=per_frame,
         warnings=warnings)
@@ -387,4 +481,5 @@ def _jac(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-__all__ = ["OutputErrorResult", "refine_posture", "object_to_z", "z_to_params", "NUISANCE"]
+__all__ = ["OutputErrorResult", "refine_posture", "calibration_std_from_rigfile", "object_to_z",
+           "z_to_params", "NUISANCE"]
