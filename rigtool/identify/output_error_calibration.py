@@ -1,0 +1,254 @@
+"""Output-error refinement of the rig calibration over several captures (issue 10).
+
+Same estimator as the posture refinement (rigtool.identify.output_error): simulate every
+calibration capture from its own initial state with the rig model, predict the platform's
+markers, minimise the squared marker residuals; no filtering, no differentiation.
+
+Unknowns: shared by all captures, every spring's stiffness, free length and damping and the
+platform's 10 inertial parameters (mass, COM, log-Cholesky of the COM-centred second moment,
+so the platform stays physically consistent); per capture, its initial state (12). The known
+loads (reference bodies, placed from their markers) are added to the platform.
+
+With ``n`` captures the Jacobian has a block-arrow shape (shared columns dense, each
+capture's state columns only in its own rows). The Levenberg-Marquardt iteration here
+accumulates the normal equations capture by capture (34 x 34 blocks) instead of holding a
+Jacobian of ``3 x markers x frames x captures`` rows, so memory stays small; scipy's
+least_squares would need the whole matrix. The same growing-horizon schedule as the posture
+fit guards single shooting against a drifting start.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+
+from rigtool.errors import InputError
+from rigtool.identify.output_error import (_Problem, _start_state, object_to_z, z_to_params)
+from rigtool.identify.propagate import propagate
+from rigtool.inertia import InertialParams
+from rigtool.kinematics.pose import fit_pose
+from rigtool.mocap import MarkerData
+from rigtool.rig import Rig
+
+from scipy.optimize import least_squares
+
+
+@dataclass(frozen=True)
+class OECapture:
+    """One calibration capture for the output-error fit.
+
+    ``load``: the known load in the platform frame about its origin (sum of the reference
+    bodies placed from their markers; zeros for the empty platform).
+    """
+
+    name: str
+    data: MarkerData
+    load: InertialParams
+    window: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class CalibrationRefinement:
+    """Refined rig; standard errors from the Gauss-Newton covariance (marker noise)."""
+
+    rig: Rig                                   # springs and platform params refined
+    platform: InertialParams
+    stiffness_std: np.ndarray
+    free_length_std: np.ndarray
+    damping_std: np.ndarray
+    platform_mass_std: float
+    platform_com_std: np.ndarray
+    platform_inertia_std: np.ndarray           # of the inertia about the COM, 3x3
+    covariance: np.ndarray                     # [k, L0, c, m, com, Sigma_c log-Cholesky]
+    initial_states: dict[str, np.ndarray]      # capture -> [p, rotvec about ref, v, omega]
+    residual_rms_mm: dict[str, float]
+    marker_sigma_mm: float
+    iterations: int
+    elapsed_s: float
+    warnings: list[str] = field(default_factory=list)
+
+
+def _platform_z(platform: InertialParams) -> np.ndarray:
+    return np.concatenate([[platform.mass], object_to_z(platform.com, platform.inertia_com)])
+
+
+def _platform_pi(zp: np.ndarray) -> np.ndarray:
+    return z_to_params(zp[1:], zp[0])
+
+
+def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OECapture], *,
+                       markers_platform: dict[str, np.ndarray] | None = None,
+                       substeps: int = 1, first_horizon_s: float = 2.0,
+                       horizon_factor: float = 4.0, max_iterations: int = 12,
+                       ftol: float = 1e-8) -> CalibrationRefinement:
+    """Refine springs (stiffness, free length, damping) and platform parameters jointly
+    over calibration captures, from the equation-error calibration ``rig``/``platform``.
+
+    Parameters
+    ----------
+    rig : Rig
+        The equation-error calibration (start) with its geometry and gravity.
+    platform : InertialParams
+        Its platform parameters (start).
+    captures : sequence of OECapture
+        Captures with known loads (leave hold-out captures out).
+    markers_platform : dict, optional
+        Default the rig's platform markers.
+    substeps, first_horizon_s, horizon_factor, ftol
+        As in :func:`rigtool.identify.output_error.refine_posture`.
+    max_iterations : int
+        Levenberg-Marquardt iterations per horizon stage.
+
+    Returns
+    -------
+    CalibrationRefinement
+    """
+    t0 = time.perf_counter()
+    if not captures:
+        raise InputError("expected at least one calibration capture")
+    markers_platform = markers_platform or rig.platform.markers_platform
+    names = list(markers_platform)
+    mk = np.array([np.asarray(markers_platform[n], float) for n in names])
+    n_spr = len(rig.springs)
+    shared = np.concatenate([rig.stiffness, rig.free_length, rig.damping,
+                             _platform_z(platform)])
+    n_sh = shared.size
+    h_sh = np.concatenate([1e-6 * np.maximum(np.abs(rig.stiffness), 1.0),
+                           np.full(n_spr, 1e-7), np.full(n_spr, 1e-5),
+                           [1e-5], np.full(3, 1e-6), np.full(6, 1e-6)])
+    probs, states, totals = [], [], []
+    for cap in captures:
+        xyz = cap.data.select(names)
+        sel = np.ones(cap.data.n_frames, bool)
+        if cap.window is not None:
+            sel = (cap.data.time_s >= cap.window[0]) & (cap.data.time_s <= cap.window[1])
+        idx = np.flatnonzero(sel)
+        if idx.size < 20:
+            raise InputError(f"capture '{cap.name}': the window holds {idx.size} frames",
+                             path=cap.data.source, field="window")
+        idx = np.arange(idx[0], idx[-1] + 1)
+        xyz = xyz[idx]
+        traj = fit_pose(xyz, mk, marker_names=tuple(names))
+        mask = traj.used & np.all(np.isfinite(xyz), axis=2)
+        dt = 1.0 / cap.data.rate_hz
+        rot_ref, st0 = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
+        prob = _Problem(rig, platform.pi + cap.load.pi, np.zeros((10, 10)), 0.0, mk,
+                        np.where(mask[..., None], xyz, 0.0), mask, dt, rot_ref, substeps,
+                        np.zeros(9), "none", fit_object=False)
+        prob.n_frames = min(len(idx), max(20, int(round(first_horizon_s / dt))))
+        # the initial state alone on a short horizon, rig held at the start
+        sol = least_squares(prob.residual, st0, jac=prob.jacobian, method="trf",
+                            x_scale="jac", ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=50)
+        probs.append(prob)
+        states.append(sol.x)
+        totals.append(len(idx))
+
+    def calib_of(s: np.ndarray, load: InertialParams):
+        return (_platform_pi(s[3 * n_spr:]) + load.pi, s[:n_spr], s[n_spr:2 * n_spr],
+                s[2 * n_spr:3 * n_spr])
+
+    def evaluate(s: np.ndarray, xs: list[np.ndarray]):
+        """Cost, normal-equation blocks and residuals of every capture."""
+        out = []
+        for prob, cap, x in zip(probs, captures, xs):
+            n = prob.n_frames
+            h_st = prob.steps()
+            members_x = [x] * (1 + n_sh) + [x + e for e in np.diag(h_st)]
+            members_c = ([calib_of(s, cap.load)]
+                         + [calib_of(s + e, cap.load) for e in np.diag(h_sh)]
+                         + [calib_of(s, cap.load)] * len(h_st))
+            try:
+                pred = prob.batch(np.array(members_x), members_c)
+            except (FloatingPointError, np.linalg.LinAlgError):
+                return None
+            sel = np.moveaxis(pred - prob.measured[:n, None], 1, 0)[:, prob.mask[:n]]
+            r = 1e3 * sel[0].ravel()
+            hh = np.concatenate([h_sh, h_st])
+            jac = 1e3 * ((sel[1:] - sel[0]).reshape(len(hh), -1) / hh[:, None]).T
+            out.append((r, jac))
+        return out
+
+    def normal(blocks):
+        n_c = len(blocks)
+        size = n_sh + 12 * n_c
+        mat = np.zeros((size, size))
+        grad = np.zeros(size)
+        cost = 0.0
+        for i, (r, jac) in enumerate(blocks):
+            cols = np.r_[np.arange(n_sh), n_sh + 12 * i + np.arange(12)]
+            mat[np.ix_(cols, cols)] += jac.T @ jac
+            grad[cols] += jac.T @ r
+            cost += float(r @ r)
+        return cost, mat, grad
+
+    iterations = 0
+    schedule_done = False
+    while True:
+        blocks = evaluate(shared, states)
+        if blocks is None:
+            raise InputError("the start calibration cannot be simulated over the captures")
+        cost, mat, grad = normal(blocks)
+        lam = 1e-3
+        for _ in range(max_iterations):
+            diag = np.maximum(np.diag(mat), 1e-30)
+            scale = 1.0 / np.sqrt(diag)
+            a = (mat * scale[:, None] * scale[None, :]) + lam * np.eye(len(diag))
+            step = -scale * np.linalg.solve(a, grad * scale)
+            s_new = shared + step[:n_sh]
+            xs_new = [x + step[n_sh + 12 * i: n_sh + 12 * (i + 1)] for i, x in enumerate(states)]
+            iterations += 1
+            new = evaluate(s_new, xs_new)
+            new_cost = normal(new)[0] if new is not None else np.inf
+            if new_cost < cost:
+                done = (cost - new_cost) < ftol * cost
+                shared, states, blocks = s_new, xs_new, new
+                cost, mat, grad = normal(blocks)
+                lam = max(lam / 10, 1e-9)
+                if done:
+                    break
+            else:
+                lam *= 10
+                if lam > 1e8:
+                    break
+        if schedule_done:
+            break
+        for prob, n_tot in zip(probs, totals):
+            prob.n_frames = min(n_tot, int(round(prob.n_frames * horizon_factor)))
+        schedule_done = all(p.n_frames >= n for p, n in zip(probs, totals))
+    n_res = sum(b[0].size for b in blocks)
+    dof = max(n_res - len(grad), 1)
+    s2 = cost / dof
+    cov = s2 * np.linalg.pinv(mat)
+    cov_sh = cov[:n_sh, :n_sh]
+    std_sh = np.sqrt(np.clip(np.diag(cov_sh), 0, None))
+    zp = shared[3 * n_spr:]
+
+    def plat_props(v):
+        p = InertialParams(_platform_pi(v))
+        return np.concatenate([[p.mass], p.com, p.inertia_com.ravel()])
+
+    _, pcov = propagate(plat_props, zp, cov_sh[3 * n_spr:, 3 * n_spr:])
+    pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
+    plat = InertialParams(_platform_pi(zp))
+    springs = tuple(replace(sp, stiffness=float(shared[i]), free_length=float(shared[n_spr + i]),
+                            damping=float(shared[2 * n_spr + i]))
+                    for i, sp in enumerate(rig.springs))
+    new_rig = replace(rig, springs=springs, platform=replace(rig.platform, params=plat))
+    rms = {cap.name: float(np.sqrt(np.mean(b[0] ** 2))) for cap, b in zip(captures, blocks)}
+    warnings = []
+    if np.any(shared[2 * n_spr:3 * n_spr] < 0):
+        warnings.append("a spring's damping came out negative: the captures barely decay")
+    return CalibrationRefinement(
+        rig=new_rig, platform=plat, stiffness_std=std_sh[:n_spr],
+        free_length_std=std_sh[n_spr:2 * n_spr], damping_std=std_sh[2 * n_spr:3 * n_spr],
+        platform_mass_std=float(pstd[0]), platform_com_std=pstd[1:4],
+        platform_inertia_std=pstd[4:].reshape(3, 3), covariance=cov_sh,
+        initial_states={c.name: x for c, x in zip(captures, states)}, residual_rms_mm=rms,
+        marker_sigma_mm=float(np.sqrt(s2)), iterations=iterations,
+        elapsed_s=time.perf_counter() - t0, warnings=warnings)
+
+
+__all__ = ["OECapture", "CalibrationRefinement", "refine_calibration"]
