@@ -184,33 +184,3 @@ def test_demo_joint_fit(demo):
     assert np.all(err < 4 * joint.std_phi_b + 1e-4), err / joint.std_phi_b
     assert np.all(joint.std_phi_b <= res.std_phi_b * (1 + 1e-6))
     assert err[:3].max() / out.total_mass_kg < 2e-4
-
-
-def test_joint_centre_from_the_swing(swing):
-    """SCoRE on the simulated swing: exact without noise; with 0.1 mm noise within 4
-    reported standard errors and 2 mm (issue 7)."""
-    from rigtool.identify.relative import estimate_joint_centre
-    from rigtool.kinematics.pose import body_trajectory
-    from rigtool.sim.markers import synthesize_markers
-    true_jc = swing.tree.joint_center(1)
-    for sigma in (0.0, 1e-4):
-        data = synthesize_markers(swing.traj, swing.job.marker_sets, noise_sigma_m=sigma,
-                                  rate_hz=100.0, rng=np.random.default_rng(3))
-        tp = body_trajectory(data, swing.markers["link0"])
-        tc = body_trajectory(data, swing.markers["link1"])
-        jc = estimate_joint_centre(tp.rotation, tp.position_m, tc.rotation, tc.position_m)
-        err = np.abs(jc.parent_m - true_jc)
-        assert np.all(err < 4 * jc.std_parent_m + 1e-9) and err.max() < 2e-3
-        assert np.all(np.abs(jc.child_m) < 4 * jc.std_child_m + 1e-9)
-
-
-def test_joint_centre_needs_two_rotation_axes():
-    from scipy.spatial.transform import Rotation
-    from rigtool.identify.relative import estimate_joint_centre
-    t = np.linspace(0, 5, 200)
-    rp = np.repeat(np.eye(3)[None], t.size, 0)
-    rc = Rotation.from_rotvec(np.outer(0.4 * np.sin(3 * t), [0, 0, 1])).as_matrix()
-    c_p, c_c = np.array([0.1, 0.0, 0.2]), np.array([0.0, 0.05, -0.1])
-    pc = c_p - np.einsum("tij,j->ti", rc, c_c)
-    with pytest.raises(IdentifiabilityError, match="one axis"):
-        estimate_joint_centre(rp, np.zeros((t.size, 3)), rc, pc)

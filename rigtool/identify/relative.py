@@ -672,55 +672,6 @@ def _constrained(u_ls: np.ndarray, normal: np.ndarray, lower: np.ndarray,
     return np.asarray(scale * y.value, float)
 
 
-@dataclass(frozen=True)
-class JointCentre:
-    """A joint centre from relative motion (SCoRE): in the parent's and the child's frame."""
-
-    parent_m: np.ndarray          # (3,) joint centre in the parent frame
-    child_m: np.ndarray           # (3,) joint centre in the child's marker frame
-    std_parent_m: np.ndarray
-    std_child_m: np.ndarray
-    covariance: np.ndarray        # 6x6 of [parent_m, child_m]
-    residual_rms_m: float
-    condition_number: float
-    n_frames: int
-
-
-def estimate_joint_centre(parent_rotation: np.ndarray, parent_position_m: np.ndarray,
-                          child_rotation: np.ndarray, child_position_m: np.ndarray,
-                          valid: np.ndarray | None = None, *, max_lag: int = 0) -> JointCentre:
-    """Spherical-joint centre by SCoRE (Ehrig et al. 2006): the point fixed in both bodies.
-
-    Per frame ``R_p c_p + p_p = R_c c_c + p_c``: linear least squares in ``(c_p, c_c)``
-    (``[T, 3, 6]`` rows, solved by :func:`rigtool.identify.lsq.solve_wls` with its HAC
-    covariance; ``max_lag`` frames of serial correlation). Poses are lab-frame, ``[T, 3, 3]``
-    and ``[T, 3]``. The motion must rotate the child about two or more axes relative to the
-    parent, else the component along a single rotation axis is undetermined
-    (IdentifiabilityError).
-    """
-    ok = (np.all(np.isfinite(parent_rotation), axis=(1, 2))
-          & np.all(np.isfinite(child_rotation), axis=(1, 2))
-          & np.all(np.isfinite(parent_position_m), axis=1)
-          & np.all(np.isfinite(child_position_m), axis=1))
-    if valid is not None:
-        ok &= np.asarray(valid, bool)
-    if ok.sum() < 10:
-        raise InputError(f"joint-centre estimation needs the two bodies posed together; "
-                         f"found {int(ok.sum())} frames")
-    a = np.concatenate([parent_rotation[ok], -child_rotation[ok]], axis=2)     # [T, 3, 6]
-    b = child_position_m[ok] - parent_position_m[ok]
-    fit = solve_wls(a, b, max_lag=max_lag, rcond=1e-6)
-    if fit.rank < 6:
-        raise IdentifiabilityError(
-            "the relative motion rotates the link about one axis only: its joint centre is "
-            "undetermined along that axis; add rotation about a second axis or give "
-            "joint_center in the manifest")
-    std = fit.std
-    return JointCentre(fit.x[:3], fit.x[3:], std[:3], std[3:], fit.cov,
-                       float(np.sqrt(np.mean(np.sum(fit.residual ** 2, axis=1)))),
-                       fit.condition_number, int(ok.sum()))
-
-
 def plot_relative(result: RelativeResult, ax=None):
     """Paper 002 Fig. 6: eq. 16's left side (springs minus the known mass terms, solid)
     and right side (``Y_B1 Phi_B`` with the identified Phi_B, dotted) per wrench component.
@@ -748,4 +699,4 @@ def plot_relative(result: RelativeResult, ax=None):
 
 __all__ = ["RelativeResult", "RelativeSystem", "resolve_relative", "relative_system",
            "link_motions", "phi_b_affine", "link_lower_bounds", "feasible_intervals",
-           "plot_relative", "PI_OF_PHI_B", "estimate_joint_centre", "JointCentre", "METHODS"]
+           "plot_relative", "PI_OF_PHI_B", "METHODS"]

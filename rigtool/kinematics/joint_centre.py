@@ -13,10 +13,9 @@ the centre's position along that axis undetermined. The singular values of the s
 matrix (after removing the common translation) tell how well each direction is determined;
 an axis whose information is too small raises :class:`IdentifiabilityError`.
 
-Standard errors come from the residual variance with frames grouped into blocks as long as
-the slowest relative motion's correlation (a conservative sandwich, :func:`lsq.hac_from_scores`
-style), because pose errors of neighbouring frames are independent but the model error of a
-slightly non-spherical joint is not.
+Standard errors: the HAC sandwich of :func:`rigtool.identify.lsq.solve_wls` with a lag
+window of ``block_frames``: pose errors of neighbouring frames are independent, but the
+model error of a slightly non-spherical joint (soft tissue, a real ball joint's play) is not.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import IdentifiabilityError
+from rigtool.identify.lsq import solve_wls
 from rigtool.kinematics.pose import BodyTrajectory
 
 
@@ -78,7 +78,7 @@ def score_joint_centre(parent: BodyTrajectory, child: BodyTrajectory, *,
         Minimal spread of the relative rotation (2 x RMS) about the second-largest of its
         principal axes; below it the centre is not determined along the motion's axis.
     block_frames : int
-        Frames per block for the covariance (1: independent frames).
+        Correlation length in frames for the covariance (1: independent frames).
 
     Returns
     -------
@@ -103,29 +103,20 @@ def score_joint_centre(parent: BodyTrajectory, child: BodyTrajectory, *,
     rv = (rel * rel.mean().inv()).as_rotvec()
     spread = 2.0 * np.sqrt(np.clip(np.linalg.eigvalsh(np.cov(rv.T)), 0, None))[::-1]
     spread_deg = np.rad2deg(spread)
-    # Rows: [R_p, -R_c] [c_p; c_c] = t_c - t_p, three per frame.
-    a = np.concatenate([rp, -rc], axis=2).reshape(3 * n, 6)
-    b = (tc - tp).reshape(3 * n)
-    x, *_ = np.linalg.lstsq(a, b, rcond=None)
     if spread_deg[1] < min_rotation_deg:
         raise IdentifiabilityError(
             f"the joint rotated by only {spread_deg[0]:.1f} and {spread_deg[1]:.1f} deg about "
             f"its two main axes of motion; its centre is not determined along the axis of a "
             f"one-axis swing. Record a capture where the link swings about two axes (at least "
             f"{min_rotation_deg:g} deg each)")
-    resid = (b - a @ x).reshape(n, 3)
-    dof = max(3 * n - 6, 1)
-    # Covariance: sandwich with per-block score sums (blocks of block_frames frames).
-    scores = (a.reshape(n, 3, 6) * resid[:, :, None]).sum(axis=1)
-    nb = max(1, int(block_frames))
-    m = (n // nb) * nb
-    blocks = scores[:m].reshape(-1, nb, 6).sum(axis=1)
-    if m < n:
-        blocks = np.vstack([blocks, scores[m:].sum(axis=0)])
-    meat = blocks.T @ blocks * (3 * n / dof)
-    bread = np.linalg.inv(a.T @ a)
-    cov = bread @ meat @ bread
-    cov = 0.5 * (cov + cov.T)
+    # Rows: [R_p, -R_c] [c_p; c_c] = t_c - t_p, three per frame; HAC covariance with a lag
+    # window of block_frames (0 lag: independent frames).
+    fit = solve_wls(np.concatenate([rp, -rc], axis=2), tc - tp,
+                    max_lag=max(0, int(block_frames) - 1), rcond=1e-9)
+    if fit.rank < 6:
+        raise IdentifiabilityError("the relative motion does not determine the joint centre "
+                                   "(rank-deficient); add rotation about a second axis")
+    x, cov = fit.x, fit.cov
     return JointCentreEstimate(x[:3], x[3:], cov[:3, :3], cov[3:, 3:],
-                               float(np.sqrt(np.mean(np.sum(resid ** 2, axis=1)))), n,
+                               float(np.sqrt(np.mean(np.sum(fit.residual ** 2, axis=1)))), n,
                                spread_deg)
