@@ -10,6 +10,10 @@ principal moment), coverage of +-2 reported standard errors, and the median fit 
 
     python3 benchmarks/output_error.py [--seeds 20] [--rig calibrated|true|both]
                                        [--nuisance none|damping-scale] [--postures posture1,...]
+    python3 benchmarks/output_error.py --stage calibration [--seeds 3]
+
+``--stage calibration`` compares the equation-error calibration (rigtool calibrate) with its
+output-error refinement (refine_calibration) over the scenario's calibration captures.
 
 ``--rig true`` fits with the simulator's rig and platform (no calibration error): what the
 estimators do by themselves. ``calibrated`` is the end-to-end figure.
@@ -44,10 +48,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios/two_link_paper002.toml")
-    ap.add_argument("--rig", choices=("calibrated", "true", "both"), default="both")
+    ap.add_argument("--rig", default="calibrated,true",
+                    help="comma list of: calibrated (rigtool calibrate), true (the "
+                         "simulator's), refined (calibrated, then refine_calibration)")
     ap.add_argument("--nuisance", default="none")
     ap.add_argument("--postures", default="")
+    ap.add_argument("--stage", choices=("posture", "calibration"), default="posture")
     args = ap.parse_args()
+    if args.stage == "calibration":
+        return calibration_benchmark(args)
 
     sc = load_scenario(args.scenario)
     trajs: dict[str, object] = {}
@@ -74,18 +83,30 @@ def main() -> None:
     jobs = {j.name: j for j in capture_jobs(sc) if j.kind == "posture"}
     refs = [r for r in session.postures
             if not args.postures or r.name in args.postures.split(",")]
-    rigs = {"calibrated": rig_cal}
-    if args.rig in ("true", "both"):
+    wanted = args.rig.split(",")
+    rigs = {"calibrated": rig_cal} if "calibrated" in wanted else {}
+    if "true" in wanted:
         sys_true = system_for(sc, jobs[refs[0].name])
         true_rig = replace(sys_true.rig, platform=replace(rig_cal.rig.platform,
                                                           params=sys_true.platform_params))
         rigs["true"] = replace(rig_cal, rig=true_rig)
-    if args.rig == "true":
-        del rigs["calibrated"]
+    refined_std = None
+    if "refined" in wanted:
+        from rigtool.identify.output_error_calibration import OECapture, refine_calibration
+        from rigtool.mocap import read_capture
+        oe_caps = [OECapture(c.capture.stem, read_capture(c.capture, units=c.units), cap.load,
+                             c.window)
+                   for c, cap in zip(rigfile.captures, job.captures) if not c.holdout]
+        t1 = time.perf_counter()
+        ref_cal = refine_calibration(rig_cal.rig, rig_cal.rig.platform.params, oe_caps)
+        print(f"refine_calibration: {time.perf_counter() - t1:.0f} s, platform mass error "
+              f"{ref_cal.platform.mass - sc.platform_params.mass:+.5f} kg")
+        rigs["refined"] = replace(rig_cal, rig=ref_cal.rig)
+        refined_std = ref_cal.as_calibration_std()
     # the calibrated rig's standard errors enter the output-error covariance (the true rig
     # has none); the equation-error fit reports marker-noise errors only
-    cal_std = {rn: (calibration_std_from_rigfile(rf.raw, rf.rig) if rn == "calibrated" else None)
-               for rn, rf in rigs.items()}
+    cal_std = {"calibrated": calibration_std_from_rigfile(rig_cal.raw, rig_cal.rig),
+               "true": None, "refined": refined_std}
     print(f"{len(refs)} postures, {args.seeds} seeds, sigma 0.1 mm, rigs: {', '.join(rigs)}, "
           f"output-error nuisance: {args.nuisance}")
 
@@ -156,6 +177,77 @@ def main() -> None:
     print("(COM |mean|: worst axis of the mean error over seeds, the bias; rms: worst axis; "
           "inertia in % of the posture's largest principal moment, upper triangle; cover = "
           "truth within +-2 reported std)")
+
+
+def calibration_benchmark(args) -> None:
+    """Equation-error calibration against its output-error refinement, per seed."""
+    from rigtool.config import FilterSettings, load_rig
+    from rigtool.identify.calibrate import calibrate_motion
+    from rigtool.identify.output_error_calibration import OECapture, refine_calibration
+    from rigtool.pipeline.calibration import prepare_capture
+    from rigtool.sim.markers import synthesize_markers
+    from rigtool.sim.scenario import load_scenario
+    from rigtool.sim.session_writer import capture_jobs, simulate_job, write_bundle
+
+    sc = load_scenario(args.scenario)
+    trajs: dict[str, object] = {}
+
+    def caching(scn, job):
+        trajs[job.name] = simulate_job(scn, job)
+        return trajs[job.name]
+
+    tmp = Path(tempfile.mkdtemp(prefix="rigtool-oe-cal-bench-"))
+    bundle = write_bundle(sc, tmp, simulator=caching)
+    rigfile = load_rig(bundle.rig_file if bundle.rig_file.is_absolute() else tmp / bundle.rig_file)
+    jobs = {j.name: j for j in capture_jobs(sc) if j.kind == "calibration"}
+    k_true = np.array([s.stiffness for s in sc.rig.springs])
+    plat = sc.platform_params
+    i_max = np.linalg.eigvalsh(plat.inertia_com)[-1]
+    rows = {"EE": [], "OE": []}
+    for seed in range(args.seeds):
+        rng = np.random.default_rng(7000 + seed)
+        caps, oe_caps = [], []
+        for i, c in enumerate(rigfile.captures):
+            name = c.capture.stem
+            jb = jobs[name]
+            data = synthesize_markers(trajs[name], jb.marker_sets, noise_sigma_m=1e-4, rng=rng,
+                                      rate_hz=jb.settings.rate_hz)
+            cap = prepare_capture(rigfile, c, data, FilterSettings(), seed=i)
+            caps.append(cap)
+            if not c.holdout:
+                oe_caps.append(OECapture(name, data, cap.load, c.window))
+        t1 = time.perf_counter()
+        ee = calibrate_motion(rigfile.rig, caps)
+        t_ee = time.perf_counter() - t1
+        start = replace(rigfile.rig, springs=tuple(
+            replace(s, stiffness=float(ee.stiffness[j]), free_length=float(ee.free_length[j]),
+                    damping=float(ee.damping[j])) for j, s in enumerate(rigfile.rig.springs)))
+        oe = refine_calibration(start, ee.platform, oe_caps)
+        for meth, k, k_std, p, m_std, i_std, el in (
+                ("EE", ee.stiffness, ee.stiffness_std, ee.platform, ee.platform_mass_std,
+                 ee.platform_inertia_std, t_ee),
+                ("OE", oe.rig.stiffness, oe.stiffness_std, oe.platform, oe.platform_mass_std,
+                 oe.platform_inertia_std, oe.elapsed_s)):
+            e_i = (p.inertia_com - plat.inertia_com)[np.triu_indices(3)]
+            rows[meth].append({
+                "k": 100 * (k / k_true - 1), "m": 100 * (p.mass / plat.mass - 1),
+                "i": 100 * e_i / i_max, "time": el,
+                "z": np.concatenate([np.abs(k - k_true) <= 2 * k_std,
+                                     [abs(p.mass - plat.mass) <= 2 * m_std],
+                                     np.abs(e_i) <= 2 * i_std[np.triu_indices(3)]])})
+        print(f"  seed {seed} done (OE {oe.elapsed_s:.0f} s, {oe.iterations} iterations, "
+              f"marker sigma {oe.marker_sigma_mm:.4f} mm)", flush=True)
+    print(f"\n{'meth':4s} {'k |mean| %':>10s} {'k max %':>8s} {'m |mean| %':>10s} "
+          f"{'I |mean| %':>10s} {'I max %':>8s} {'cover':>6s} {'time s':>7s}")
+    for meth, rs in rows.items():
+        k = np.array([r["k"] for r in rs])
+        m = np.array([r["m"] for r in rs])
+        ii = np.array([r["i"] for r in rs])
+        print(f"{meth:4s} {np.abs(k.mean(0)).max():10.4f} {np.abs(k).max():8.4f} "
+              f"{abs(m.mean()):10.4f} {np.abs(ii.mean(0)).max():10.4f} {np.abs(ii).max():8.4f} "
+              f"{100 * np.mean([r['z'] for r in rs]):5.0f}% {np.median([r['time'] for r in rs]):7.1f}")
+    print("(stiffness and platform mass in %; inertia in % of the platform's largest principal "
+          "moment; cover = truth within +-2 reported std, stiffness, mass and inertia entries)")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,13 @@ class CalibrationRefinement:
     elapsed_s: float
     warnings: list[str] = field(default_factory=list)
 
+    def as_calibration_std(self) -> dict[str, np.ndarray]:
+        """Standard errors in the form ``refine_posture(calibration_std=...)`` takes."""
+        return {"stiffness": self.stiffness_std, "free_length": self.free_length_std,
+                "damping": self.damping_std, "platform_mass": self.platform_mass_std,
+                "platform_com": self.platform_com_std,
+                "platform_inertia_com": self.platform_inertia_std}
+
 
 def _platform_z(platform: InertialParams) -> np.ndarray:
     return np.concatenate([[platform.mass], object_to_z(platform.com, platform.inertia_com)])
