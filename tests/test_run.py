@@ -19,6 +19,19 @@ def demo(demo_run):
     return demo_run
 
 
+def test_postures_are_refined_by_output_error(demo):
+    """The default posture method is the output-error refinement; its start (the
+    equation-error fit) is kept in the report for comparison."""
+    _, out = demo
+    doc = json.loads((out / "report.json").read_text())
+    for p in doc["postures"]:
+        assert p["method"] == "output-error"
+        # Marker noise of the demo is 0.1 mm per coordinate: the fitted residual RMS over
+        # the platform's markers estimates it.
+        assert 0.08 < p["output_error"]["marker_sigma_mm"] < 0.12
+        assert len(p["equation_error"]["com"]) == 3
+
+
 def test_report_files_and_contract(demo):
     tmp, out = demo
     for name in ("report.json", "report.md", "report.html", "postures.csv", "subset.csv",
@@ -135,7 +148,8 @@ def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
     text = text.replace("joint_center = [0.0, 0.0, 0.0]\n", "")
     (src / "session-no-jc.toml").write_text(text)
     out = tmp_path / "res"
-    assert main(["run", str(src / "session-no-jc.toml"), "-o", str(out)]) == 0
+    assert main(["run", str(src / "session-no-jc.toml"), "-o", str(out),
+                 "--method", "equation-error"]) == 0
     doc = json.loads((out / "report.json").read_text())
     jc = doc["joint_centres"]["link1"]
     assert np.linalg.norm(jc["joint_center"]) < 2e-3

@@ -23,6 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="row weighting of the posture fits: paper 004's unit-independent dual "
                         "metric (default; most accurate in benchmarks/posture.py), 1/sigma per "
                         "wrench component, or none")
+    p.add_argument("--method", choices=("output-error", "equation-error"),
+                   default="output-error",
+                   help="posture fits: maximum-likelihood output-error refinement of the "
+                        "equation-error fit (default), or the equation-error fit alone (faster)")
     p.add_argument("--no-compensation", action="store_true",
                    help="plain equation error (no errors-in-variables correction)")
 
@@ -39,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     progress = progress_printer()
     outcome = run_session(args.session, spring_model=args.spring_model,
                           weighting=args.weighting, compensate=not args.no_compensation,
-                          progress=progress)
+                          method=args.method, progress=progress)
     progress("writing the report")
     written = write_report(outcome, out_dir)
     for p in outcome.postures:

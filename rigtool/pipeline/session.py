@@ -17,7 +17,9 @@ Stages, each feeding the next (data flows one way):
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -28,6 +30,8 @@ from scipy.spatial.transform import Rotation
 from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session, sha256_of
 from rigtool.devices.scale import resolve_total_mass
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
+from rigtool.identify.output_error import (OutputErrorResult, calibration_std_from_rigfile,
+                                           refine_posture)
 from rigtool.identify.overall import PostureResult, fit_posture
 from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
@@ -40,6 +44,9 @@ from rigtool.mocap import MarkerData, read_capture
 from rigtool.tree import Tree
 
 Progress = Callable[[str], None]
+#: How a posture's overall properties are found: the output-error (maximum-likelihood)
+#: refinement of the equation-error fit (default), or the equation-error fit alone (faster).
+METHODS = ("output-error", "equation-error")
 
 
 @dataclass
@@ -54,6 +61,9 @@ class PostureOutcome:
     marker_rms_m: dict[str, float]               # rigid-fit residual per body
     warnings: list[str] = field(default_factory=list)
     traces: "MotionTraces | None" = None          # time series for the report's figures
+    method: str = "equation-error"               # what produced ``result``
+    equation_error: PostureResult | None = None  # the equation-error fit (start of the refinement)
+    refinement: OutputErrorResult | None = None  # the output-error fit, when run
 
 
 @dataclass
@@ -247,8 +257,15 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     name: str, window, units, total_mass_kg: float,
                     settings: FilterSettings, spring_model: str = "exact",
                     weighting: str = "noise", compensate: bool = True,
-                    data: MarkerData | None = None) -> PostureOutcome:
-    """Read one locked-posture capture and fit the object's overall properties."""
+                    data: MarkerData | None = None,
+                    method: str = "equation-error") -> PostureOutcome:
+    """Read one locked-posture capture and fit the object's overall properties.
+
+    ``method="output-error"`` refines the equation-error fit by simulating the platform and
+    fitting its raw markers (:func:`rigtool.identify.output_error.refine_posture`).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
     rig = rigfile.rig
     data = read_capture(capture, units=units) if data is None else data
     plat_markers = rig.platform.markers_platform
@@ -271,11 +288,21 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                       base_position_platform=t_pb, total_mass_kg=total_mass_kg,
                       spring_model=spring_model, weighting=weighting, fit_mass=True)
+    equation_error, refinement = res, None
+    if method == "output-error":
+        refinement = refine_posture(rig, rig.platform.params, data,
+                                    base_rotation_platform=r_pb, base_position_platform=t_pb,
+                                    total_mass_kg=total_mass_kg, start=res, window=window,
+                                    name=name, markers_platform=plat_markers,
+                                    calibration_std=calibration_std_from_rigfile(rigfile.raw,
+                                                                                 rig))
+        res = refinement.as_posture_result()
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
     rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms,
                           warnings + list(cap.warnings) + list(res.warnings),
-                          motion_traces(cap, {"platform": plat_traj, **trajs}))
+                          motion_traces(cap, {"platform": plat_traj, **trajs}),
+                          method, equation_error, refinement)
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:
@@ -285,10 +312,47 @@ def posture_overall(p: PostureOutcome) -> PostureOverall:
                           p.rotations, covariance9=r.covariance9)
 
 
+def _posture_job(args) -> PostureOutcome:
+    session, rigfile, tree, markers, ref, kwargs = args
+    return fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
+                           window=ref.window, units=ref.units, **kwargs)
+
+
+def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict, kwargs: dict,
+                  progress: Progress, workers: int | None) -> list[PostureOutcome]:
+    """Fit every posture; independent captures run in parallel processes when it pays
+    (the output-error refinement takes seconds per posture; the equation-error fit does not)."""
+    refs = list(session.postures)
+    jobs = [(session, rigfile, tree, markers, ref, kwargs) for ref in refs]
+    if workers is None:
+        workers = min(len(refs), os.cpu_count() or 1) if kwargs["method"] == "output-error" else 1
+    if workers <= 1 or len(refs) == 1:
+        out = []
+        for i, job in enumerate(jobs):
+            progress(f"posture {i + 1}/{len(refs)}: {refs[i].name}")
+            out.append(_posture_job(job))
+        return out
+    progress(f"postures: {len(refs)} fits in {workers} processes")
+    ctx = multiprocessing.get_context("fork" if "fork" in
+                                      multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_posture_job, job) for job in jobs]
+        out = []
+        for ref, fut in zip(refs, futures):
+            out.append(fut.result())          # a RigtoolError in a worker re-raises here
+            progress(f"posture {ref.name} done")
+        return out
+
+
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
+                method: str = "output-error", workers: int | None = None,
                 progress: Progress | None = None) -> SessionOutcome:
-    """Run the locked-posture stages of a session (see module docstring)."""
+    """Run every stage of a session (see module docstring).
+
+    ``workers``: processes for the posture fits (default: one per posture up to the CPU
+    count with the output-error method, else 1).
+    """
     progress = progress or _noop
     session = load_session(session_path)
     rigfile = load_rig(session.rig_path)
@@ -312,16 +376,13 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
-    outcomes: list[PostureOutcome] = []
-    for i, ref in enumerate(session.postures):
-        progress(f"posture {i + 1}/{len(session.postures)}: {ref.name}")
+    for ref in session.postures:
         inputs.append({"path": _rel(ref.capture, session.path.parent),
                        "sha256": sha256_of(ref.capture)})
-        outcomes.append(fit_one_posture(session, rigfile, tree, markers, ref.capture,
-                                        name=ref.name, window=ref.window, units=ref.units,
-                                        total_mass_kg=total_mass, settings=session.filter,
-                                        spring_model=spring_model, weighting=weighting,
-                                        compensate=compensate))
+    kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
+                  spring_model=spring_model, weighting=weighting, compensate=compensate,
+                  method=method)
+    outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers)
     warnings = [w for o in outcomes for w in o.warnings]
     subset = None
     if len(tree.links) > 1:

@@ -52,8 +52,20 @@ def report_dict(out: SessionOutcome) -> dict:
                                       "position": _r(p.base_position_platform)},
             "joint_wobble_deg": {k: _r(v, 3) for k, v in p.rotation_spread_deg.items()},
             "marker_fit_rms_m": {k: _r(v, 3) for k, v in p.marker_rms_m.items()},
+            "method": p.method,
             "warnings": list(p.warnings),
         }
+        if p.refinement is not None:
+            oe, ee = p.refinement, p.equation_error
+            entry["output_error"] = {
+                "marker_residual_rms_mm": _r(oe.residual_rms_mm, 4),
+                "marker_sigma_mm": _r(oe.marker_sigma_mm, 4), "iterations": oe.iterations,
+                "time_s": _r(oe.elapsed_s, 3), "horizons_s": _r(list(oe.horizons_s), 4),
+                "nuisance": _r(oe.nuisance)}
+            entry["equation_error"] = {"com": _r(ee.com), "com_std": _r(ee.com_std, 3),
+                                       "inertia_com": _r(ee.inertia_com),
+                                       "inertia_com_std": _r(ee.inertia_com_std, 3),
+                                       "weighting": ee.weighting}
         if r.mass_from_vibration is not None:
             entry["mass_from_vibration"] = {"value": _r(r.mass_from_vibration[0]),
                                             "std": _r(r.mass_from_vibration[1], 3)}
@@ -212,8 +224,22 @@ def _markdown(doc: dict, figures: list[str]) -> str:
         lines.append(f"| {p['name']} | " + " | ".join(cells)
                      + f" | {p['residual_rms']['force']:.3g} | {p['residual_rms']['torque']:.3g} |")
     lines.append("")
-    lines.append("Inertia about the COM in kg m², ± one standard error (equation-error fit, "
-                 "errors-in-variables bias removed, HAC covariance).")
+    methods = sorted({p["method"] for p in doc["postures"]})
+    if methods == ["output-error"]:
+        lines.append("Inertia about the COM in kg m², ± one standard error. Output-error fit: "
+                     "the rig model's simulated platform motion fitted to the raw markers "
+                     "(maximum likelihood), started from the equation-error fit; standard "
+                     "errors from the Gauss-Newton covariance, including the calibration's.")
+        lines += ["", "| posture | marker residual RMS [mm] | iterations | time [s] | "
+                  "equation-error COM [mm] |", "|---|---|---|---|---|"]
+        for p in doc["postures"]:
+            oe, ee = p["output_error"], p["equation_error"]
+            lines.append(f"| {p['name']} | {oe['marker_residual_rms_mm']:.4f} | "
+                         f"{oe['iterations']} | {oe['time_s']:.1f} | "
+                         + ", ".join(f"{1e3 * v:.2f}" for v in ee["com"]) + " |")
+    else:
+        lines.append("Inertia about the COM in kg m², ± one standard error (equation-error "
+                     "fit, errors-in-variables bias removed, HAC covariance).")
     if "joint_centres" in doc:
         lines += ["", "## Joint centres estimated from the relative motion (SCoRE)", "",
                   "| link | x [mm] | y [mm] | z [mm] | residual RMS [mm] | rotation range [deg] |",
