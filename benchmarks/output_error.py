@@ -36,7 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     from rigtool.config import FilterSettings, load_rig, load_session
-    from rigtool.identify.output_error import calibration_std_from_rigfile, refine_posture
+    from rigtool.identify.output_error import (base_pose_covariance,
+                                               calibration_std_from_rigfile, refine_posture)
+    from rigtool.kinematics.pose import body_trajectory
     from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
                                               run_calibration)
     from rigtool.pipeline.session import fit_one_posture, link_markers
@@ -122,6 +124,10 @@ def main() -> None:
             tp = t_post[ref.name]
             com_t, i_t = np.array(tp["com"]), np.array(tp["inertia_com"])
             i_max = np.linalg.eigvalsh(i_t)[-1]
+            pt = body_trajectory(data, rig_cal.rig.platform.markers_platform)
+            bt = body_trajectory(data, markers[session.tree.links[0].name])
+            *_, pose_cov = base_pose_covariance(pt.rotation, pt.position_m, bt.rotation,
+                                                bt.position_m)
             for rn, rf in rigs.items():
                 t1 = time.perf_counter()
                 out = fit_one_posture(session, rf, session.tree, markers, ref.capture,
@@ -134,7 +140,7 @@ def main() -> None:
                                     base_position_platform=out.base_position_platform,
                                     total_mass_kg=truth["total_mass"], start=out.result,
                                     window=ref.window, nuisance=args.nuisance,
-                                    calibration_std=cal_std[rn])
+                                    calibration_std=cal_std[rn], base_pose_cov=pose_cov)
                 for meth, r, el in (("EE", out.result, t_ee), ("OE", oe, oe.elapsed_s)):
                     st = stats[(rn, ref.name, meth)]
                     st["time"].append(el)

@@ -229,3 +229,7 @@ def test_calibration_refinement_recovers_the_rig():
     assert np.abs(res.rig.free_length - rig.free_length).max() < 2e-6
     assert np.abs(res.rig.damping - rig.damping).max() < 0.05
     assert max(res.residual_rms_mm.values()) < 2e-3
+    # the full covariance travels to the posture fit as principal-axis perturbations
+    members = res.as_calibration_std()["members"]
+    assert 0 < len(members) <= 3 * len(rig.springs) + 10
+    assert all(len(m[2]) == 4 and InertialParams(m[2][0]).mass > 0 for m in members)

@@ -253,6 +253,8 @@ def _calibration_members(rig: Rig, platform: InertialParams, cal_std: dict):
     entries about the COM, each perturbed alone (the file lists standard errors only, so
     the calibration's own correlations are not known here).
     """
+    if cal_std.get("members"):
+        return list(cal_std["members"])       # principal axes of a full covariance
     k0, l0, c0 = rig.stiffness, rig.free_length, rig.damping
     out = []
     for key, base in (("stiffness", k0), ("free_length", l0), ("damping", c0)):
@@ -283,6 +285,37 @@ def _calibration_members(rig: Rig, platform: InertialParams, cal_std: dict):
     return out
 
 
+def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
+                         base_rotation: np.ndarray, base_position_m: np.ndarray,
+                         valid: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean pose of the base link on the platform and the 6x6 covariance of that mean.
+
+    From per-frame marker-fitted poses (``[T, 3, 3]``, ``[T, 3]``, lab; NaN where unseen):
+    ``R_pb = R_p^T R_b``, ``t_pb = R_p^T (p_b - p_p)``, averaged (as
+    rigtool.identify.platform_motion.relative_pose). The covariance is of ``[t_pb (3),
+    delta (3)]`` with ``R_pb = R_mean exp([delta x])``: the per-frame scatter over the number
+    of frames (marker noise is white, so frames are independent). On a 25 s capture at 120 Hz
+    it is a few micrometres, as large as the output-error COM standard error, so it belongs
+    in the reported uncertainty (``refine_posture(base_pose_cov=...)``).
+    """
+    ok = (np.all(np.isfinite(platform_position_m), axis=1)
+          & np.all(np.isfinite(base_position_m), axis=1))
+    if valid is not None:
+        ok &= valid
+    if ok.sum() < 3:
+        raise InputError("the base link and the platform are seen together in fewer than 3 "
+                         "frames")
+    rt = np.swapaxes(platform_rotation[ok], -1, -2)
+    r_pb = rt @ base_rotation[ok]
+    t_pb = np.einsum("tij,tj->ti", rt, base_position_m[ok] - platform_position_m[ok])
+    mean = Rotation.from_matrix(r_pb).mean()
+    delta = (mean.inv() * Rotation.from_matrix(r_pb)).as_rotvec()
+    dev = np.concatenate([t_pb - t_pb.mean(0), delta], axis=1)
+    cov = np.cov(dev.T) / ok.sum()
+    return mean.as_matrix(), t_pb.mean(0), cov
+
+
 def _start_state(pose_rot: np.ndarray, pose_pos: np.ndarray, valid: np.ndarray, dt: float
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(rot_ref, state [12])`` at frame 0 from a quadratic fit of the first ~0.15 s of
@@ -308,7 +341,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    markers_platform: dict[str, np.ndarray] | None = None,
                    nuisance: str = "none", substeps: int = 1,
                    first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
-                   calibration_std: dict[str, np.ndarray] | None = None, ftol: float = 1e-8,
+                   calibration_std: dict[str, np.ndarray] | None = None,
+                   base_pose_cov: np.ndarray | None = None, ftol: float = 1e-8,
                    name: str | None = None) -> OutputErrorResult:
     """Refine a posture's COM and inertia by fitting the simulated platform motion to the
     raw platform markers (maximum likelihood for white marker noise).
@@ -348,6 +382,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         J_kappa``, one extra batched simulation) is added to the reported covariance;
         calibration errors are the same for every capture, so without this the standard
         errors describe the marker noise only.
+    base_pose_cov : ndarray (6, 6), optional
+        Covariance of the base link's pose on the platform ``[t (3), delta (3)]``,
+        ``R = R_base exp([delta x])`` (:func:`base_pose_covariance`). The fit determines the
+        object in the platform frame; the base pose carries it to the base-link frame, and
+        its uncertainty is added to the reported covariance.
     name : str, optional
         Defaults to ``start.name``.
 
@@ -427,6 +466,18 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     g = _jac(lambda z: z_to_params(z, total_mass_kg)[1:], z_hat)
     cov9 = g @ cov_x[:9, :9] @ g.T
     cov9_noise = g @ cov_noise[:9, :9] @ g.T
+    if base_pose_cov is not None:
+        r_b = np.asarray(base_rotation_platform, float)
+        t_b = np.asarray(base_position_platform, float)
+        pi_plat = transform_matrix(r_b, t_b) @ pi_hat
+
+        def in_base(d):
+            rot = r_b @ Rotation.from_rotvec(d[3:]).as_matrix()
+            tinv = np.linalg.inv(transform_matrix(rot, t_b + d[:3]))
+            return (tinv @ pi_plat)[1:]
+
+        j_pose = _jac(in_base, np.zeros(6), step=1e-6)
+        cov9 = cov9 + j_pose @ np.asarray(base_pose_cov, float) @ j_pose.T
     params = InertialParams(pi_hat)
 
     def props(v):
@@ -481,5 +532,6 @@ def _jac(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-__all__ = ["OutputErrorResult", "refine_posture", "calibration_std_from_rigfile", "object_to_z",
+__all__ = ["OutputErrorResult", "refine_posture", "calibration_std_from_rigfile",
+           "base_pose_covariance", "object_to_z",
            "z_to_params", "NUISANCE"]

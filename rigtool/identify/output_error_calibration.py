@@ -70,12 +70,29 @@ class CalibrationRefinement:
     elapsed_s: float
     warnings: list[str] = field(default_factory=list)
 
-    def as_calibration_std(self) -> dict[str, np.ndarray]:
-        """Standard errors in the form ``refine_posture(calibration_std=...)`` takes."""
+    def as_calibration_std(self) -> dict:
+        """Uncertainty in the form ``refine_posture(calibration_std=...)`` takes.
+
+        Besides the standard errors, ``"members"`` holds one perturbed calibration per
+        principal axis of the full covariance (``x + sqrt(lambda_j) v_j``), so the posture fit
+        propagates the calibration's correlations too (stiffness and free length are
+        strongly correlated; their standard errors alone overstate the effect).
+        """
+        n_spr = len(self.rig.springs)
+        shared = np.concatenate([self.rig.stiffness, self.rig.free_length, self.rig.damping,
+                                 _platform_z(self.platform)])
+        lam, vec = np.linalg.eigh(0.5 * (self.covariance + self.covariance.T))
+        members = []
+        for lj, vj in zip(lam, vec.T):
+            if lj > 0:
+                s = shared + np.sqrt(lj) * vj
+                members.append((f"axis {len(members)}", float(np.sqrt(lj)),
+                                (_platform_pi(s[3 * n_spr:]), s[:n_spr], s[n_spr:2 * n_spr],
+                                 s[2 * n_spr:3 * n_spr])))
         return {"stiffness": self.stiffness_std, "free_length": self.free_length_std,
                 "damping": self.damping_std, "platform_mass": self.platform_mass_std,
                 "platform_com": self.platform_com_std,
-                "platform_inertia_com": self.platform_inertia_std}
+                "platform_inertia_com": self.platform_inertia_std, "members": members}
 
 
 def _platform_z(platform: InertialParams) -> np.ndarray:
