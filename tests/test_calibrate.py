@@ -135,16 +135,14 @@ def test_without_a_known_load_the_scale_is_undetermined(simulated):
         calibrate_motion(geometry, caps)
 
 
-def test_calibrate_command_on_the_bundled_demo(tmp_path, capsys):
+def test_calibrate_command_on_the_bundled_demo(demo_run, capsys):
+    """`rigtool calibrate` (default: output error) as the session fixture ran it on a copy
+    of the bundled demo rig."""
     src = ROOT / "calibration"
-    rig_in = tmp_path / "calibration" / "paper-rig.toml"
-    shutil.copytree(src, tmp_path / "calibration")
-    before = rig_in.read_bytes()
-    out = tmp_path / "calibration" / "paper-rig.calibrated.toml"
-    if out.exists():
-        out.unlink()
-    assert main(["calibrate", str(rig_in)]) == 0
-    assert rig_in.read_bytes() == before                          # input untouched
+    tmp, _ = demo_run
+    rig_in = tmp / "calibration" / "paper-rig.toml"
+    assert rig_in.read_bytes() == (src / "paper-rig.toml").read_bytes()   # input untouched
+    out = tmp / "calibration" / "paper-rig.calibrated.toml"
     cal = load_rig(out)
     assert cal.calibrated
     doc = tomllib.loads(out.read_text())
@@ -156,6 +154,9 @@ def test_calibrate_command_on_the_bundled_demo(tmp_path, capsys):
     k_true = np.array([s["stiffness"] for s in truth["springs"]])
     assert np.all(np.abs(cal.rig.stiffness - k_true) / k_true < 2e-3)
     assert abs(cal.rig.platform.params.mass - truth["platform"]["mass"]) < 0.1
+    assert doc["calibration"]["method"] == "output-error"
+    # The refined fit's marker residual estimates the demo's 0.1 mm marker noise.
+    assert 0.08 < doc["calibration"]["output_error"]["marker_sigma_mm"] < 0.12
     # refusing to overwrite: the input itself, and an existing output without --force
     assert main(["calibrate", str(rig_in), "-o", str(rig_in)]) == 2
     assert main(["calibrate", str(rig_in)]) == 2

@@ -24,6 +24,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--residual-stiffness", action="store_true",
                    help="add a symmetric 6x6 residual stiffness for effects the axial springs "
                         "lack (lateral stiffness); reported in [calibration]")
+    p.add_argument("--method", choices=("output-error", "equation-error"),
+                   default="output-error",
+                   help="output-error (maximum-likelihood) refinement of the equation-error fit "
+                        "(default), or the equation-error fit alone (faster)")
     p.add_argument("--no-compensation", action="store_true",
                    help="plain equation-error least squares (no errors-in-variables correction)")
     p.add_argument("--no-consistency", action="store_true",
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     settings = FilterSettings(args.filter, args.order, args.passband, args.stopband)
     job = run_calibration(rigfile, settings=settings, consistent=not args.no_consistency,
                           residual_stiffness=args.residual_stiffness,
-                          compensate=not args.no_compensation,
+                          compensate=not args.no_compensation, method=args.method,
                           progress=progress_printer())
     doc = calibrated_rig_document(rigfile, job, out, settings)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                    encoding="utf-8")
     res = job.result
     print(f"calibrated {rigfile.rig.name}: {len(rigfile.captures)} captures, "
-          f"{res.n_frames} frames")
+          f"{res.n_frames} frames ({job.method})")
     print(f"  platform mass {res.platform.mass:.4f} +- {res.platform_mass_std:.4f} kg, COM "
           f"{np.array2string(res.platform.com * 1e3, precision=2)} mm")
     for i, s in enumerate(rigfile.rig.springs):
@@ -66,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
               f"L0 = {res.free_length[i]:.5f} +- {res.free_length_std[i]:.5f} m, "
               f"c = {res.damping[i]:.2f} +- {res.damping_std[i]:.2f} N s/m")
     for h in res.holdout:
-        print(f"  held-out {h.capture}: mass error {h.mass_error_kg:+.4f} kg, COM error "
+        mass = ("mass known" if job.method == "output-error"
+                else f"mass error {h.mass_error_kg:+.4f} kg")
+        print(f"  held-out {h.capture}: {mass}, COM error "
               f"{h.com_error_m * 1e3:.2f} mm, inertia error {100 * h.inertia_error_rel:.2f}%")
     for w in res.warnings:
         print(f"  warning: {w}")

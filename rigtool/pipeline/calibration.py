@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -20,21 +20,39 @@ import numpy as np
 from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
 from rigtool.errors import ConfigError, InputError
-from rigtool.identify.calibrate import CalibrationResult, calibrate_motion
+from rigtool.identify.calibrate import CalibrationResult, HoldoutCheck, calibrate_motion
+from rigtool.identify.output_error import refine_posture
+from rigtool.identify.output_error_calibration import (CalibrationRefinement, OECapture,
+                                                       refine_calibration)
+from rigtool.identify.overall import fit_posture
 from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                              with_noise_probes)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
 from rigtool.mocap import read_capture
+from rigtool.rig import Rig
+
+
+#: How the calibration is found: output-error refinement of the equation-error fit
+#: (default), or the equation-error fit alone (faster).
+METHODS = ("output-error", "equation-error")
 
 
 @dataclass(frozen=True)
 class CalibrationJob:
-    """What a calibration produced: the fit, the prepared captures and the inputs read."""
+    """What a calibration produced: the fit, the prepared captures and the inputs read.
+
+    With the output-error method, ``result`` holds the refined numbers (springs, platform,
+    their standard errors and the hold-out checks redone with the refined rig) and
+    ``equation_error`` the equation-error fit it started from.
+    """
 
     result: CalibrationResult
     captures: list[CaptureMotion]
     inputs: list[dict]
+    method: str = "equation-error"
+    equation_error: CalibrationResult | None = None
+    refinement: CalibrationRefinement | None = None
 
 
 def _load_in_platform(rigfile: RigFile, names: tuple[str, ...], data, platform_traj,
@@ -96,20 +114,81 @@ def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
 
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),
                     consistent: bool = True, residual_stiffness: bool = False,
-                    compensate: bool = True,
+                    compensate: bool = True, method: str = "output-error",
                     progress: Callable[[str], None] | None = None) -> CalibrationJob:
     """Calibrate the rig of ``rigfile`` from its calibration captures.
 
     ``compensate`` (default) removes the errors-in-variables bias of the equation-error fit
-    with noise probes (rigtool.identify.platform_motion.with_noise_probes).
+    with noise probes (rigtool.identify.platform_motion.with_noise_probes). ``method``
+    ``"output-error"`` (default) refines that fit by simulating every capture and fitting the
+    raw platform markers (rigtool.identify.output_error_calibration).
     """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
     caps, inputs = prepare_captures(rigfile, settings, compensate=compensate,
                                     progress=progress)
     if progress:
         progress("fitting springs and platform")
     result = calibrate_motion(rigfile.rig, caps, consistent=consistent,
                               residual_stiffness=residual_stiffness)
-    return CalibrationJob(result, caps, inputs)
+    if method == "equation-error":
+        return CalibrationJob(result, caps, inputs)
+    if progress:
+        progress("output-error refinement over the calibration captures")
+    refined, refinement = _refine(rigfile, caps, result, settings)
+    return CalibrationJob(refined, caps, inputs, method, result, refinement)
+
+
+def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
+    """``rig`` with the springs and platform parameters of a calibration result."""
+    springs = tuple(replace(sp, stiffness=float(res.stiffness[j]),
+                            free_length=float(res.free_length[j]),
+                            damping=float(max(res.damping[j], 0.0)))
+                    for j, sp in enumerate(rig.springs))
+    return replace(rig, springs=springs, platform=replace(rig.platform, params=res.platform))
+
+
+def _refine(rigfile: RigFile, caps: list[CaptureMotion], ee: CalibrationResult,
+            settings: FilterSettings) -> tuple[CalibrationResult, CalibrationRefinement]:
+    """Output-error refinement of ``ee`` and the hold-out checks redone with its rig.
+
+    The hold-out bodies are identified as unknowns (mass known) exactly as a posture is:
+    equation-error fit, then its output-error refinement.
+    """
+    datas = {c.capture.name: read_capture(c.capture, units=c.units) for c in rigfile.captures}
+    oe_caps = [OECapture(cap.name, datas[c.capture.name], cap.load, c.window)
+               for c, cap in zip(rigfile.captures, caps) if not c.holdout]
+    start = _rig_with(rigfile.rig, ee)
+    ref = refine_calibration(start, ee.platform, oe_caps)
+    rig = replace(ref.rig, platform=replace(ref.rig.platform, params=ref.platform))
+    cal_std = ref.as_calibration_std()
+    checks = []
+    for c, cap in zip(rigfile.captures, caps):
+        if not c.holdout:
+            continue
+        known = cap.load
+        post = fit_posture(rig, ref.platform, cap, base_rotation_platform=np.eye(3),
+                           base_position_platform=np.zeros(3), total_mass_kg=known.mass,
+                           weighting="dual-metric" if not rig.locked_dofs else "noise")
+        oe = refine_posture(rig, ref.platform, datas[c.capture.name],
+                            base_rotation_platform=np.eye(3), base_position_platform=np.zeros(3),
+                            total_mass_kg=known.mass, start=post, window=c.window,
+                            name=cap.name, calibration_std=cal_std)
+        i_max = float(np.linalg.eigvalsh(known.inertia_com)[-1])
+        checks.append(HoldoutCheck(
+            capture=cap.name, mass_error_kg=0.0,
+            com_error_m=float(np.linalg.norm(oe.com - known.com)),
+            inertia_error_rel=float(np.abs(oe.inertia_com - known.inertia_com).max() / i_max),
+            identified=oe.params, known=known, com_std_m=oe.com_std,
+            inertia_std_rel=float(oe.inertia_com_std.max() / i_max)))
+    refined = replace(
+        ee, stiffness=ref.rig.stiffness, stiffness_std=ref.stiffness_std,
+        free_length=ref.rig.free_length, free_length_std=ref.free_length_std,
+        damping=ref.rig.damping, damping_std=ref.damping_std, platform=ref.platform,
+        platform_mass_std=ref.platform_mass_std, platform_com_std=ref.platform_com_std,
+        platform_inertia_std=ref.platform_inertia_std, holdout=checks,
+        warnings=list(ee.warnings) + list(ref.warnings))
+    return refined, ref
 
 
 def _matrix(a: np.ndarray, digits: int = 9) -> list:
@@ -147,12 +226,17 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
         "inputs": job.inputs,
         "filter": {"method": settings.method, "order": settings.order,
                    "passband_hz": settings.passband_hz, "stopband_hz": settings.stopband_hz},
+        "method": job.method,
         "noise_model": ("white Gaussian marker noise (sigma estimated per capture from the "
                         "rigid-fit residuals); equation-error residuals zero-mean, independent "
                         "between captures, correlated within one over the filter length "
                         "(Newey-West HAC sandwich); rows weighted by 1/RMS residual per wrench "
                         "component; errors-in-variables bias removed by noise probes "
-                        "(bias-compensated least squares)"),
+                        "(bias-compensated least squares)"
+                        + ("; then output error: every capture simulated from its own "
+                           "initial state, raw platform markers fitted (maximum likelihood for "
+                           "white marker noise), Gauss-Newton standard errors"
+                           if job.method == "output-error" else "")),
         "marker_sigma_m": [float(f"{c.marker_sigma_m:.4g}") for c in job.captures],
         "n_frames": res.n_frames,
         "rank": res.rank,
@@ -169,6 +253,13 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
         },
         "warnings": list(res.warnings),
     }
+    if job.refinement is not None:
+        oe = job.refinement
+        cal["output_error"] = {
+            "marker_residual_rms_mm": {k: float(f"{v:.4g}")
+                                       for k, v in oe.residual_rms_mm.items()},
+            "marker_sigma_mm": float(f"{oe.marker_sigma_mm:.4g}"),
+            "iterations": oe.iterations, "time_s": float(f"{oe.elapsed_s:.3g}")}
     if res.residual_stiffness is not None:
         cal["residual_stiffness"] = _matrix(res.residual_stiffness, 6)
         cal["residual_stiffness_std"] = _matrix(res.residual_stiffness_std, 4)

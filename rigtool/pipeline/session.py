@@ -333,8 +333,9 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
             out.append(_posture_job(job))
         return out
     progress(f"postures: {len(refs)} fits in {workers} processes")
-    ctx = multiprocessing.get_context("fork" if "fork" in
-                                      multiprocessing.get_all_start_methods() else "spawn")
+    # "spawn", not "fork": forking a process whose BLAS or solver threads hold a lock can
+    # deadlock the child (seen under pytest); a fresh interpreter per worker costs ~1 s.
+    ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futures = [pool.submit(_posture_job, job) for job in jobs]
         out = []
