@@ -67,7 +67,7 @@ def prepare(path: Path):
                            sim_s=time.perf_counter() - t0)
 
 
-def one_seed(p, seed: int, settings: FilterSettings):
+def one_seed(p, seed: int, settings: FilterSettings, posture_method: str = "equation-error"):
     rng = np.random.default_rng(seed)
     data = {j.name: synthesize_markers(p.trajs[j.name], j.marker_sets,
                                        noise_sigma_m=j.settings.noise_sigma_m,
@@ -81,7 +81,9 @@ def one_seed(p, seed: int, settings: FilterSettings):
         outs.append(fit_one_posture(None, rigfile, p.tree, p.markers, Path(j.name), name=j.name,
                                     window=j.settings.window, units=None,
                                     total_mass_kg=p.mass, settings=settings,
-                                    data=data[j.name]))
+                                    data=data[j.name], method=posture_method,
+                                    weighting=("dual-metric" if posture_method == "output-error"
+                                               else "noise")))
     subset = fit_subset(p.tree, [posture_overall(o) for o in outs], p.mass)
     rel = [j for j in p.jobs if j.kind == "relative"][0]
     phi_s_true = phi_s_from_phi_b(p.phi_b)
@@ -119,6 +121,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--scenario", choices=["demo", "human", "both"], default="both")
+    ap.add_argument("--posture-method", choices=["equation-error", "output-error"],
+                    default="equation-error",
+                    help="how the locked postures are fitted before the subset")
     args = ap.parse_args()
     settings = FilterSettings()
     names = ["demo", "human"] if args.scenario == "both" else [args.scenario]
@@ -132,7 +137,7 @@ def main() -> None:
         failed = []
         for seed in range(args.seeds):
             try:
-                out = one_seed(p, seed, settings)
+                out = one_seed(p, seed, settings, args.posture_method)
             except RigtoolError as exc:         # an earlier stage refused this seed's data
                 failed.append(f"seed {seed}: {exc}")
                 continue

@@ -294,8 +294,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     base_rotation_platform=r_pb, base_position_platform=t_pb,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
-                                    calibration_std=calibration_std_from_rigfile(rigfile.raw,
-                                                                                 rig))
+                                    calibration_std=calibration_std_from_rigfile(
+                                        getattr(rigfile, "raw", {}), rig))
         res = refinement.as_posture_result()
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
     rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
