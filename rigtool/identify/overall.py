@@ -280,7 +280,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
 
         def whiten(xv):
             metric = m_const + np.einsum("k,kij->ij", xv, obj_basis[1:])
-            chol = np.linalg.cholesky(np.linalg.inv(metric))  # L L^T = M^-1
+            # L L^T = M^-1 with L = V W^-1/2 (M = V W V^T). An intermediate estimate from
+            # poor data can make M indefinite; its nearest positive definite metric (small
+            # eigenvalues floored) keeps the reweighting defined.
+            w, v = np.linalg.eigh(0.5 * (metric + metric.T))
+            w = np.maximum(w, 1e-6 * max(float(w.max()), 1e-12))
+            chol = v / np.sqrt(w)
             return lambda arr: np.einsum("ji,...j->...i", chol, arr)
 
         if probes:

@@ -90,9 +90,9 @@ def _power_spectrum(x: np.ndarray, rate_hz: float):
     None when fewer than 16 finite rows."""
     x = np.asarray(x, float)
     ok = np.all(np.isfinite(x), axis=1)
-    x = x[ok] - x[ok].mean(axis=0)
-    if x.shape[0] < 16:
+    if ok.sum() < 16:
         return None
+    x = x[ok] - x[ok].mean(axis=0)
     spec = (np.abs(np.fft.rfft(x * np.hanning(x.shape[0])[:, None], axis=0)) ** 2).sum(axis=1)
     return np.fft.rfftfreq(x.shape[0], 1.0 / rate_hz), spec
 
