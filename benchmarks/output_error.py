@@ -8,14 +8,17 @@ default exact/noise configuration) and refines it by output error
 (mm, worst axis; the bias), its spread, mean inertia error (% of the posture's largest
 principal moment), coverage of +-2 reported standard errors, and the median fit time.
 
-    python3 benchmarks/output_error.py [--seeds 20] [--rig calibrated|true|both]
+    python3 benchmarks/output_error.py [--seeds 20] [--rig calibrated,refined,true]
                                        [--nuisance none|damping-scale] [--postures posture1,...]
     python3 benchmarks/output_error.py --stage calibration [--seeds 3]
 
 ``--stage calibration`` compares the equation-error calibration (rigtool calibrate) with its
 output-error refinement (refine_calibration) over the scenario's calibration captures.
 
-``--rig true`` fits with the simulator's rig and platform (no calibration error): what the
+Rigs: ``calibrated`` is what ``run_calibration`` (rigtool calibrate's default) writes -- since
+the pipeline refines calibration by output error, that is the refined rig with standard
+errors only; ``refined`` runs refine_calibration here and passes its full covariance;
+``true`` fits with the simulator's rig and platform (no calibration error): what the
 estimators do by themselves. ``calibrated`` is the end-to-end figure.
 """
 
