@@ -30,8 +30,8 @@ from scipy.spatial.transform import Rotation
 from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session, sha256_of
 from rigtool.devices.scale import resolve_total_mass
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
-from rigtool.identify.output_error import (OutputErrorResult, calibration_std_from_rigfile,
-                                           refine_posture)
+from rigtool.identify.output_error import (OutputErrorResult, base_pose_covariance,
+                                           calibration_std_from_rigfile, refine_posture)
 from rigtool.identify.overall import PostureResult, fit_posture
 from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
@@ -290,12 +290,16 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                       spring_model=spring_model, weighting=weighting, fit_mass=True)
     equation_error, refinement = res, None
     if method == "output-error":
+        *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
+                                            trajs[base].rotation, trajs[base].position_m,
+                                            cap.valid)
         refinement = refine_posture(rig, rig.platform.params, data,
                                     base_rotation_platform=r_pb, base_position_platform=t_pb,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
                                     calibration_std=calibration_std_from_rigfile(
-                                        getattr(rigfile, "raw", {}), rig))
+                                        getattr(rigfile, "raw", {}), rig),
+                                    base_pose_cov=pose_cov)
         res = refinement.as_posture_result()
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
     rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
