@@ -55,6 +55,23 @@ def hac_from_scores(scores: np.ndarray, block: np.ndarray, max_lag: int,
     return bread_inv @ meat @ bread_inv
 
 
+def _weighted(a: np.ndarray, b: np.ndarray, row_weights: np.ndarray | None):
+    """``(w, a_w, b_w, flat)``: rows scaled by their kind's weight; ``flat`` is ``a_w`` as a
+    ``[T*R, P]`` matrix."""
+    t, r, p = a.shape
+    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+    a_w = a * w[None, :, None]
+    b_w = b * w[None, :]
+    return w, a_w, b_w, a_w.reshape(t * r, p)
+
+
+def _column_scale(flat: np.ndarray) -> np.ndarray:
+    """Column norms (1 for empty columns): equilibrates the normal equations."""
+    scale = np.linalg.norm(flat, axis=0)
+    scale[scale == 0] = 1.0
+    return scale
+
+
 def solve_wls(a: np.ndarray, b: np.ndarray, *, row_weights: np.ndarray | None = None,
               block: np.ndarray | None = None, max_lag: int = 0,
               rcond: float = 1e-10) -> LsqResult:
@@ -73,14 +90,10 @@ def solve_wls(a: np.ndarray, b: np.ndarray, *, row_weights: np.ndarray | None = 
     rcond : float
         Relative singular-value tolerance below which a direction counts as unidentified.
     """
-    t, r, p = a.shape
-    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+    t = a.shape[0]
     block = np.zeros(t, int) if block is None else np.asarray(block)
-    a_w = a * w[None, :, None]
-    b_w = b * w[None, :]
-    flat = a_w.reshape(t * r, p)
-    scale = np.linalg.norm(flat, axis=0)
-    scale[scale == 0] = 1.0
+    w, a_w, b_w, flat = _weighted(a, b, row_weights)
+    scale = _column_scale(flat)
     u, s, vt = np.linalg.svd(flat / scale, full_matrices=False)
     rank = int(np.sum(s > rcond * s[0]))
     s_inv = np.where(s > rcond * s[0], 1.0 / s, 0.0)
@@ -95,10 +108,8 @@ def solve_wls(a: np.ndarray, b: np.ndarray, *, row_weights: np.ndarray | None = 
 def reduce_to_triangle(a: np.ndarray, b: np.ndarray, row_weights: np.ndarray | None = None):
     """``(Rq, z, c)`` with ``||W(a x - b)||^2 = ||Rq x - z||^2 + c``: the problem squeezed to
     P rows (a QR factorisation), so a convex solver works on a P x P problem."""
-    t, r, p = a.shape
-    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
-    flat = (a * w[None, :, None]).reshape(t * r, p)
-    rhs = (b * w[None, :]).reshape(-1)
+    _, _, b_w, flat = _weighted(a, b, row_weights)
+    rhs = b_w.reshape(-1)
     q, rq = np.linalg.qr(flat)
     z = q.T @ rhs
     return rq, z, float(rhs @ rhs - z @ z)
@@ -140,14 +151,10 @@ def solve_compensated(a: np.ndarray, b: np.ndarray, noise_aa: np.ndarray, noise_
     Covariance: HAC sandwich with the compensated normal matrix as bread and the corrected
     per-frame scores (mean zero at the solution).
     """
-    t, r, p = a.shape
-    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+    t = a.shape[0]
     block = np.zeros(t, int) if block is None else np.asarray(block)
-    a_w = a * w[None, :, None]
-    b_w = b * w[None, :]
-    flat = a_w.reshape(t * r, p)
-    scale = np.linalg.norm(flat, axis=0)
-    scale[scale == 0] = 1.0
+    w, a_w, b_w, flat = _weighted(a, b, row_weights)
+    scale = _column_scale(flat)
     normal = (flat.T @ flat - noise_aa) / np.outer(scale, scale)
     rhs = (flat.T @ b_w.reshape(-1) - noise_ab) / scale
     evals, evecs = np.linalg.eigh(normal)
@@ -169,10 +176,8 @@ def compensated_triangle(a: np.ndarray, b: np.ndarray, noise_aa: np.ndarray,
                          noise_ab: np.ndarray, row_weights: np.ndarray | None = None):
     """``(Rq, z)`` with ``x^T N x - 2 r^T x = ||Rq x - z||^2 + const`` for the compensated
     normal equations (``N = L L^T``, ``Rq = L^T``, ``z = L^-1 r``), for the convex solver."""
-    t, r, p = a.shape
-    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
-    flat = (a * w[None, :, None]).reshape(t * r, p)
+    _, _, b_w, flat = _weighted(a, b, row_weights)
     normal = flat.T @ flat - noise_aa
-    rhs = flat.T @ (b * w[None, :]).reshape(-1) - noise_ab
+    rhs = flat.T @ b_w.reshape(-1) - noise_ab
     chol = np.linalg.cholesky(0.5 * (normal + normal.T))
     return chol.T, np.linalg.solve(chol, rhs)
