@@ -128,12 +128,9 @@ class RigFile:
                               "it writes", path=self.path)
 
 
-def load_rig(path: str | Path) -> RigFile:
-    """Read and validate a rig file (SPEC "The rig file")."""
-    path = Path(path)
-    raw = read_toml(path)
-    rig_t = require(raw, "rig", field="rig", path=path)
-    name = as_str(rig_t.get("name", path.stem), field="rig.name", path=path)
+def rig_gravity_and_locks(rig_t: dict, *, path: Path) -> tuple[np.ndarray, list[str]]:
+    """The ``[rig]`` table's ``gravity`` (lab, m/s^2; default -9.80665 along z) and
+    ``locked_dofs`` (names from ``DOF_NAMES``), validated (rig files and scenarios)."""
     gravity = as_array(rig_t.get("gravity", [0.0, 0.0, -9.80665]), (3,), field="rig.gravity",
                        path=path)
     locked = rig_t.get("locked_dofs", [])
@@ -141,6 +138,16 @@ def load_rig(path: str | Path) -> RigFile:
         raise ConfigError("expected a list", path=path, field="rig.locked_dofs", found=locked)
     for d in locked:
         as_str(d, field="rig.locked_dofs", path=path, choices=DOF_NAMES)
+    return gravity, locked
+
+
+def load_rig(path: str | Path) -> RigFile:
+    """Read and validate a rig file (SPEC "The rig file")."""
+    path = Path(path)
+    raw = read_toml(path)
+    rig_t = require(raw, "rig", field="rig", path=path)
+    name = as_str(rig_t.get("name", path.stem), field="rig.name", path=path)
+    gravity, locked = rig_gravity_and_locks(rig_t, path=path)
 
     plat_t = require(raw, "platform", field="platform", path=path)
     markers = _markers(require(plat_t, "markers", field="platform", path=path),

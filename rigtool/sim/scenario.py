@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.config import _link_prior, read_toml
+from rigtool.config import _link_prior, read_toml, rig_gravity_and_locks
 from rigtool.errors import ConfigError
 from rigtool.inertia import InertialParams
 from rigtool.mocap.markerdata import FORMATS
-from rigtool.rig import DOF_NAMES, Platform, Rig, Spring
+from rigtool.rig import Platform, Rig, Spring
 from rigtool.sim.markers import Artefacts
 from rigtool.tree import Link, Tree
 from rigtool.validate import as_array, as_float, as_str, as_symmetric_inertia, require
@@ -293,13 +293,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
     # rig ------------------------------------------------------------------------
     rig_t = require(raw, "rig", field="rig", path=path)
-    gravity = as_array(rig_t.get("gravity", [0.0, 0.0, -9.80665]), (3,), field="rig.gravity",
-                       path=path)
-    locked = rig_t.get("locked_dofs", [])
-    if not isinstance(locked, list):
-        raise ConfigError("expected a list", path=path, field="rig.locked_dofs", found=locked)
-    for d in locked:
-        as_str(d, field="rig.locked_dofs", path=path, choices=DOF_NAMES)
+    gravity, locked = rig_gravity_and_locks(rig_t, path=path)
     plat_t = require(raw, "platform", field="platform", path=path)
     pm, pc, pi = _params(plat_t, field="platform", path=path)
     p_markers = _markers(require(plat_t, "markers", field="platform", path=path),
