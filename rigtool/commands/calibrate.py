@@ -11,6 +11,7 @@ from rigtool.config import FilterSettings, load_rig
 from rigtool.errors import InputError
 from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
                                           run_calibration)
+from rigtool.pipeline.methods import add_method_argument
 from rigtool.progress import progress_printer
 
 HELP = "spring stiffness, free length, damping and platform inertia from reference-body captures"
@@ -24,10 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--residual-stiffness", action="store_true",
                    help="add a symmetric 6x6 residual stiffness for effects the axial springs "
                         "lack (lateral stiffness); reported in [calibration]")
-    p.add_argument("--method", choices=("output-error", "equation-error"),
-                   default="output-error",
-                   help="output-error (maximum-likelihood) refinement of the equation-error fit "
-                        "(default), or the equation-error fit alone (faster)")
+    add_method_argument(p, "the spring and platform fit")
     p.add_argument("--no-compensation", action="store_true",
                    help="plain equation-error least squares (no errors-in-variables correction)")
     p.add_argument("--no-consistency", action="store_true",

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rigtool.errors import InputError
+from rigtool.pipeline.methods import add_method_argument
 from rigtool.progress import progress_printer
 
 HELP = "the whole pipeline: postures, subset, report (report.json, .md, .html, figures, CSV)"
@@ -23,10 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="row weighting of the posture fits: paper 004's unit-independent dual "
                         "metric (default; most accurate in benchmarks/posture.py), 1/sigma per "
                         "wrench component, or none")
-    p.add_argument("--method", choices=("output-error", "equation-error"),
-                   default="output-error",
-                   help="posture fits: maximum-likelihood output-error refinement of the "
-                        "equation-error fit (default), or the equation-error fit alone (faster)")
+    add_method_argument(p, "the posture fits")
     p.add_argument("--no-compensation", action="store_true",
                    help="plain equation error (no errors-in-variables correction)")
 

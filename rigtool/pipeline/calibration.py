@@ -29,13 +29,9 @@ from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, rel
                                              with_noise_probes)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
-from rigtool.mocap import read_capture
+from rigtool.mocap import MarkerData, read_capture
+from rigtool.pipeline.methods import check_method
 from rigtool.rig import Rig
-
-
-#: How the calibration is found: output-error refinement of the equation-error fit
-#: (default), or the equation-error fit alone (faster).
-METHODS = ("output-error", "equation-error")
 
 
 @dataclass(frozen=True)
@@ -50,9 +46,13 @@ class CalibrationJob:
     result: CalibrationResult
     captures: list[CaptureMotion]
     inputs: list[dict]
-    method: str = "equation-error"
     equation_error: CalibrationResult | None = None
     refinement: CalibrationRefinement | None = None
+
+    @property
+    def method(self) -> str:
+        """``"output-error"`` when the refinement ran, else ``"equation-error"``."""
+        return "equation-error" if self.refinement is None else "output-error"
 
 
 def _load_in_platform(rigfile: RigFile, names: tuple[str, ...], data, platform_traj,
@@ -81,14 +81,18 @@ def _load_in_platform(rigfile: RigFile, names: tuple[str, ...], data, platform_t
 
 
 def prepare_captures(rigfile: RigFile, settings: FilterSettings, *, compensate: bool = True,
-                     progress: Callable[[str], None] | None = None) -> tuple[list[CaptureMotion],
-                                                                             list[dict]]:
-    """Read and prepare every calibration capture of ``rigfile``."""
+                     progress: Callable[[str], None] | None = None
+                     ) -> tuple[list[CaptureMotion], list[dict], list[MarkerData]]:
+    """Read and prepare every calibration capture of ``rigfile``.
+
+    Returns the prepared captures, the inputs' paths and sha256, and the raw marker data
+    (the output-error refinement fits it; read once).
+    """
     if not rigfile.captures:
         raise ConfigError("the rig file lists no [[calibration_captures]]; add the empty "
                           "platform and reference-body captures", path=rigfile.path,
                           field="calibration_captures")
-    caps, inputs = [], []
+    caps, inputs, datas = [], [], []
     for i, c in enumerate(rigfile.captures):
         if progress:
             progress(f"calibration capture {i + 1}/{len(rigfile.captures)}: {c.capture.name}")
@@ -96,7 +100,8 @@ def prepare_captures(rigfile: RigFile, settings: FilterSettings, *, compensate: 
         inputs.append({"path": os.path.relpath(c.capture, rigfile.path.parent),
                        "sha256": sha256_of(c.capture)})
         caps.append(prepare_capture(rigfile, c, data, settings, compensate=compensate, seed=i))
-    return caps, inputs
+        datas.append(data)
+    return caps, inputs, datas
 
 
 def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
@@ -123,10 +128,9 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     ``"output-error"`` (default) refines that fit by simulating every capture and fitting the
     raw platform markers (rigtool.identify.output_error_calibration).
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}")
-    caps, inputs = prepare_captures(rigfile, settings, compensate=compensate,
-                                    progress=progress)
+    check_method(method)
+    caps, inputs, datas = prepare_captures(rigfile, settings, compensate=compensate,
+                                           progress=progress)
     if progress:
         progress("fitting springs and platform")
     result = calibrate_motion(rigfile.rig, caps, consistent=consistent,
@@ -135,8 +139,8 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
         return CalibrationJob(result, caps, inputs)
     if progress:
         progress("output-error refinement over the calibration captures")
-    refined, refinement = _refine(rigfile, caps, result, settings)
-    return CalibrationJob(refined, caps, inputs, method, result, refinement)
+    refined, refinement = _refine(rigfile, caps, datas, result)
+    return CalibrationJob(refined, caps, inputs, result, refinement)
 
 
 def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
@@ -148,29 +152,28 @@ def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
     return replace(rig, springs=springs, platform=replace(rig.platform, params=res.platform))
 
 
-def _refine(rigfile: RigFile, caps: list[CaptureMotion], ee: CalibrationResult,
-            settings: FilterSettings) -> tuple[CalibrationResult, CalibrationRefinement]:
+def _refine(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData],
+            ee: CalibrationResult) -> tuple[CalibrationResult, CalibrationRefinement]:
     """Output-error refinement of ``ee`` and the hold-out checks redone with its rig.
 
     The hold-out bodies are identified as unknowns (mass known) exactly as a posture is:
     equation-error fit, then its output-error refinement.
     """
-    datas = {c.capture.name: read_capture(c.capture, units=c.units) for c in rigfile.captures}
-    oe_caps = [OECapture(cap.name, datas[c.capture.name], cap.load, c.window)
-               for c, cap in zip(rigfile.captures, caps) if not c.holdout]
+    oe_caps = [OECapture(cap.name, data, cap.load, c.window)
+               for c, cap, data in zip(rigfile.captures, caps, datas) if not c.holdout]
     start = _rig_with(rigfile.rig, ee)
     ref = refine_calibration(start, ee.platform, oe_caps)
     rig = replace(ref.rig, platform=replace(ref.rig.platform, params=ref.platform))
     cal_std = ref.as_calibration_std()
     checks = []
-    for c, cap in zip(rigfile.captures, caps):
+    for c, cap, data in zip(rigfile.captures, caps, datas):
         if not c.holdout:
             continue
         known = cap.load
         post = fit_posture(rig, ref.platform, cap, base_rotation_platform=np.eye(3),
                            base_position_platform=np.zeros(3), total_mass_kg=known.mass,
                            weighting="dual-metric" if not rig.locked_dofs else "noise")
-        oe = refine_posture(rig, ref.platform, datas[c.capture.name],
+        oe = refine_posture(rig, ref.platform, data,
                             base_rotation_platform=np.eye(3), base_position_platform=np.zeros(3),
                             total_mass_kg=known.mass, start=post, window=c.window,
                             name=cap.name, calibration_std=cal_std)

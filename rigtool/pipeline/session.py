@@ -41,12 +41,10 @@ from rigtool.identify.subset import PostureOverall, SubsetResult, fit_subset
 from rigtool.kinematics.joint_centre import score_joint_centre
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
 from rigtool.mocap import MarkerData, read_capture
+from rigtool.pipeline.methods import check_method
 from rigtool.tree import Tree
 
 Progress = Callable[[str], None]
-#: How a posture's overall properties are found: the output-error (maximum-likelihood)
-#: refinement of the equation-error fit (default), or the equation-error fit alone (faster).
-METHODS = ("output-error", "equation-error")
 
 
 @dataclass
@@ -61,9 +59,14 @@ class PostureOutcome:
     marker_rms_m: dict[str, float]               # rigid-fit residual per body
     warnings: list[str] = field(default_factory=list)
     traces: "MotionTraces | None" = None          # time series for the report's figures
-    method: str = "equation-error"               # what produced ``result``
     equation_error: PostureResult | None = None  # the equation-error fit (start of the refinement)
     refinement: OutputErrorResult | None = None  # the output-error fit, when run
+
+    @property
+    def method(self) -> str:
+        """What produced ``result``: ``"output-error"`` when refined, else
+        ``"equation-error"``."""
+        return "equation-error" if self.refinement is None else "output-error"
 
 
 @dataclass
@@ -264,8 +267,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
     fitting its raw markers (:func:`rigtool.identify.output_error.refine_posture`).
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}")
+    check_method(method)
     rig = rigfile.rig
     data = read_capture(capture, units=units) if data is None else data
     plat_markers = rig.platform.markers_platform
@@ -306,7 +308,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms,
                           warnings + list(cap.warnings) + list(res.warnings),
                           motion_traces(cap, {"platform": plat_traj, **trajs}),
-                          method, equation_error, refinement)
+                          equation_error, refinement)
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:
