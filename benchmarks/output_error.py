@@ -25,30 +25,24 @@ estimators do by themselves. ``calibrated`` is the end-to-end figure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from _simulated import calibrated_session, simulate_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    from rigtool.config import FilterSettings, load_rig, load_session
     from rigtool.identify.output_error import (base_pose_covariance,
                                                calibration_std_from_rigfile, refine_posture)
     from rigtool.kinematics.pose import body_trajectory
-    from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
-                                              run_calibration)
-    from rigtool.pipeline.session import fit_one_posture, link_markers
+    from rigtool.pipeline.session import fit_one_posture
     from rigtool.sim.markers import synthesize_markers
-    from rigtool.sim.scenario import load_scenario
-    from rigtool.sim.session_writer import capture_jobs, simulate_job, system_for, write_bundle
-    from rigtool.tomlwrite import dumps
+    from rigtool.sim.session_writer import capture_jobs, system_for
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -63,28 +57,13 @@ def main() -> None:
     if args.stage == "calibration":
         return calibration_benchmark(args)
 
-    sc = load_scenario(args.scenario)
-    trajs: dict[str, object] = {}
-
-    def caching(scn, job):
-        trajs[job.name] = simulate_job(scn, job)
-        return trajs[job.name]
-
-    tmp = Path(tempfile.mkdtemp(prefix="rigtool-oe-bench-"))
-    t0 = time.perf_counter()
-    bundle = write_bundle(sc, tmp, simulator=caching)
-    print(f"simulated and wrote {args.scenario.name} in {time.perf_counter() - t0:.1f} s")
-    rigfile = load_rig(bundle.rig_file if bundle.rig_file.is_absolute() else tmp / bundle.rig_file)
-    job = run_calibration(rigfile)
-    cal_path = default_output(rigfile.path)
-    cal_path.write_text(dumps(calibrated_rig_document(rigfile, job, cal_path, FilterSettings())))
-    session_path = (bundle.session_file if bundle.session_file.is_absolute()
-                    else tmp / bundle.session_file)
-    session = load_session(session_path)
-    rig_cal = load_rig(session.rig_path)
-    truth = json.loads((session_path.parent / "truth.json").read_text())
+    sim = simulate_bundle(args.scenario, "rigtool-oe-bench-")
+    print(f"simulated and wrote {args.scenario.name} in {sim.seconds:.1f} s")
+    sc, trajs, rigfile = sim.scenario, sim.trajectories, sim.rigfile
+    cal = calibrated_session(sim)
+    job, session, rig_cal, truth, markers = (cal.job, cal.session, cal.rig_calibrated,
+                                             cal.truth, cal.markers)
     t_post = {p["name"]: p for p in truth["postures"]}
-    markers = link_markers(session, session.tree)
     jobs = {j.name: j for j in capture_jobs(sc) if j.kind == "posture"}
     refs = [r for r in session.postures
             if not args.postures or r.name in args.postures.split(",")]
@@ -190,24 +169,15 @@ def main() -> None:
 
 def calibration_benchmark(args) -> None:
     """Equation-error calibration against its output-error refinement, per seed."""
-    from rigtool.config import FilterSettings, load_rig
+    from rigtool.config import FilterSettings
     from rigtool.identify.calibrate import calibrate_motion
     from rigtool.identify.output_error_calibration import OECapture, refine_calibration
     from rigtool.pipeline.calibration import prepare_capture
     from rigtool.sim.markers import synthesize_markers
-    from rigtool.sim.scenario import load_scenario
-    from rigtool.sim.session_writer import capture_jobs, simulate_job, write_bundle
+    from rigtool.sim.session_writer import capture_jobs
 
-    sc = load_scenario(args.scenario)
-    trajs: dict[str, object] = {}
-
-    def caching(scn, job):
-        trajs[job.name] = simulate_job(scn, job)
-        return trajs[job.name]
-
-    tmp = Path(tempfile.mkdtemp(prefix="rigtool-oe-cal-bench-"))
-    bundle = write_bundle(sc, tmp, simulator=caching)
-    rigfile = load_rig(bundle.rig_file if bundle.rig_file.is_absolute() else tmp / bundle.rig_file)
+    sim = simulate_bundle(args.scenario, "rigtool-oe-cal-bench-")
+    sc, trajs, rigfile = sim.scenario, sim.trajectories, sim.rigfile
     jobs = {j.name: j for j in capture_jobs(sc) if j.kind == "calibration"}
     k_true = np.array([s.stiffness for s in sc.rig.springs])
     plat = sc.platform_params

@@ -14,13 +14,12 @@ reported standard errors.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _simulated import calibrated_session, simulate_bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("exact/noise", "exact/plain", "exact/dual-metric", "linear/noise",
@@ -28,14 +27,8 @@ CONFIGS = ("exact/noise", "exact/plain", "exact/dual-metric", "linear/noise",
 
 
 def main() -> None:
-    from rigtool.config import FilterSettings, load_rig, load_session
-    from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
-                                              run_calibration)
-    from rigtool.pipeline.session import fit_one_posture, link_markers
+    from rigtool.pipeline.session import fit_one_posture
     from rigtool.sim.markers import synthesize_markers
-    from rigtool.sim.scenario import load_scenario
-    from rigtool.sim.session_writer import simulate_job, write_bundle
-    from rigtool.tomlwrite import dumps
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -44,28 +37,12 @@ def main() -> None:
     args = ap.parse_args()
     configs = args.configs.split(",")
 
-    sc = load_scenario(args.scenario)
-    trajs: dict[str, object] = {}
-
-    def caching(scn, job):
-        trajs[job.name] = simulate_job(scn, job)
-        return trajs[job.name]
-
-    tmp = Path(tempfile.mkdtemp(prefix="rigtool-posture-bench-"))
-    t0 = time.perf_counter()
-    bundle = write_bundle(sc, tmp, simulator=caching)
-    print(f"simulated and wrote {args.scenario.name} in {time.perf_counter() - t0:.1f} s")
-    rigfile = load_rig(bundle.rig_file if bundle.rig_file.is_absolute() else tmp / bundle.rig_file)
-    job = run_calibration(rigfile)
-    cal_path = default_output(rigfile.path)
-    cal_path.write_text(dumps(calibrated_rig_document(rigfile, job, cal_path, FilterSettings())))
-    session_path = (bundle.session_file if bundle.session_file.is_absolute()
-                    else tmp / bundle.session_file)
-    session = load_session(session_path)
-    rig_cal = load_rig(session.rig_path)
-    truth = json.loads((session_path.parent / "truth.json").read_text())
+    sim = simulate_bundle(args.scenario, "rigtool-posture-bench-")
+    print(f"simulated and wrote {args.scenario.name} in {sim.seconds:.1f} s")
+    sc, trajs = sim.scenario, sim.trajectories
+    cal = calibrated_session(sim)
+    session, rig_cal, truth, markers = cal.session, cal.rig_calibrated, cal.truth, cal.markers
     t_post = {p["name"]: p for p in truth["postures"]}
-    markers = link_markers(session, session.tree)
     from rigtool.sim.session_writer import capture_jobs
     jobs = {j.name: j for j in capture_jobs(sc) if j.kind == "posture"}
     print(f"rig calibrated (platform mass error "
