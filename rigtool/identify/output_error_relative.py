@@ -1,0 +1,600 @@
+"""Output-error (maximum-likelihood) refinement of the relative-motion stage (issues 7, 10).
+
+The equation-error stage (rigtool.identify.relative) filters the markers of the swing and
+differentiates them twice to build paper 002's eq. 16; noise then sits on both sides of the
+equation and the filter shapes the motion. Here nothing is filtered: the platform (with the
+base link bolted on) on its damped springs and every moving link on its spherical joint are
+*simulated* from an initial state (rigtool.identify._oe_tree_model, written independently of
+rigtool.sim and tested against it), every platform and link marker is predicted, and the sum
+of squared raw-marker residuals is minimised (``scipy.optimize.least_squares``, trust-region
+reflective with bounds), starting from the equation-error :class:`RelativeResult`.
+
+Parameters: the motion depends on the object only through ``Phi_B`` and ``M0`` (module
+docstring of _oe_tree_model: each moving link carries ``[0, MS_j, J_j]``, its subtree mass
+sits on its joint). Unknowns:
+
+- ``free="jyy"`` (default): the moving links' ``J_yy`` (``Phi_B = G Phi_s + H u`` of
+  rigtool.identify.relative.phi_b_affine), Phi_s held at the postures' estimate; its
+  covariance is propagated into the result to first order (``du/dPhi_s`` from one batched
+  simulation), as the equation-error two-step method does;
+- ``free="phi_b"``: every entry of Phi_B, with the postures' Phi_s as a prior
+  (``sigma_marker C_s^-1/2 (S Phi_B - Phi_s)`` rows appended to the marker residuals, so the
+  Gauss-Newton covariance scaled by the marker variance is that of the combined estimate);
+- the joint damping: one per joint (default) or one shared by every joint;
+- the capture's initial state: platform position, rotation vector (about the marker-fitted
+  pose), velocity and angular velocity; each moving link's rotation vector (about its
+  marker-fitted pose, lab axes) and absolute angular velocity.
+
+Single shooting with a growing horizon (as rigtool.identify.output_error): first the initial
+state alone on a short horizon, then everything on a horizon lengthened geometrically up to
+the window. The swing of a few degrees decays slowly and the model is deterministic and
+smooth, so one trajectory tracks a 10 s window to the marker noise when the model is right.
+
+Bounds: each moving link's ``J_yy`` is kept inside its physically consistent interval
+(rigtool.identify.relative.feasible_intervals: pseudo-inertia LMIs given Phi_s and M0) as
+box bounds of the solver; an estimate within 1e-6 of a bound is flagged. Joint damping >= 0.
+
+Uncertainty: ``s^2 (J^T J)^-1`` (marker noise) plus, to first order, Phi_s's covariance
+(``free="jyy"``) and optionally the calibration's (``calibration_std`` as
+rigtool.identify.output_error takes it). The base link's pose on the platform is held fixed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.optimize import least_squares
+from scipy.spatial.transform import Rotation
+
+from rigtool.errors import InputError, IdentifiabilityError
+from rigtool.identify import _oe_tree_model as tm
+from rigtool.identify.output_error import _calibration_members, _start_state
+from rigtool.identify.relative import (RelativeResult, feasible_intervals, link_lower_bounds,
+                                       phi_b_affine)
+from rigtool.inertia import InertialParams
+from rigtool.kinematics.pose import fit_pose
+from rigtool.mocap import MarkerData
+from rigtool.rig import Rig
+from rigtool.tree import Tree, j_matrix, phi_b_names, phi_s_from_phi_b
+
+FREE = ("jyy", "phi_b")
+DAMPING = ("per-joint", "shared")
+
+
+def _phi_s_matrix(n_links: int) -> np.ndarray:
+    """``[8n+1, 9n]`` linear map Phi_B -> Phi_s."""
+    return np.stack([phi_s_from_phi_b(e) for e in np.eye(9 * n_links)], axis=1)
+
+
+# --------------------------------------------------------------------------- result
+
+@dataclass(frozen=True)
+class RelativeRefinement:
+    """Output-error estimate of Phi_B from a relative-motion capture.
+
+    ``phi_b``/``phi_b_cov``/``phi_b_std`` (names ``names``) the full minimal set;
+    ``jyy``/``jyy_std``/``bounds`` the moving links' ``J_yy`` (``link.J_yy``);
+    ``joint_damping``/``joint_damping_std`` by link name (``"shared"`` when one value);
+    ``residual_rms_mm`` per marker set (``platform`` and each link). ``phi_b_std_noise``:
+    marker noise only. ``values``/``std_phi_b``/``covariance``/``resolved``/``std`` mirror
+    :class:`RelativeResult`; :meth:`as_relative_result` gives a drop-in one.
+    """
+
+    names: list[str]
+    phi_b: np.ndarray
+    phi_b_cov: np.ndarray
+    phi_b_std: np.ndarray
+    phi_b_std_noise: np.ndarray
+    jyy: dict[str, float]
+    jyy_std: dict[str, float]
+    bounds: dict[str, tuple[float, float]]
+    joint_damping: dict[str, float]
+    joint_damping_std: dict[str, float]
+    residual_rms_mm: dict[str, float]
+    marker_sigma_mm: float
+    n_residuals: int
+    iterations: int
+    elapsed_s: float
+    horizons_s: tuple[float, ...]
+    stages: tuple
+    on_bound: list[str]
+    free: str
+    start: RelativeResult
+    initial_state: dict
+    time_s: np.ndarray
+    residual_rms_frame_mm: np.ndarray
+    warnings: list[str] = field(default_factory=list)
+    method: str = "output-error"
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.phi_b
+
+    @property
+    def std_phi_b(self) -> np.ndarray:
+        return self.phi_b_std
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return self.phi_b_cov
+
+    @property
+    def resolved(self) -> dict[str, float]:
+        return self.jyy
+
+    @property
+    def std(self) -> dict[str, float]:
+        return self.jyy_std
+
+    def as_relative_result(self) -> RelativeResult:
+        """The start's :class:`RelativeResult` with this fit's numbers (``method`` reads
+        ``"output-error"``; ``unconstrained`` keeps the equation-error ``J_yy``)."""
+        n = self.phi_b.size // 9
+        per = self.phi_b.reshape(n, 9)
+        minimal = {k: {"MS": per[i, :3].copy(), "J": j_matrix(per[i, 3:])}
+                   for i, k in enumerate(self.start.minimal_parameters)}
+        rms = {**self.start.residual_rms,
+               **{f"marker_mm.{k}": v for k, v in self.residual_rms_mm.items()}}
+        return replace(self.start, resolved=dict(self.jyy), std=dict(self.jyy_std),
+                       bounds=dict(self.bounds), values=self.phi_b.copy(),
+                       std_phi_b=self.phi_b_std.copy(), covariance=self.phi_b_cov.copy(),
+                       minimal_parameters=minimal, residual_rms=rms,
+                       on_bound=list(self.on_bound),
+                       warnings=list(self.start.warnings) + list(self.warnings),
+                       unconstrained=dict(self.start.resolved), method="output-error")
+
+    def to_json(self) -> dict:
+        """Plain-JSON summary (no time series)."""
+        return {"method": self.method, "free": self.free,
+                "phi_b": {"names": self.names, "values": self.phi_b.tolist(),
+                          "std": self.phi_b_std.tolist(),
+                          "std_noise": self.phi_b_std_noise.tolist()},
+                "jyy": self.jyy, "jyy_std": self.jyy_std,
+                "bounds": {k: list(v) for k, v in self.bounds.items()},
+                "joint_damping": self.joint_damping,
+                "joint_damping_std": self.joint_damping_std,
+                "residual_rms_mm": self.residual_rms_mm,
+                "marker_sigma_mm": self.marker_sigma_mm, "iterations": self.iterations,
+                "elapsed_s": self.elapsed_s, "horizons_s": list(self.horizons_s),
+                "on_bound": self.on_bound, "warnings": self.warnings}
+
+
+# --------------------------------------------------------------------------- the problem
+
+@dataclass
+class _Problem:
+    """Residuals and cached finite-difference Jacobian of the swing's fit."""
+
+    rig: Rig
+    platform_pi: np.ndarray
+    parents: list[int]
+    joint_centres: np.ndarray
+    r_pb: np.ndarray
+    t_pb: np.ndarray
+    mass_kg: float
+    body_of_marker: np.ndarray              # [K]
+    markers_body: np.ndarray                # [K, 3]
+    measured: np.ndarray                    # [T, K, 3] (0 where masked)
+    mask: np.ndarray                        # [T, K]
+    dt: float
+    substeps: int
+    rot_ref: np.ndarray                     # [n, 3, 3] reference rotations at frame 0
+    free: str
+    n_damp: int
+    phi_s: np.ndarray                       # Phi_s (jyy mode: fixed; phi_b mode: the prior)
+    theta_fixed: np.ndarray                 # [theta, damping] when not fitted
+    prior_rows: np.ndarray | None = None    # [8n+1, 9n] sigma C_s^-1/2 S (phi_b mode)
+    prior_rhs: np.ndarray | None = None     # sigma C_s^-1/2 Phi_s
+    n_frames: int = 0
+    fit_params: bool = True
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.parents)
+
+    @property
+    def n_theta(self) -> int:
+        return self.n - 1 if self.free == "jyy" else 9 * self.n
+
+    def steps(self) -> np.ndarray:
+        n = self.n
+        s = []
+        if self.fit_params:
+            s += [np.full(self.n_theta, 1e-6), np.full(self.n_damp, 1e-5)]
+        s += [np.full(3, 1e-7), np.full(3 * n, 1e-7), np.full(3, 1e-6), np.full(3 * n, 1e-6)]
+        return np.concatenate(s)
+
+    def split(self, x: np.ndarray):
+        i = 0
+        params = self.theta_fixed
+        if self.fit_params:
+            i = self.n_theta + self.n_damp
+            params = x[:i]
+        return params[:self.n_theta], params[self.n_theta:], x[i:]
+
+    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
+        if self.free == "phi_b":
+            return theta
+        g, h = phi_b_affine(self.n)
+        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
+
+    def batch(self, xs: np.ndarray, calib: list[tuple] | None = None,
+              phi_s: np.ndarray | None = None) -> np.ndarray:
+        """Predicted markers ``[T, B, K, 3]`` for unknown vectors ``xs [B, p]``. ``calib``:
+        per member ``(platform_pi, k, L0, c)``; ``phi_s [B, 8n+1]``: per-member Phi_s."""
+        n = self.n
+        phis, damps, y0 = [], [], []
+        rvs = []
+        for b, x in enumerate(xs):
+            theta, damp, st = self.split(x)
+            phis.append(self.phi_b(theta, None if phi_s is None else phi_s[b]))
+            damps.append(np.broadcast_to(damp, (n - 1,)))
+            rvs.append(st[3:3 + 3 * n].reshape(n, 3))
+        rot0 = (Rotation.from_rotvec(np.concatenate(rvs)).as_matrix().reshape(len(xs), n, 3, 3)
+                @ self.rot_ref)
+        for b, x in enumerate(xs):
+            st = self.split(x)[2]
+            y0.append(np.concatenate([st[:3], rot0[b].ravel(), st[3 + 3 * n:]]))
+        kw = {}
+        plat = self.platform_pi
+        if calib is not None:
+            plat = np.array([c[0] for c in calib])
+            kw = dict(stiffness=np.array([c[1] for c in calib]),
+                      free_length=np.array([c[2] for c in calib]),
+                      spring_damping=np.array([c[3] for c in calib]))
+        model = tm.tree_batch(self.rig, plat, self.parents, self.joint_centres, self.r_pb,
+                              self.t_pb, self.mass_kg, np.array(phis), np.array(damps), **kw)
+        states = tm.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
+        return tm.predict_markers(model, states, self.body_of_marker, self.markers_body)
+
+    def marker_rows(self, pred: np.ndarray) -> np.ndarray:
+        """``[B, M]`` residuals (mm) of predictions ``[T, B, K, 3]`` on the current horizon."""
+        n = self.n_frames
+        diff = pred - self.measured[:n, None]
+        return 1e3 * np.moveaxis(diff, 1, 0)[:, self.mask[:n]].reshape(pred.shape[1], -1)
+
+    def _eval(self, x: np.ndarray):
+        key = (self.n_frames, self.fit_params, x.tobytes())
+        if key not in self.cache:
+            h = self.steps()
+            xs = np.vstack([x, x + np.diag(h)])
+            try:
+                rows = self.marker_rows(self.batch(xs))
+                r = rows[0]
+                jac = ((rows[1:] - rows[0]) / h[:, None]).T
+            except (FloatingPointError, np.linalg.LinAlgError):
+                r = np.full(int(self.mask[:self.n_frames].sum()) * 3, 1e6)
+                jac = np.zeros((r.size, x.size))
+            if self.prior_rows is not None and self.fit_params:
+                theta = self.split(x)[0]
+                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+                jp = np.zeros((self.prior_rows.shape[0], x.size))
+                jp[:, :self.n_theta] = self.prior_rows
+                jac = np.vstack([jac, jp])
+            self.cache = {key: (r, jac)}
+        return self.cache[key]
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        return self._eval(x)[0]
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        return self._eval(x)[1]
+
+
+# --------------------------------------------------------------------------- the stage
+
+def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: MarkerData,
+                    markers: dict[str, dict[str, np.ndarray]], *, start: RelativeResult,
+                    phi_s_cov: np.ndarray, total_mass_kg: float,
+                    base_pose: tuple[np.ndarray, np.ndarray] | None = None,
+                    window: tuple[float, float] | None = None,
+                    calibration_std: dict | None = None, free: str = "jyy",
+                    damping: str = "per-joint", phi_s: np.ndarray | None = None,
+                    damping_start: float = 0.05, substeps: int = 1,
+                    first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
+                    ftol: float = 1e-8, max_nfev: int = 30) -> RelativeRefinement:
+    """Refine Phi_B by fitting the simulated swing (platform on springs, links on damped
+    spherical joints) to the raw markers of the relative-motion capture.
+
+    Parameters
+    ----------
+    tree : Tree
+        The object (joint centres needed).
+    rig : Rig
+        Calibrated rig (springs with damping, gravity, locked DOFs).
+    platform : InertialParams
+        Calibrated platform, platform frame about its origin.
+    data : MarkerData
+        The relative-motion capture (raw markers; NaN masked).
+    markers : dict
+        Link name -> marker name -> link-frame xyz, m (the base link's included).
+    start : RelativeResult
+        The equation-error stage's result on the same capture (starting point).
+    phi_s_cov : ndarray
+        Covariance of the postures' Phi_s.
+    total_mass_kg : float
+        Weighed mass ``M0``.
+    base_pose : (R, p), optional
+        The base link's pose on the platform; default the mean from the capture (as
+        :func:`rigtool.identify.relative.relative_system`).
+    window : (t0, t1), optional
+        Time span fitted, s; default the whole capture.
+    calibration_std : dict, optional
+        Standard errors of the calibrated rig (as :func:`refine_posture` takes them); their
+        effect is added to the covariance.
+    free : {"jyy", "phi_b"}
+        Unknowns of the object: the moving links' ``J_yy`` (Phi_s fixed, its covariance
+        propagated) or all of Phi_B (Phi_s as a prior).
+    damping : {"per-joint", "shared"}
+        One viscous damping per joint or one for all.
+    phi_s : ndarray, optional
+        The postures' Phi_s; default ``phi_s_from_phi_b(start.values)`` (equal to the
+        postures' Phi_s for the two-step start).
+    damping_start : float
+        Starting joint damping, N m s/rad.
+    substeps : int
+        RK4 steps per frame (1 tracks the reference simulator to a few micrometres over 5 s
+        at 100 Hz; 2 to 0.2 um).
+    first_horizon_s, horizon_factor, ftol, max_nfev
+        Growing-horizon schedule and the solver's stopping rules per stage.
+
+    Returns
+    -------
+    RelativeRefinement
+
+    Raises
+    ------
+    InputError
+        Too few frames, a link without markers.
+    IdentifiabilityError
+        Phi_s incomplete or with no usable covariance when ``free="phi_b"``.
+    """
+    t_start = time.perf_counter()
+    if free not in FREE:
+        raise ValueError(f"free must be one of {FREE}")
+    if damping not in DAMPING:
+        raise ValueError(f"damping must be one of {DAMPING}")
+    n = len(tree.links)
+    if n < 2:
+        raise IdentifiabilityError("the relative-motion stage needs at least one moving link")
+    names_b = phi_b_names(tree)
+    phi_s = phi_s_from_phi_b(np.asarray(start.values, float)) if phi_s is None \
+        else np.asarray(phi_s, float)
+    cov_s = np.asarray(phi_s_cov, float)
+    if phi_s.shape[0] != 8 * n + 1 or not np.all(np.isfinite(phi_s)):
+        raise IdentifiabilityError("the relative-motion refinement needs the whole subset "
+                                   "Phi_s identified by the locked postures")
+    # ---- markers: platform, base (bolted to the platform), moving links
+    if base_pose is None:
+        from rigtool.identify.platform_motion import relative_pose
+        from rigtool.kinematics.pose import body_trajectory
+        r_pb, t_pb, _ = relative_pose(body_trajectory(data, rig.platform.markers_platform),
+                                      body_trajectory(data, markers[tree.links[0].name]))
+    else:
+        r_pb, t_pb = (np.asarray(v, float) for v in base_pose)
+    sets = [("platform", 0, rig.platform.markers_platform, None)]
+    for i, link in enumerate(tree.links):
+        mk = markers.get(link.name, {})
+        if len(mk) < 3:
+            raise InputError(f"link '{link.name}' needs at least 3 markers for the "
+                             "relative-motion refinement", path=data.source,
+                             field=f"links[{i}].markers")
+        sets.append((link.name, i, mk, (r_pb, t_pb) if i == 0 else None))
+    sel = np.ones(data.n_frames, bool)
+    if window is not None:
+        sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
+    idx = np.flatnonzero(sel)
+    if idx.size < 20:
+        raise InputError(f"the window holds {idx.size} frames; expected a relative-motion "
+                         "capture of at least 20 frames", path=data.source, field="window")
+    idx = np.arange(idx[0], idx[-1] + 1)
+    dt = 1.0 / data.rate_hz
+    body_of, mk_body, xyz_all, mask_all, set_of = [], [], [], [], []
+    rot_ref = np.zeros((n, 3, 3))
+    state0 = {}
+    for s, (label, body, mk, pose) in enumerate(sets):
+        names = list(mk)
+        coords = np.array([np.asarray(mk[k], float) for k in names])
+        xyz = data.select(names)[idx]
+        traj = fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[idx])
+        mask = traj.used & np.all(np.isfinite(xyz), axis=2)
+        if pose is not None:
+            coords = coords @ pose[0].T + pose[1]
+        if s == 0 or body > 0:
+            rr, st = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
+            rot_ref[body] = rr
+            state0[body] = st
+        body_of += [body] * len(names)
+        mk_body.append(coords)
+        xyz_all.append(xyz)
+        mask_all.append(mask)
+        set_of += [label] * len(names)
+    body_of = np.array(body_of)
+    mk_body = np.concatenate(mk_body)
+    xyz = np.concatenate(xyz_all, axis=1)
+    mask = np.concatenate(mask_all, axis=1)
+    set_of = np.array(set_of)
+    # ---- unknowns and their start
+    g_mat, h_mat = phi_b_affine(n)
+    lower = link_lower_bounds(phi_s, n, total_mass_kg)
+    intervals = feasible_intervals(lower, phi_s[-1])
+    jyy_names = [f"{l.name}.J_yy" for l in tree.links[1:]]
+    jyy_idx = np.array([9 * i + 4 for i in range(1, n)])
+    n_damp = n - 1 if damping == "per-joint" else 1
+    warnings: list[str] = []
+    phi_b0 = np.asarray(start.values, float)
+    lo_t, hi_t = _bounds(free, n, intervals)
+    empty = lo_t >= hi_t
+    lo_t[empty], hi_t[empty] = -np.inf, np.inf
+    theta0 = phi_b0[jyy_idx] if free == "jyy" else phi_b0.copy()
+    if np.any(empty):
+        warnings.append("Phi_s admits no physically consistent set of links (the J_yy "
+                        "intervals are empty); those J_yy are not bounded")
+    width = np.where(np.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0)
+    theta0 = np.clip(theta0, lo_t + 1e-6 * width, hi_t - 1e-6 * width)
+    damp0 = np.full(n_damp, float(damping_start))
+    plat_st = state0[0]
+    st0 = np.concatenate([plat_st[:3], plat_st[3:6]]
+                         + [state0[b][3:6] for b in range(1, n)]
+                         + [plat_st[6:9], plat_st[9:12]]
+                         + [state0[b][9:12] for b in range(1, n)])
+    # state layout: [p, rv_0..rv_{n-1}, v, w_0..w_{n-1}]
+    prob = _Problem(rig, platform.pi.astype(float), tree.parent_index(),
+                    np.array([tree.joint_center(i) for i in range(n)]), r_pb, t_pb,
+                    float(total_mass_kg), body_of, mk_body,
+                    np.where(mask[..., None], xyz, 0.0), mask, dt, substeps, rot_ref, free,
+                    n_damp, phi_s, np.concatenate([theta0, damp0]))
+    n_total = len(idx)
+    # 1) the initial state on a short horizon, parameters held at the start
+    prob.fit_params = False
+    prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
+    sol = least_squares(prob.residual, st0, jac=prob.jacobian, method="trf", x_scale="jac",
+                        ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=max_nfev)
+    iterations = sol.nfev
+    stage_log = [(prob.n_frames * dt, sol.nfev, sol.njev)]
+    sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
+    if free == "phi_b":
+        sd = np.sqrt(np.clip(np.diag(cov_s), 0, None))
+        if not np.all(np.isfinite(cov_s)) or np.any(sd <= 0):
+            raise IdentifiabilityError("free='phi_b' needs Phi_s with a covariance (the prior)")
+        chol = np.linalg.cholesky(cov_s)
+        w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))           # C_s^-1/2 (lower)
+        prob.prior_rows = sigma_mm * (w_s @ _phi_s_matrix(n))
+        prob.prior_rhs = sigma_mm * (w_s @ phi_s)
+    # 2) everything on a growing horizon
+    prob.fit_params = True
+    x = np.concatenate([theta0, damp0, sol.x])
+    n_state = sol.x.size
+    lo = np.concatenate([lo_t, np.zeros(n_damp), np.full(n_state, -np.inf)])
+    hi = np.concatenate([hi_t, np.full(n_damp, np.inf), np.full(n_state, np.inf)])
+    horizons = []
+    while True:
+        prob.n_frames = min(n_total, int(round(prob.n_frames * horizon_factor)))
+        horizons.append(prob.n_frames * dt)
+        sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
+                            method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
+                            max_nfev=max_nfev)
+        iterations += sol.nfev
+        stage_log.append((prob.n_frames * dt, sol.nfev, sol.njev))
+        x = sol.x
+        if prob.n_frames >= n_total:
+            break
+    # ---- covariance
+    r, jac = prob.residual(x), prob.jacobian(x)
+    n_mark = int(mask.sum()) * 3
+    r_m = r[:n_mark]
+    dof = max(n_mark - x.size, 1)
+    s2 = float(r_m @ r_m) / dof
+    info_inv = np.linalg.pinv(jac.T @ jac)
+    cov_x = s2 * info_inv
+    n_theta = prob.n_theta
+    theta, damp_hat, st_hat = prob.split(x)
+    phi_b = prob.phi_b(theta)
+    extra = []                     # first-order sensitivities of x to other errors (columns)
+    if free == "jyy":
+        # Phi_s: one batched run with each entry of Phi_s stepped
+        sd = np.sqrt(np.clip(np.diag(cov_s), 0, None)) if np.all(np.isfinite(cov_s)) \
+            else np.zeros(phi_s.size)
+        step = np.where(sd > 0, 1e-3 * sd, 1e-7)
+        phis = np.vstack([phi_s, phi_s + np.diag(step)])
+        rows = prob.marker_rows(prob.batch(np.repeat(x[None], len(phis), 0), phi_s=phis))
+        j_s = ((rows[1:] - rows[0]) / step[:, None]).T                  # [M, 8n+1]
+        sens_s = -info_inv @ (jac[:n_mark].T @ j_s)                      # dx / dPhi_s
+        d_theta = sens_s[:n_theta]
+        jb_s = g_mat + h_mat @ d_theta
+        cov_b_noise = h_mat @ cov_x[:n_theta, :n_theta] @ h_mat.T
+        cov_b = cov_b_noise + jb_s @ cov_s @ jb_s.T if np.all(np.isfinite(cov_s)) \
+            else cov_b_noise.copy()
+        cov_x = cov_x + sens_s @ cov_s @ sens_s.T if np.all(np.isfinite(cov_s)) else cov_x
+        map_b = h_mat
+    else:
+        cov_b_noise = cov_x[:n_theta, :n_theta].copy()
+        cov_b = cov_b_noise.copy()
+        map_b = np.eye(9 * n)
+    if calibration_std is not None:
+        members = _calibration_members(rig, platform, calibration_std)
+        if members:
+            calib = [(platform.pi.astype(float), rig.stiffness, rig.free_length, rig.damping)]
+            calib += [m[2] for m in members]
+            rows = prob.marker_rows(prob.batch(np.repeat(x[None], len(calib), 0), calib))
+            j_cal = (rows[1:] - rows[0]).T                                # per one std
+            sens = -info_inv @ (jac[:n_mark].T @ j_cal)
+            cov_x = cov_x + sens @ sens.T
+            sb = map_b @ sens[:n_theta]
+            cov_b = cov_b + sb @ sb.T
+    std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
+    std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
+    std_x = np.sqrt(np.clip(np.diag(cov_x), 0, None))
+    jyy = phi_b[jyy_idx]
+    jyy_std = std_b[jyy_idx]
+    on_bound = []
+    for k, nm in enumerate(jyy_names):
+        t_k = jyy[k]
+        if np.isfinite(lo_t[_jyy_pos(free, k)]):
+            scale = max(abs(intervals[k, 1] - intervals[k, 0]), 1e-12)
+            if min(abs(t_k - intervals[k, 0]), abs(t_k - intervals[k, 1])) < 1e-6 * scale:
+                on_bound.append(nm)
+    if on_bound:
+        warnings.append("the output-error J_yy sit on the physically consistent interval's "
+                        "bound (" + ", ".join(on_bound) + ")")
+    damp_names = [l.name for l in tree.links[1:]] if n_damp == n - 1 else ["shared"]
+    # ---- residuals per marker set and per frame
+    res = np.zeros(mask.shape + (3,))
+    res[mask] = r_m.reshape(-1, 3)
+    rms = {}
+    for label in dict.fromkeys(set_of):
+        cols = set_of == label
+        cnt = mask[:, cols].sum()
+        rms[str(label)] = float(np.sqrt((res[:, cols] ** 2).sum() / (3 * cnt))) if cnt else float("nan")
+    seen = mask.sum(1)
+    per_frame = np.full(n_total, np.nan)
+    per_frame[seen > 0] = np.sqrt((res[seen > 0] ** 2).sum((1, 2)) / (3 * seen[seen > 0]))
+    tenth = max(1, n_total // 10)
+    early, late = np.nanmean(per_frame[:tenth] ** 2), np.nanmean(per_frame[-tenth:] ** 2)
+    if (np.isfinite(early) and np.isfinite(late) and max(early, late) > 2.0 * min(early, late)
+            and max(early, late) > 1.5 * s2):
+        warnings.append(f"relative motion: marker residuals grow or shrink along the capture "
+                        f"(RMS {np.sqrt(early):.3f} mm early, {np.sqrt(late):.3f} mm late): "
+                        "the simulated swing drifts from the data (rig or joint model?)")
+    rv = st_hat[3:3 + 3 * n].reshape(n, 3)
+    rot0 = Rotation.from_rotvec(rv).as_matrix() @ rot_ref
+    init = {"time_s": float(data.time_s[idx[0]]), "position_m": st_hat[:3].copy(),
+            "rotation": rot0[0], "velocity_lab": st_hat[3 + 3 * n:6 + 3 * n].copy(),
+            "omega_lab": st_hat[6 + 3 * n:9 + 3 * n].copy(),
+            "links": {l.name: {"rotation_lab": rot0[i],
+                               "omega_lab": st_hat[6 + 3 * n + 3 * i:9 + 3 * n + 3 * i].copy()}
+                      for i, l in enumerate(tree.links) if i > 0}}
+    return RelativeRefinement(
+        names=names_b, phi_b=phi_b, phi_b_cov=cov_b, phi_b_std=std_b,
+        phi_b_std_noise=std_b_noise,
+        jyy={k: float(v) for k, v in zip(jyy_names, jyy)},
+        jyy_std={k: float(v) for k, v in zip(jyy_names, jyy_std)},
+        bounds={k: (float(iv[0]), float(iv[1])) for k, iv in zip(jyy_names, intervals)},
+        joint_damping={k: float(v) for k, v in zip(damp_names, damp_hat)},
+        joint_damping_std={k: float(v) for k, v in
+                           zip(damp_names, std_x[n_theta:n_theta + n_damp])},
+        residual_rms_mm=rms, marker_sigma_mm=float(np.sqrt(s2)), n_residuals=int(n_mark),
+        iterations=int(iterations), elapsed_s=time.perf_counter() - t_start,
+        horizons_s=tuple(horizons), stages=tuple(stage_log), on_bound=on_bound, free=free,
+        start=start, initial_state=init, time_s=data.time_s[idx],
+        residual_rms_frame_mm=per_frame, warnings=warnings)
+
+
+def _bounds(free: str, n: int, intervals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Box bounds of the object unknowns: the moving links' ``J_yy`` in their intervals."""
+    if free == "jyy":
+        return intervals[:, 0].copy(), intervals[:, 1].copy()
+    lo, hi = np.full(9 * n, -np.inf), np.full(9 * n, np.inf)
+    for k in range(n - 1):
+        lo[9 * (k + 1) + 4], hi[9 * (k + 1) + 4] = intervals[k]
+    return lo, hi
+
+
+def _jyy_pos(free: str, k: int) -> int:
+    return k if free == "jyy" else 9 * (k + 1) + 4
+
+
+__all__ = ["RelativeRefinement", "refine_relative", "FREE", "DAMPING"]
