@@ -540,7 +540,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     if on_bound:
         warnings.append("the output-error J_yy sit on the physically consistent interval's "
                         "bound (" + ", ".join(on_bound) + ")")
-    damp_names = [l.name for l in tree.links[1:]] if n_damp == n - 1 else ["shared"]
+    damp_names = [l.name for l in tree.links[1:]] if damping == "per-joint" else ["shared"]
     # ---- residuals per marker set and per frame
     res = np.zeros(mask.shape + (3,))
     res[mask] = r_m.reshape(-1, 3)

@@ -1,0 +1,214 @@
+"""Output-error refinement of the relative-motion stage (rigtool.identify.output_error_relative)
+and its tree model (rigtool.identify._oe_tree_model), checked against the simulator."""
+
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rigtool.errors import InputError
+from rigtool.identify import _oe_tree_model as tm
+from rigtool.identify.output_error_relative import RelativeRefinement, refine_relative
+from rigtool.identify.relative import RelativeResult, resolve_relative
+from rigtool.config import FilterSettings
+from rigtool.mocap import MarkerData
+from rigtool.sim import dynamics as dyn
+from rigtool.sim.markers import marker_positions
+from rigtool.sim.scenario import load_scenario
+from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, system_for
+from rigtool.tree import minimal_parameters, phi_b_vector, phi_s_from_phi_b
+
+ROOT = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def _setup(name: str, duration_s: float, *, spring_damping: bool = True,
+           joint_damping: float | None = None):
+    sc = load_scenario(ROOT / name)
+    job = [j for j in capture_jobs(sc) if j.kind == "relative"][0]
+    system = system_for(sc, job)
+    if not spring_damping:
+        rig = replace(system.rig, springs=tuple(replace(s, damping=0.0)
+                                                for s in system.rig.springs))
+        system = replace(system, rig=rig)
+    if joint_damping is not None:
+        system = replace(system, joint_damping=joint_damping)
+    s = job.settings
+    traj = dyn.simulate(system, duration_s, s.rate_hz, platform_offset=s.offset,
+                        platform_velocity=s.velocity,
+                        link_rotation=dict(job.plan.start_rotations))
+    tree = sc.obj.tree
+    n = len(tree.links)
+    phi_b = phi_b_vector(minimal_parameters(tree))
+    damp = system.joint_damping
+    model = tm.tree_batch(system.rig, sc.platform_params.pi, tree.parent_index(),
+                          np.array([tree.joint_center(i) for i in range(n)]),
+                          sc.obj.base_rotation_platform, sc.obj.base_position_platform_m,
+                          sc.obj.total_mass, phi_b[None], np.full((1, n - 1), damp))
+    names = ["platform"] + [l.name for l in tree.links[1:]]
+    y0 = np.concatenate([traj.position_m["platform"][0]]
+                        + [traj.rotation[k][0].ravel() for k in names]
+                        + [traj.velocity_lab["platform"][0]]
+                        + [traj.omega_lab[k][0] for k in names])
+    return SimpleNamespace(sc=sc, job=job, system=system, traj=traj, tree=tree, n=n,
+                           phi_b=phi_b, model=model, y0=y0, dt=1.0 / s.rate_hz)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return _setup("demo.toml", 4.0)
+
+
+@pytest.mark.parametrize("name", ["demo.toml", "four_link.toml"])
+def test_tree_model_tracks_the_simulator(name, demo):
+    """Same parameters and initial state: every marker within 1e-6 m over 4 s (the RK4 grid
+    is the only difference; 2 substeps at 100-120 Hz)."""
+    p = demo if name == "demo.toml" else _setup(name, 4.0)
+    states = tm.integrate(p.model, p.y0[None], len(p.traj.time_s), p.dt, substeps=2)
+    sets = [m for m in p.job.marker_sets]
+    names, xyz_sim, _ = marker_positions(p.traj, sets)
+    body_of, coords, order = [], [], []
+    link_index = {l.name: i for i, l in enumerate(p.tree.links)}
+    r_pb = p.sc.obj.base_rotation_platform
+    t_pb = p.sc.obj.base_position_platform_m
+    for ms in sets:
+        for k, m in ms.markers_body.items():
+            m = np.asarray(m, float)
+            i = 0 if ms.body == "platform" else link_index[ms.body]
+            if ms.body == p.tree.links[0].name:
+                m = r_pb @ m + t_pb
+            body_of.append(i)
+            coords.append(m)
+    pred = tm.predict_markers(p.model, states[:, 0], np.array(body_of), np.array(coords))
+    assert pred.shape == xyz_sim.shape
+    assert np.abs(pred - xyz_sim).max() < 1e-6
+    # and the links really swing (the comparison is not of a body at rest)
+    assert np.ptp(xyz_sim[:, -1], axis=0).max() > 0.02
+
+
+def test_energy_conserved_without_damping():
+    """Springs and joints undamped: the energy drift is RK4's truncation error alone (it
+    shrinks like h^4 or faster; an error in the equations of motion would not)."""
+    p = _setup("four_link.toml", 0.02, spring_damping=False, joint_damping=0.0)
+    drift = []
+    for sub in (4, 8):
+        states = tm.integrate(p.model, p.y0[None], 200, p.dt, substeps=sub)
+        e = tm.energy(p.model, states[::10])[:, 0]
+        drift.append(np.ptp(e))
+    mm, _, nu = tm.TreeRHS(p.model).mass_and_forces(states[:, 0])
+    ke = 0.5 * np.einsum("ti,tij,tj->t", nu, mm, nu)
+    assert ke.max() > 0.1                      # a real motion (J)
+    assert drift[1] < 1e-8 * ke.max()
+    assert drift[0] > 12 * drift[1]
+
+
+def test_minimal_lift_is_exact(demo):
+    """Moving links with mass zero and their minimal MS/J: the mass matrix of the true
+    system (simulator's standard parameters) and of the lift agree along the motion."""
+    # kinetic energy along the simulator's trajectory, both ways
+    t = demo.traj
+    names = ["platform"] + [l.name for l in demo.tree.links[1:]]
+    states = np.concatenate([t.position_m["platform"][:50]]
+                            + [t.rotation[k][:50].reshape(50, 9) for k in names]
+                            + [t.velocity_lab["platform"][:50]]
+                            + [t.omega_lab[k][:50] for k in names], axis=1)
+    mm, _, nu = tm.TreeRHS(demo.model).mass_and_forces(states)
+    ke = 0.5 * np.einsum("ti,tij,tj->t", nu, mm, nu)
+    ke_true = np.zeros(50)
+    for link in demo.tree.links:
+        prm = link.params
+        rot = t.rotation[link.name][:50]
+        v, w = t.velocity_lab[link.name][:50], t.omega_lab[link.name][:50]
+        h = rot @ prm.first_moment
+        inertia = rot @ prm.inertia_origin @ np.swapaxes(rot, -1, -2)
+        ke_true += (0.5 * prm.mass * (v * v).sum(-1) + (v * np.cross(w, h)).sum(-1)
+                    + 0.5 * np.einsum("ti,tij,tj->t", w, inertia, w))
+    pp = demo.sc.platform_params
+    rot = t.rotation["platform"][:50]
+    v, w = t.velocity_lab["platform"][:50], t.omega_lab["platform"][:50]
+    h = rot @ pp.first_moment
+    inertia = rot @ pp.inertia_origin @ np.swapaxes(rot, -1, -2)
+    ke_true += (0.5 * pp.mass * (v * v).sum(-1) + (v * np.cross(w, h)).sum(-1)
+                + 0.5 * np.einsum("ti,tij,tj->t", w, inertia, w))
+    assert np.allclose(ke, ke_true, rtol=1e-10, atol=1e-12)
+
+
+def _markerdata(p, traj, noise_m=0.0, seed=0):
+    names, xyz, _ = marker_positions(traj, list(p.job.marker_sets))
+    rng = np.random.default_rng(seed)
+    xyz = xyz + rng.normal(0.0, noise_m, xyz.shape) if noise_m else xyz
+    return MarkerData(time_s=traj.time_s, names=tuple(names), xyz_m=xyz,
+                      rate_hz=1.0 / p.dt, source=Path("swing.csv"))
+
+
+@pytest.fixture(scope="module")
+def swing():
+    """A 5 s noise-free swing of the two-link demo, an equation-error start whose J_yy is
+    2 % off, and Phi_s exact with a small covariance."""
+    p = _setup("demo.toml", 5.0)
+    data = _markerdata(p, p.traj)
+    phi_s = phi_s_from_phi_b(p.phi_b)
+    cov_s = np.diag((1e-9 + 1e-5 * np.abs(phi_s)) ** 2)
+    markers = {l.name: l.markers_link for l in p.tree.links}
+    start = resolve_relative(p.tree, p.sc.rig, p.sc.platform_params, data, markers,
+                             SimpleNamespace(values=phi_s, covariance=cov_s),
+                             p.sc.obj.total_mass, FilterSettings(), (0.5, 4.5))
+    vals = start.values.copy()
+    vals[13] *= 1.02
+    vals[4] -= vals[13] * 0.02 / 1.02
+    start = replace(start, values=vals)
+    return SimpleNamespace(p=p, data=data, phi_s=phi_s, cov_s=cov_s, markers=markers,
+                           start=start)
+
+
+def test_refine_recovers_jyy_and_damping_noise_free(swing):
+    p = swing.p
+    res = refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
+                          swing.markers, start=swing.start, phi_s_cov=swing.cov_s,
+                          phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
+                          base_pose=(p.sc.obj.base_rotation_platform,
+                                     p.sc.obj.base_position_platform_m),
+                          window=(0.5, 4.5), damping_start=0.02, first_horizon_s=1.5)
+    assert isinstance(res, RelativeRefinement)
+    true_jyy = p.phi_b[13]
+    # model error of the 1-substep grid is a few micrometres: the bias it leaves is far
+    # below 0.01 % of J_yy (the 2 % start error is removed)
+    assert abs(res.jyy["link1.J_yy"] - true_jyy) < 1e-4 * true_jyy
+    assert abs(res.joint_damping["link1"] - p.job.plan.joint_damping) < 1e-3
+    assert res.residual_rms_mm["platform"] < 0.01
+    assert set(res.residual_rms_mm) == {"platform", "link0", "link1"}
+    # Phi_B: Phi_s's entries kept, the two J_yy moved together (sum fixed)
+    assert np.allclose(phi_s_from_phi_b(res.phi_b), swing.phi_s, atol=1e-12)
+    assert np.all(res.phi_b_std >= res.phi_b_std_noise - 1e-15)
+    assert res.phi_b_std[13] > 0 and not res.on_bound
+    rr = res.as_relative_result()
+    assert isinstance(rr, RelativeResult) and rr.method == "output-error"
+    assert np.array_equal(rr.values, res.values)
+    # free="phi_b": Phi_s as a prior, the swing moves J_yy the same way
+    res_b = refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
+                            swing.markers, start=swing.start, phi_s_cov=swing.cov_s,
+                            phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
+                            base_pose=(p.sc.obj.base_rotation_platform,
+                                       p.sc.obj.base_position_platform_m),
+                            window=(0.5, 2.5), free="phi_b", damping="shared",
+                            damping_start=0.05, first_horizon_s=1.0)
+    assert abs(res_b.jyy["link1.J_yy"] - true_jyy) < 1e-3 * true_jyy
+    assert set(res_b.joint_damping) == {"shared"}
+    assert res_b.phi_b_cov.shape == (18, 18)
+
+
+def test_refine_input_errors(swing):
+    p = swing.p
+    kw = dict(start=swing.start, phi_s_cov=swing.cov_s, total_mass_kg=p.sc.obj.total_mass)
+    rig = _rig_with_truth(p.sc)
+    with pytest.raises(InputError, match="window"):
+        refine_relative(p.tree, rig, p.sc.platform_params, swing.data, swing.markers,
+                        window=(1.0, 1.05), **kw)
+    few = dict(swing.markers)
+    few["link1"] = dict(list(few["link1"].items())[:2])
+    with pytest.raises(InputError, match="link1"):
+        refine_relative(p.tree, rig, p.sc.platform_params, swing.data, few, **kw)
+    with pytest.raises(ValueError):
+        refine_relative(p.tree, rig, p.sc.platform_params, swing.data, swing.markers,
+                        free="all", **kw)
