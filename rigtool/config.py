@@ -236,6 +236,10 @@ def load_rig(path: str | Path) -> RigFile:
     calibrated = (platform.params is not None
                   and bool(np.all(np.isfinite(rig.stiffness)))
                   and bool(np.all(np.isfinite(rig.free_length))))
+    if calibrated:
+        # checked here, not when a posture fit first needs it minutes later
+        from rigtool.identify.calibration_covariance import covariance_from_raw
+        covariance_from_raw(raw, rig, path=path)
     return RigFile(path, rig, bodies, tuple(captures), raw, calibrated)
 
 

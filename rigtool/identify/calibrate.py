@@ -118,6 +118,7 @@ class HoldoutCheck:
     known: InertialParams
     com_std_m: np.ndarray | None = None           # standard errors of the identified COM
     inertia_std_rel: float = float("nan")         # max std of inertia_com / largest moment
+    inertia_com_std: np.ndarray | None = None     # standard errors of inertia_com, kg m^2
 
 
 @dataclass(frozen=True)
@@ -390,4 +391,4 @@ def _holdout_check(rig: Rig, cap: CaptureMotion, cal: CalibrationResult,
         com_error_m=float(np.linalg.norm(ident.com - known.com)),
         inertia_error_rel=float(np.abs(ident.inertia_com - known.inertia_com).max() / i_max),
         identified=ident, known=known, com_std_m=pstd[:3],
-        inertia_std_rel=float(pstd[3:].max() / i_max))
+        inertia_std_rel=float(pstd[3:].max() / i_max), inertia_com_std=pstd[3:].reshape(3, 3))

@@ -55,6 +55,7 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError
 from rigtool.identify import _oe_model as om
+from rigtool.identify.calibration_covariance import calibration_members, covariance_from_raw
 from rigtool.identify.overall import PostureResult, transform_matrix
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
@@ -238,23 +239,33 @@ class _Problem:
         return self._eval(x)[1]
 
 
-def calibration_std_from_rigfile(raw: dict, rig: Rig) -> dict[str, np.ndarray] | None:
-    """Standard errors of the calibrated rig as written by ``rigtool calibrate``
-    (``[calibration.std]`` of the rig file's raw TOML), or None when absent."""
+def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
+                                 ) -> dict[str, np.ndarray] | None:
+    """Uncertainty of the calibrated rig as written by ``rigtool calibrate``, or None.
+
+    Standard errors from ``[calibration.std]`` of the rig file's raw TOML; when the file also
+    has ``[calibration.covariance]`` (output-error calibration), ``"members"``: the
+    calibration perturbed along the covariance's principal axes, so the posture fit
+    propagates its correlations (rigtool.identify.calibration_covariance).
+    """
     std = raw.get("calibration", {}).get("std")
     if not std:
         return None
     springs = std.get("springs", {})
     names = [sp.name for sp in rig.springs]
     try:
-        return {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
-                "free_length": np.array([springs[n]["free_length"] for n in names], float),
-                "damping": np.array([springs[n]["damping"] for n in names], float),
-                "platform_mass": float(std["platform"]["mass"]),
-                "platform_com": np.asarray(std["platform"]["com"], float),
-                "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
+        out = {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
+               "free_length": np.array([springs[n]["free_length"] for n in names], float),
+               "damping": np.array([springs[n]["damping"] for n in names], float),
+               "platform_mass": float(std["platform"]["mass"]),
+               "platform_com": np.asarray(std["platform"]["com"], float),
+               "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
     except (KeyError, TypeError):
         return None
+    cov = covariance_from_raw(raw, rig, path=path)
+    if cov is not None:
+        out["members"] = calibration_members(rig, rig.platform.params, cov)
+    return out
 
 
 def _calibration_members(rig: Rig, platform: InertialParams, cal_std: dict):

@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from rigtool.errors import InputError
+from rigtool.identify.calibration_covariance import calibration_members
 from rigtool.identify.output_error import (_Problem, _start_state, object_to_z, z_to_params)
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
@@ -70,25 +71,37 @@ class CalibrationRefinement:
     elapsed_s: float
     warnings: list[str] = field(default_factory=list)
 
+    def physical_covariance(self) -> np.ndarray:
+        """Covariance of the calibration in physical parameters, in the order of
+        rigtool.identify.calibration_covariance.parameter_names (springs' stiffness, free
+        length, damping; platform mass, COM, inertia about the COM), by the delta method from
+        the fit's log-Cholesky parameters."""
+        n_spr = len(self.rig.springs)
+
+        def physical(s: np.ndarray) -> np.ndarray:
+            p = InertialParams(_platform_pi(s[3 * n_spr:]))
+            ic = p.inertia_com
+            return np.concatenate([s[:3 * n_spr], [p.mass], p.com,
+                                   ic[np.triu_indices(3)]])
+
+        _, cov = propagate(physical, self._shared(), self.covariance)
+        return 0.5 * (cov + cov.T)
+
+    def _shared(self) -> np.ndarray:
+        return np.concatenate([self.rig.stiffness, self.rig.free_length, self.rig.damping,
+                               _platform_z(self.platform)])
+
     def as_calibration_std(self) -> dict:
         """Uncertainty in the form ``refine_posture(calibration_std=...)`` takes.
 
         Besides the standard errors, ``"members"`` holds one perturbed calibration per
-        principal axis of the full covariance (``x + sqrt(lambda_j) v_j``), so the posture fit
-        propagates the calibration's correlations too (stiffness and free length are
-        strongly correlated; their standard errors alone overstate the effect).
+        principal axis of the full covariance (``x + sqrt(lambda_j) v_j``, physical
+        parameters), so the posture fit propagates the calibration's correlations too
+        (stiffness and free length are strongly correlated; their standard errors alone
+        overstate the effect). A rig file written by ``rigtool calibrate`` stores the same
+        covariance (``[calibration.covariance]``) and gives the same members.
         """
-        n_spr = len(self.rig.springs)
-        shared = np.concatenate([self.rig.stiffness, self.rig.free_length, self.rig.damping,
-                                 _platform_z(self.platform)])
-        lam, vec = np.linalg.eigh(0.5 * (self.covariance + self.covariance.T))
-        members = []
-        for lj, vj in zip(lam, vec.T):
-            if lj > 0:
-                s = shared + np.sqrt(lj) * vj
-                members.append((f"axis {len(members)}", float(np.sqrt(lj)),
-                                (_platform_pi(s[3 * n_spr:]), s[:n_spr], s[n_spr:2 * n_spr],
-                                 s[2 * n_spr:3 * n_spr])))
+        members = calibration_members(self.rig, self.platform, self.physical_covariance())
         return {"stiffness": self.stiffness_std, "free_length": self.free_length_std,
                 "damping": self.damping_std, "platform_mass": self.platform_mass_std,
                 "platform_com": self.platform_com_std,

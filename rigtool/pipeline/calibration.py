@@ -21,6 +21,7 @@ from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
 from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibrate import CalibrationResult, HoldoutCheck, calibrate_motion
+from rigtool.identify.calibration_covariance import covariance_table
 from rigtool.identify.output_error import refine_posture
 from rigtool.identify.output_error_calibration import (CalibrationRefinement, OECapture,
                                                        refine_calibration)
@@ -139,7 +140,7 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
         return CalibrationJob(result, caps, inputs)
     if progress:
         progress("output-error refinement over the calibration captures")
-    refined, refinement = _refine(rigfile, caps, datas, result)
+    refined, refinement = refine_with_holdouts(rigfile, caps, datas, result)
     return CalibrationJob(refined, caps, inputs, result, refinement)
 
 
@@ -152,9 +153,13 @@ def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
     return replace(rig, springs=springs, platform=replace(rig.platform, params=res.platform))
 
 
-def _refine(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData],
-            ee: CalibrationResult) -> tuple[CalibrationResult, CalibrationRefinement]:
+def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData],
+                         ee: CalibrationResult
+                         ) -> tuple[CalibrationResult, CalibrationRefinement]:
     """Output-error refinement of ``ee`` and the hold-out checks redone with its rig.
+
+    ``caps`` and ``datas`` are the prepared captures and their raw markers, one per entry of
+    ``rigfile.captures`` (hold-outs included), as :func:`prepare_captures` returns them.
 
     The hold-out bodies are identified as unknowns (mass known) exactly as a posture is:
     equation-error fit, then its output-error refinement.
@@ -183,7 +188,8 @@ def _refine(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData]
             com_error_m=float(np.linalg.norm(oe.com - known.com)),
             inertia_error_rel=float(np.abs(oe.inertia_com - known.inertia_com).max() / i_max),
             identified=oe.params, known=known, com_std_m=oe.com_std,
-            inertia_std_rel=float(oe.inertia_com_std.max() / i_max)))
+            inertia_std_rel=float(oe.inertia_com_std.max() / i_max),
+            inertia_com_std=oe.inertia_com_std))
     refined = replace(
         ee, stiffness=ref.rig.stiffness, stiffness_std=ref.stiffness_std,
         free_length=ref.rig.free_length, free_length_std=ref.free_length_std,
@@ -263,6 +269,7 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
                                        for k, v in oe.residual_rms_mm.items()},
             "marker_sigma_mm": float(f"{oe.marker_sigma_mm:.4g}"),
             "iterations": oe.iterations, "time_s": float(f"{oe.elapsed_s:.3g}")}
+        cal["covariance"] = covariance_table(spring_names, oe.physical_covariance())
     if res.residual_stiffness is not None:
         cal["residual_stiffness"] = _matrix(res.residual_stiffness, 6)
         cal["residual_stiffness_std"] = _matrix(res.residual_stiffness_std, 4)

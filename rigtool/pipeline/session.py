@@ -300,7 +300,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
                                     calibration_std=calibration_std_from_rigfile(
-                                        getattr(rigfile, "raw", {}), rig),
+                                        getattr(rigfile, "raw", {}), rig,
+                                        path=getattr(rigfile, "path", None)),
                                     base_pose_cov=pose_cov)
         res = refinement.as_posture_result()
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
