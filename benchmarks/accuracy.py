@@ -1,0 +1,400 @@
+"""Accuracy study (issue 9): paper 002's procedure against rigtool's, and against the noise floor.
+
+For each scenario (two-link: scenarios/two_link_paper002.toml; four-link:
+scenarios/four_link.toml) the captures (locked postures and the relative-motion swing) are
+simulated once; for every marker-noise level ``sigma`` and seed the markers are re-drawn
+(white Gaussian noise only, no gaps or artefacts: the Cramer-Rao bound below assumes exactly
+that) and three procedures run on the same data, all with the TRUE rig (springs and platform
+of the simulator; the calibration is benchmarked in benchmarks/calibration.py):
+
+(a) ``paper002``: paper 002's procedure. Posture: linear stiffness-matrix spring model
+    (``spring_model="linear"``), plain least squares (N and N m rows as they come), no
+    noise-probe compensation, the unconstrained estimate. Subset: unweighted least squares
+    (``fit_subset(weighting="plain")``, paper 002's E_v1), no consistency. Relative stage:
+    linear spring model, plain rows, no compensation, the J_yy unconstrained and then held
+    inside eq. 19's interval (every link's diagonal inertia positive, generalised to n links;
+    the quadratic E_v2 minimised over that polytope).
+(b) ``rigtool-EE``: rigtool's best equation-error fit. Posture: exact spring model,
+    dual-metric (unit-independent, paper 004) weighting, noise-probe compensation,
+    pseudo-inertia LMI. Subset: covariance-weighted, physical-consistency LMIs
+    (``consistent=True``). Relative stage: the default two-step method (noise weighting,
+    compensation, LMI interval); ``rigtool-EE/joint`` is the same with ``method="joint"``.
+(c) ``rigtool-OE``: rigtool's default (``rigtool run``): every posture refined by output
+    error (rigtool.identify.output_error.refine_posture, started from (b)'s posture fit),
+    then (b)'s subset and two-step relative stage. About 5-10 s per posture, so it runs on
+    the first ``--oe-seeds`` seeds only.
+
+Reported (markdown tables): overall properties per posture (COM error in mm, inertia error
+in % of that posture's largest principal moment), Phi_s and Phi_B (E_MS/M0 in m and E_J/Im
+in %, as benchmarks/relative.py: worst entry over the first moments divided by M0, worst
+inertia entry divided by the largest principal moment of the whole object over the
+postures), the ratios b/a and c/a, the coverage of +-2 reported standard errors, and the
+posture estimators' RMS error per parameter over the Cramer-Rao bound (benchmarks/crb.py).
+
+    python3 benchmarks/accuracy.py [--seeds 20] [--oe-seeds 5] [--sigmas 0.05,0.1,0.2,0.5]
+                                   [--scenarios two-link,four-link] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from crb import posture_crb  # noqa: E402
+
+from rigtool.config import FilterSettings  # noqa: E402
+from rigtool.errors import RigtoolError  # noqa: E402
+from rigtool.identify.relative import (_constrained, _inside, feasible_intervals,  # noqa: E402
+                                       phi_b_affine, resolve_relative)
+from rigtool.identify.subset import PostureOverall, fit_subset  # noqa: E402
+from rigtool.pipeline.session import fit_one_posture, posture_overall  # noqa: E402
+from rigtool.sim.markers import synthesize_markers  # noqa: E402
+from rigtool.sim.scenario import load_scenario  # noqa: E402
+from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job  # noqa: E402
+from rigtool.tree import (composite_params, minimal_parameters, phi_b_vector,  # noqa: E402
+                          phi_s_from_phi_b)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = {"two-link": ROOT / "scenarios" / "two_link_paper002.toml",
+             "four-link": ROOT / "scenarios" / "four_link.toml"}
+METHODS = ("paper002", "rigtool-EE", "rigtool-EE/joint", "rigtool-OE")
+TRIU = np.triu_indices(3)
+POSTURE_PARAMS = ["c_x", "c_y", "c_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz"]
+
+
+# ------------------------------------------------------------------------------- set-up
+
+def prepare(name: str, path: Path, with_crb: bool = True) -> SimpleNamespace:
+    """Simulate a scenario's postures and swing once; truth values and the posture CRBs."""
+    sc = load_scenario(path)
+    jobs = [j for j in capture_jobs(sc) if j.kind in ("posture", "relative")]
+    t0 = time.perf_counter()
+    trajs = {j.name: simulate_job(sc, j) for j in jobs}
+    sim_s = time.perf_counter() - t0
+    tree = sc.obj.tree
+    phi_b = phi_b_vector(minimal_parameters(tree))
+    postures = [j for j in jobs if j.kind == "posture"]
+    truth = {}
+    for j in postures:
+        cp_ = composite_params(tree, dict(j.plan.rotations))
+        truth[j.name] = (cp_.com, cp_.inertia_com, np.linalg.eigvalsh(cp_.inertia_com)[-1])
+    i_max = max(t[2] for t in truth.values())
+    rig = _rig_with_truth(sc)
+    crb = {}
+    t0 = time.perf_counter()
+    if with_crb:
+        for j in postures:
+            crb[j.name] = posture_crb(sc, j, trajs[j.name], sigma_m=1e-4)
+    crb_s = time.perf_counter() - t0
+    return SimpleNamespace(name=name, sc=sc, jobs=jobs, postures=postures,
+                           relative=[j for j in jobs if j.kind == "relative"][0], trajs=trajs,
+                           tree=tree, phi_b=phi_b, phi_s=phi_s_from_phi_b(phi_b), rig=rig,
+                           rigfile=SimpleNamespace(rig=rig), mass=float(sc.obj.total_mass),
+                           i_max=i_max, truth=truth, crb=crb,
+                           markers={l.name: l.markers_link for l in tree.links},
+                           sim_s=sim_s, crb_s=crb_s)
+
+
+# ------------------------------------------------------------------------------- procedures
+
+def eq19_lower_bounds(phi_s: np.ndarray, n_links: int) -> np.ndarray:
+    """Paper 002 eq. 19 generalised: every link's diagonal inertia entries positive.
+
+    With ``J_j = D_j + J_yy,j 1`` (``D_j`` from Phi_s: ``J_xx - J_yy``, ``J_zz - J_yy`` on its
+    diagonal) that is ``J_yy,j >= max(0, -(J_xx - J_yy), -(J_zz - J_yy))`` per link."""
+    per = np.asarray(phi_s, float)[:8 * n_links].reshape(n_links, 8)
+    return np.maximum(0.0, np.maximum(-per[:, 3], -per[:, 4]))
+
+
+def paper002_relative(p, data, subset, settings, seed: int):
+    """Relative stage as paper 002: linear springs, plain rows, no compensation, then the
+    J_yy held inside eq. 19's interval (E_v2 minimised over it)."""
+    n = len(p.tree.links)
+    res = resolve_relative(p.tree, p.rig, p.sc.platform_params, data, p.markers, subset,
+                           p.mass, settings, p.relative.settings.window, weighting="plain",
+                           compensate=False, consistent=False, spring_model="linear",
+                           seed=seed)
+    if n < 2:
+        return res, False
+    u_ls = np.array(list(res.unconstrained.values()))
+    phi_s = np.asarray(subset.values, float)
+    lower = eq19_lower_bounds(phi_s, n)
+    iv = feasible_intervals(lower, phi_s[-1])
+    if np.any(iv[:, 0] > iv[:, 1]) or _inside(u_ls, lower, phi_s[-1]):
+        return res, False
+    jyy = np.array([9 * i + 4 for i in range(1, n)])
+    normal = np.linalg.pinv(res.covariance[np.ix_(jyy, jyy)])
+    u = _constrained(u_ls, normal, lower, phi_s[-1])
+    g, h = phi_b_affine(n)
+    return replace(res, values=g @ phi_s + h @ u), True
+
+
+def overall_of(outcome, which: str) -> PostureOverall:
+    """PostureOverall of an outcome's unconstrained / equation-error / final result."""
+    if which == "unconstrained":
+        r = outcome.result
+        u = r.unconstrained
+        return PostureOverall(r.name, u.com, r.com_std, u.inertia_com, r.inertia_com_std,
+                              outcome.rotations, covariance9=r.covariance9)
+    if which == "equation-error":
+        return posture_overall(replace(outcome, result=outcome.equation_error))
+    return posture_overall(outcome)
+
+
+def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bool) -> dict:
+    """Every procedure on one noise draw. Returns method -> {postures, subset, relative, s}."""
+    rng = np.random.default_rng(10_000 * int(round(sigma_m * 1e6)) + seed)
+    data = {j.name: synthesize_markers(p.trajs[j.name], j.marker_sets, noise_sigma_m=sigma_m,
+                                       artefacts=None, rng=rng, rate_hz=j.settings.rate_hz)
+            for j in p.jobs}
+
+    def fit(j, **kw):
+        return fit_one_posture(None, p.rigfile, p.tree, p.markers, Path(j.name), name=j.name,
+                               window=j.settings.window, units=None, total_mass_kg=p.mass,
+                               settings=settings, data=data[j.name], **kw)
+
+    rel_data = data[p.relative.name]
+    out: dict[str, dict] = {}
+    # (a) paper 002
+    t0 = time.perf_counter()
+    outs = [fit(j, spring_model="linear", weighting="plain", compensate=False)
+            for j in p.postures]
+    post = [overall_of(o, "unconstrained") for o in outs]
+    t_post = time.perf_counter() - t0
+    sub = fit_subset(p.tree, post, p.mass, weighting="plain", consistent=False)
+    rel, moved = paper002_relative(p, rel_data, sub, settings, seed)
+    out["paper002"] = dict(postures=post, subset=sub, relative=rel, moved=moved,
+                           seconds=time.perf_counter() - t0, posture_s=t_post)
+    # (b) rigtool's equation error (and (c) output error on top of the same fits)
+    t0 = time.perf_counter()
+    method = "output-error" if with_oe else "equation-error"
+    outs = [fit(j, spring_model="exact", weighting="dual-metric", compensate=True,
+                method=method) for j in p.postures]
+    t_all = time.perf_counter() - t0
+    t_oe = sum(o.refinement.elapsed_s for o in outs) if with_oe else 0.0
+    post = [overall_of(o, "equation-error") for o in outs]
+    t1 = time.perf_counter()
+    sub = fit_subset(p.tree, post, p.mass, consistent=True)
+    t_sub = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    rel = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
+                           p.mass, settings, p.relative.settings.window, seed=seed)
+    t_rel = time.perf_counter() - t1
+    out["rigtool-EE"] = dict(postures=post, subset=sub, relative=rel, moved=bool(rel.on_bound),
+                             seconds=t_all - t_oe + t_sub + t_rel, posture_s=t_all - t_oe)
+    t1 = time.perf_counter()
+    rel_j = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
+                             p.mass, settings, p.relative.settings.window, seed=seed,
+                             method="joint")
+    out["rigtool-EE/joint"] = dict(postures=post, subset=sub, relative=rel_j, moved=False,
+                                   seconds=t_all - t_oe + t_sub + time.perf_counter() - t1,
+                                   posture_s=t_all - t_oe)
+    if with_oe:
+        post = [overall_of(o, "final") for o in outs]
+        t1 = time.perf_counter()
+        sub = fit_subset(p.tree, post, p.mass, consistent=True)
+        lowered = not sub.identified
+        if lowered:
+            # Seen on the two-link session: with the output-error covariances the smallest
+            # whitened singular value sits just under the default rtol (1e-3; 9e-4 seen)
+            # and fit_subset declares a combination unidentified. Counted and reported.
+            sub = fit_subset(p.tree, post, p.mass, consistent=True, rtol=1e-4)
+        rel = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
+                               p.mass, settings, p.relative.settings.window, seed=seed)
+        out["rigtool-OE"] = dict(postures=post, subset=sub, relative=rel,
+                                 moved=bool(rel.on_bound), rtol_lowered=lowered,
+                                 seconds=t_all + time.perf_counter() - t1, posture_s=t_all)
+    return out
+
+
+# ------------------------------------------------------------------------------- metrics
+
+def posture_vector(po: PostureOverall) -> np.ndarray:
+    """``[c (3), I_com upper triangle (6)]`` in POSTURE_PARAMS order."""
+    return np.concatenate([po.com_base_m, np.asarray(po.inertia_com_base)[TRIU]])
+
+
+def posture_std_vector(po: PostureOverall) -> np.ndarray:
+    return np.concatenate([po.com_std_m, np.broadcast_to(po.inertia_std, (3, 3))[TRIU]])
+
+
+def metrics(p, res: dict) -> dict:
+    """Error figures of one procedure on one seed."""
+    m: dict = {"posture_err": {}, "posture_cover": []}
+    e_com, e_i = [], []
+    for po in res["postures"]:
+        com_t, i_t, i_max = p.truth[po.name]
+        err = posture_vector(po) - np.concatenate([com_t, i_t[TRIU]])
+        m["posture_err"][po.name] = err
+        e_com.append(np.abs(err[:3]).max() * 1e3)
+        e_i.append(np.abs(err[3:]).max() / i_max * 100)
+        m["posture_cover"].append(np.abs(err) <= 2 * posture_std_vector(po))
+    m["com_mm"], m["inertia_pct"] = float(np.max(e_com)), float(np.max(e_i))
+    m["posture_cover"] = np.concatenate(m["posture_cover"])
+    n = len(p.tree.links)
+    sub = res["subset"]
+    err_s = np.asarray(sub.values) - p.phi_s
+    is_ms = np.concatenate([np.tile(np.arange(8) < 3, n), [False]])
+    m["phi_s_ms"] = float(np.abs(err_s[is_ms]).max() / p.mass)
+    m["phi_s_j"] = float(np.abs(err_s[~is_ms]).max() / p.i_max * 100)
+    m["phi_s_cover"] = np.abs(err_s) <= 2 * np.asarray(sub.std)
+    rel = res["relative"]
+    err_b = rel.values - p.phi_b
+    is_ms = np.tile(np.arange(9) < 3, n)
+    m["phi_b_ms"] = float(np.abs(err_b[is_ms]).max() / p.mass)
+    m["phi_b_j"] = float(np.abs(err_b[~is_ms]).max() / p.i_max * 100)
+    m["phi_b_cover"] = np.abs(err_b) <= 2 * rel.std_phi_b
+    m["moved"] = bool(res["moved"])
+    m["rtol_lowered"] = bool(res.get("rtol_lowered", False))
+    m["seconds"], m["posture_s"] = res["seconds"], res["posture_s"]
+    return m
+
+
+# ------------------------------------------------------------------------------- tables
+
+def _mean(ms, key):
+    return float(np.mean([x[key] for x in ms]))
+
+
+def accuracy_table(p, rows: dict) -> list[str]:
+    """One markdown table: per sigma and method, mean errors over seeds, ratios, coverage."""
+    out = [f"| sigma mm | method | seeds | COM mm | inertia % | Phi_s E_MS/M0 mm | "
+           "Phi_s E_J/Im % | Phi_B E_MS/M0 mm | Phi_B E_J/Im % | ratio to (a): COM / I / "
+           "Phi_B MS / Phi_B J | cover post. | cover Phi_s | cover Phi_B | on bound | "
+           "rtol 1e-4 | s/seed |", "|" + "---|" * 16]
+    for sigma, by_m in rows.items():
+        base = by_m.get("paper002")
+        for meth in METHODS:
+            ms = by_m.get(meth)
+            if not ms:
+                continue
+            vals = [_mean(ms, k) for k in ("com_mm", "inertia_pct", "phi_s_ms", "phi_s_j",
+                                           "phi_b_ms", "phi_b_j")]
+            if base and meth != "paper002":
+                # ratio on the seeds both ran (OE runs on a prefix of the seeds)
+                b2 = base[:len(ms)]
+                r = [_mean(ms, k) / _mean(b2, k) for k in ("com_mm", "inertia_pct", "phi_b_ms",
+                                                          "phi_b_j")]
+                ratio = " / ".join(f"{x:.2f}" for x in r)
+            else:
+                ratio = "1"
+            cov = [100 * np.mean(np.concatenate([x[k] for x in ms]))
+                   for k in ("posture_cover", "phi_s_cover", "phi_b_cover")]
+            out.append(f"| {sigma:g} | {meth} | {len(ms)} | {vals[0]:.4f} | {vals[1]:.4f} | "
+                       f"{vals[2] * 1e3:.4f} | {vals[3]:.4f} | {vals[4] * 1e3:.4f} | "
+                       f"{vals[5]:.4f} | {ratio} | {cov[0]:.0f}% | {cov[1]:.0f}% | "
+                       f"{cov[2]:.0f}% | {sum(x['moved'] for x in ms)} | "
+                       f"{sum(x['rtol_lowered'] for x in ms)} | "
+                       f"{_mean(ms, 'seconds'):.1f} |")
+    return out
+
+
+def crb_tables(p, rows: dict) -> list[str]:
+    """RMS error over seeds / sqrt(CRB) per posture parameter: a summary per sigma and method,
+    and the per-parameter ratios at 0.1 mm (or the first sigma)."""
+    out = ["| sigma mm | method | seeds | median ratio | max ratio | params within 1.5x | "
+           "worst (posture.param) |", "|---|---|---|---|---|---|---|"]
+    detail = {}
+    for sigma, by_m in rows.items():
+        for meth in ("paper002", "rigtool-EE", "rigtool-OE"):
+            ms = by_m.get(meth)
+            if not ms:
+                continue
+            ratios, labels = [], []
+            for j in p.postures:
+                err = np.array([x["posture_err"][j.name] for x in ms])
+                rms = np.sqrt(np.mean(err ** 2, axis=0))
+                bound = p.crb[j.name].std * sigma / 0.1
+                ratios += list(rms / bound)
+                labels += [f"{j.name}.{k}" for k in POSTURE_PARAMS]
+                detail.setdefault(sigma, {}).setdefault(meth, {})[j.name] = rms / bound
+            ratios = np.array(ratios)
+            k = int(np.argmax(ratios))
+            out.append(f"| {sigma:g} | {meth} | {len(ms)} | {np.median(ratios):.2f} | "
+                       f"{ratios.max():.2f} | {np.mean(ratios <= 1.5) * 100:.0f}% | "
+                       f"{labels[k]} |")
+    sig = 0.1 if 0.1 in detail else next(iter(detail), None)
+    if sig is not None:
+        out += ["", f"Per parameter at sigma = {sig:g} mm: sqrt(CRB) (um for the COM, "
+                "1e-6 kg m^2 for the inertia) and each estimator's RMS error over it.", "",
+                "| posture | param | sqrt(CRB) | sqrt(CRB all markers) | "
+                + " | ".join(detail[sig]) + " |", "|---|---|---|---|"
+                + "---|" * len(detail[sig])]
+        for j in p.postures:
+            std = p.crb[j.name].std * sig / 0.1
+            std_all = p.crb[j.name].std_all * sig / 0.1
+            for i, k in enumerate(POSTURE_PARAMS):
+                out.append(f"| {j.name} | {k} | {std[i] * 1e6:.2f} | {std_all[i] * 1e6:.2f} | "
+                           + " | ".join(f"{detail[sig][m][j.name][i]:.2f}"
+                                        for m in detail[sig]) + " |")
+    return out
+
+
+# ------------------------------------------------------------------------------- main
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--oe-seeds", type=int, default=5,
+                    help="seeds (the first ones) on which the output-error postures run")
+    ap.add_argument("--sigmas", default="0.05,0.1,0.2,0.5", help="marker noise, mm")
+    ap.add_argument("--scenarios", default="two-link,four-link")
+    ap.add_argument("--json", type=Path, default=None, help="also write the raw figures")
+    args = ap.parse_args()
+    sigmas = [float(s) for s in args.sigmas.split(",")]
+    settings = FilterSettings()
+    t_start = time.perf_counter()
+    dump = {}
+    for sname in args.scenarios.split(","):
+        p = prepare(sname, SCENARIOS[sname])
+        print(f"\n## {sname}: {len(p.tree.links)} links, {len(p.postures)} postures, "
+              f"M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2 (simulated in {p.sim_s:.1f} s, "
+              f"CRB in {p.crb_s:.1f} s); {args.seeds} seeds ({args.oe_seeds} with output "
+              "error), true rig, white noise only\n", flush=True)
+        rows: dict[float, dict[str, list]] = {}
+        failed = []
+        for sigma in sigmas:
+            rows[sigma] = {}
+            for seed in range(args.seeds):
+                t0 = time.perf_counter()
+                try:
+                    res = run_seed(p, sigma * 1e-3, seed, settings, seed < args.oe_seeds)
+                except RigtoolError as exc:
+                    failed.append(f"sigma {sigma} seed {seed}: {exc}")
+                    continue
+                for meth, r in res.items():
+                    rows[sigma].setdefault(meth, []).append(metrics(p, r))
+                print(f"<!-- {sname} sigma {sigma} seed {seed}: "
+                      f"{time.perf_counter() - t0:.1f} s -->", flush=True)
+        print("\n### Accuracy\n")
+        print("\n".join(accuracy_table(p, rows)))
+        print("\n### Posture fit against the Cramer-Rao bound (RMS error / sqrt(CRB))\n")
+        print("\n".join(crb_tables(p, rows)))
+        for f in failed:
+            print("failed:", f)
+        dump[sname] = {str(s): {m: [{k: (v.tolist() if isinstance(v, np.ndarray) else
+                                         {a: b.tolist() for a, b in v.items()}
+                                         if isinstance(v, dict) else v)
+                                     for k, v in x.items()} for x in ms]
+                                for m, ms in by.items()} for s, by in rows.items()}
+    print(f"\n(total {time.perf_counter() - t_start:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps(dump))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The noise floor of a locked-posture fit: the Cramer-Rao bound (issue 9).
+
+Argument. The data of a posture capture are marker positions ``y_k = f_k(theta) + e_k`` with
+``e_k`` white Gaussian noise of standard deviation ``sigma`` per coordinate. ``theta`` holds
+the object's COM and inertia (9 numbers; its mass is weighed) and the nuisance the model
+needs: the platform's state at the first frame (12). Given the rig (springs, platform) the
+motion is deterministic, so ``f`` is the simulated response of
+rigtool.identify.output_error's model and the Fisher information is
+``F = J^T J / sigma^2`` with ``J = df/dtheta`` at the TRUE parameters. Any unbiased estimator
+from the same markers has covariance at least ``F^-1``; the bound on the reported quantities
+``g(theta) = (COM, inertia about the COM)`` is ``G F^-1 G^T``, ``G = dg/dtheta``. No
+filtering or differentiation enters the argument: processing the markers (pose, filters,
+derivatives, as the equation-error fit does) cannot add information, so the same bound holds
+for the equation-error estimator fed by the same markers. It scales as ``sigma^2``.
+
+Two bounds per posture:
+
+- ``std``: the data the output-error fit uses: the platform's markers (the base link's pose on
+  the platform taken as known; its own uncertainty, a few micrometres from the base markers,
+  adds to both estimators and is left out).
+- ``std_all``: every marker rigidly attached to the platform in a locked posture (platform,
+  base and child links, their poses on the platform known): a lower bound for any estimator
+  that also used the object's markers for the platform's motion.
+
+``J`` is computed by central differences in one batched simulation (rigtool.identify.
+_oe_model, two RK4 steps per frame) and the COM/inertia are reached through the output-error
+parameterisation (COM + log-Cholesky of the second moment about the COM; a local bijection,
+so the bound does not depend on it).
+
+    python3 benchmarks/crb.py [--scenario scenarios/two_link_paper002.toml] [--sigma 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rigtool.identify.output_error import _jac, _Problem, object_to_z, z_to_params
+from rigtool.identify.overall import transform_matrix
+from rigtool.inertia import InertialParams
+from rigtool.tree import composite_params
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIU = np.triu_indices(3)
+
+
+@dataclass(frozen=True)
+class PostureCRB:
+    """Cramer-Rao bound of one posture at ``sigma_m`` (per marker coordinate).
+
+    ``std``/``cov``: ``[c_x, c_y, c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz]`` (m, kg m^2; COM
+    and inertia about the COM in the base-link frame) from the platform markers;
+    ``std_all``: from every marker rigidly attached in the posture.
+    """
+
+    name: str
+    sigma_m: float
+    std: np.ndarray
+    cov: np.ndarray
+    std_all: np.ndarray
+    n_frames: int
+    seconds: float
+
+
+def _props(z: np.ndarray, mass: float) -> np.ndarray:
+    p = InertialParams(z_to_params(z, mass))
+    return np.concatenate([p.com, p.inertia_com[TRIU]])
+
+
+def _bound(prob: _Problem, x: np.ndarray, sigma_mm: float, mass: float) -> np.ndarray:
+    """Covariance of (COM, inertia) from the Fisher information at ``x``."""
+    h = prob.steps() * 10.0                   # central differences: larger steps are exact enough
+    xs = np.vstack([x + np.diag(h), x - np.diag(h)])
+    pred = prob.batch(xs)                     # [T, 2n, K, 3] m
+    n = x.size
+    jac = 1e3 * ((pred[:, :n] - pred[:, n:]).reshape(pred.shape[0], n, -1)
+                 .transpose(0, 2, 1).reshape(-1, n)) / (2 * h[None, :])
+    fisher = jac.T @ jac / sigma_mm ** 2
+    cov_x = np.linalg.inv(fisher)
+    g = _jac(lambda z: _props(z, mass), x[:9])
+    return g @ cov_x[:9, :9] @ g.T
+
+
+def posture_crb(sc, job, traj, *, sigma_m: float = 1e-4, substeps: int = 2) -> PostureCRB:
+    """The bound of one simulated posture capture (``rigtool.sim`` scenario, capture job and
+    its noise-free trajectory)."""
+    import time
+    t0 = time.perf_counter()
+    obj = sc.obj
+    rot = dict(job.plan.rotations)
+    truth = composite_params(obj.tree, rot)
+    mass = float(truth.mass)
+    time_s = traj.time_s
+    sel = np.ones(time_s.size, bool)
+    if job.settings.window is not None:
+        sel = (time_s >= job.settings.window[0]) & (time_s <= job.settings.window[1])
+    idx = np.flatnonzero(sel)
+    i0, n_frames = idx[0], idx[-1] - idx[0] + 1
+    r0 = traj.rotation["platform"][i0]
+    state = np.concatenate([traj.position_m["platform"][i0], np.zeros(3),
+                            traj.velocity_lab["platform"][i0], traj.omega_lab["platform"][i0]])
+    z_obj = object_to_z(truth.com, truth.inertia_com)
+    x = np.concatenate([z_obj, state])
+    r_pb, t_pb = obj.base_rotation_platform, obj.base_position_platform_m
+    mk_plat = np.array([np.asarray(v, float) for v in sc.rig.platform.markers_platform.values()])
+    org, rots = obj.tree.origins_and_rotations(rot)
+    mk_obj = [r_pb @ (rots[i] @ np.asarray(m, float) + org[i]) + t_pb
+              for i, link in enumerate(obj.tree.links) for m in link.markers_link.values()]
+    dt = 1.0 / job.settings.rate_hz
+    out = []
+    for mk in (mk_plat, np.vstack([mk_plat, np.array(mk_obj)])):
+        prob = _Problem(sc.rig, sc.platform_params.pi.astype(float), transform_matrix(r_pb, t_pb),
+                        mass, mk, np.zeros((n_frames, len(mk), 3)),
+                        np.ones((n_frames, len(mk)), bool), dt, r0, substeps, z_obj, "none",
+                        n_frames=int(n_frames))
+        out.append(_bound(prob, x, sigma_m * 1e3, mass))
+    return PostureCRB(job.name, sigma_m, np.sqrt(np.diag(out[0])), out[0],
+                      np.sqrt(np.diag(out[1])), int(n_frames), time.perf_counter() - t0)
+
+
+def main() -> None:
+    from rigtool.sim.scenario import load_scenario
+    from rigtool.sim.session_writer import capture_jobs, simulate_job
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios/two_link_paper002.toml")
+    ap.add_argument("--sigma", type=float, default=0.1, help="marker noise, mm")
+    args = ap.parse_args()
+    sc = load_scenario(args.scenario)
+    print(f"| posture | frames | " + " | ".join(["c_x um", "c_y um", "c_z um", "I_xx", "I_xy",
+                                                 "I_xz", "I_yy", "I_yz", "I_zz"])
+          + " | s |\n|" + "---|" * 12)
+    for job in capture_jobs(sc):
+        if job.kind != "posture":
+            continue
+        b = posture_crb(sc, job, simulate_job(sc, job), sigma_m=args.sigma * 1e-3)
+        for lab, s in (("platform markers", b.std), ("all markers", b.std_all)):
+            print(f"| {job.name} ({lab}) | {b.n_frames} | "
+                  + " | ".join(f"{v * 1e6:.2f}" for v in s) + f" | {b.seconds:.1f} |")
+    print("(COM in micrometres, inertia about the COM in 1e-6 kg m^2; base-link frame)")
+
+
+if __name__ == "__main__":
+    main()
