@@ -10,12 +10,16 @@ errors. The held-out reference body is scored the same way (COM and inertia entr
 
     python3 benchmarks/calibration.py [--seeds 20] [--scenario scenarios/two_link_paper002.toml]
                                       [--method output-error|equation-error] [--no-compensation]
+
+A long run can be split over processes: ``--seed0 10 --seeds 10 --save part2.pkl`` runs seeds
+10-19 and keeps the per-seed figures; ``--combine part1.pkl part2.pkl`` prints the table of all.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import tempfile
 import time
 from pathlib import Path
@@ -41,7 +45,16 @@ def main() -> None:
     ap.add_argument("--sigma-mm", type=float, default=0.1)
     ap.add_argument("--no-compensation", action="store_true")
     ap.add_argument("--method", choices=FIT_METHODS, default="output-error")
+    ap.add_argument("--seed0", type=int, default=0, help="first seed")
+    ap.add_argument("--save", type=Path, help="keep the per-seed figures in this file")
+    ap.add_argument("--combine", type=Path, nargs="+", help="print the table of saved runs")
     args = ap.parse_args()
+    if args.combine:
+        parts = [pickle.loads(f.read_bytes()) for f in args.combine]
+        rows = {k: [v for part in parts for v in part["rows"][k]] for k in parts[0]["rows"]}
+        summary(rows, [h for part in parts for h in part["holdouts"]],
+                [t for part in parts for t in part["times"]], parts[0]["method"])
+        return
 
     sc = load_scenario(args.scenario)
     jobs = [j for j in capture_jobs(sc) if j.kind == "calibration"]
@@ -64,7 +77,7 @@ def main() -> None:
     rows: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     times, holdouts = [], []
     settings = FilterSettings()
-    for seed in range(args.seeds):
+    for seed in range(args.seed0, args.seed0 + args.seeds):
         rng = np.random.default_rng(1000 + seed)
         caps, datas = [], []
         for i, (job, traj, c) in enumerate(zip(jobs, trajs, rigfile.captures)):
@@ -104,6 +117,15 @@ def main() -> None:
               f"{res.platform.mass - plat.mass:+.4f} kg, worst k err "
               f"{np.max(np.abs(res.stiffness - true_k) / true_k) * 100:.3f}%", flush=True)
 
+    if args.save:
+        args.save.write_bytes(pickle.dumps({"rows": rows, "holdouts": holdouts, "times": times,
+                                            "method": args.method}))
+    summary(rows, holdouts, times, args.method)
+
+
+def summary(rows: dict, holdouts: list, times: list, method: str) -> None:
+    """Print the per-quantity table over all seeds."""
+    print(f"\n{len(times)} seeds")
     print(f"\n{'quantity':32s} {'max|mean err|':>14s} {'max spread':>11s} "
           f"{'mean std':>9s} {'max|err|':>9s} {'coverage 2sd':>12s}")
     for name, vals in rows.items():
@@ -117,7 +139,7 @@ def main() -> None:
         print(f"held-out body: |mass err| max {np.max(np.abs(h[:, 0])):.4f} kg, COM err max "
               f"{1e3 * np.max(h[:, 1]):.2f} mm, inertia err mean {100 * h[:, 2].mean():.2f}% "
               f"max {100 * h[:, 2].max():.2f}% of its largest principal moment")
-    print(f"calibration fit time ({args.method}, held-out checks included): median "
+    print(f"calibration fit time ({method}, held-out checks included): median "
           f"{np.median(times):.1f} s (plus capture preparation)")
 
 

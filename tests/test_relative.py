@@ -13,8 +13,9 @@ import pytest
 
 from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError, IdentifiabilityError
-from rigtool.identify.relative import (feasible_intervals, link_lower_bounds, phi_b_affine,
-                                       plot_relative, relative_system, resolve_relative)
+from rigtool.identify.relative import (dual_metric_factor, feasible_intervals,
+                                       link_lower_bounds, phi_b_affine, plot_relative,
+                                       relative_system, resolve_relative)
 from rigtool.tree import j_matrix, minimal_parameters, phi_b_vector, phi_s_from_phi_b
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,6 +84,33 @@ def test_noise_free_j_yy_recovered(swing):
     plt.close(fig)
 
 
+def test_dual_metric_is_the_inverse_spatial_inertia_of_the_assembly(swing):
+    """``L L^T = Lambda^-1`` with Lambda the spatial inertia (about the platform origin,
+    platform axes) of platform plus object in the swing's mean posture, built here
+    independently from the links' true standard parameters (not from Phi_s)."""
+    from rigtool.identify.overall import transform_matrix
+    from rigtool.inertia import skew
+    from rigtool.tree import composite_params
+    s = relative_system(swing.tree, swing.rig, swing.platform, swing.data, swing.markers,
+                        swing.mass, FilterSettings(), window=(1.0, 11.0))
+    phi_s = phi_s_from_phi_b(swing.phi_b)
+    lt = dual_metric_factor(swing.tree, swing.platform, phi_s, s, swing.mass)
+    obj = composite_params(swing.tree, s.link_rotations_base)        # base frame, base origin
+    pi = swing.platform.pi + transform_matrix(s.base_rotation_platform,
+                                              s.base_position_platform) @ obj.pi
+    p = type(obj)(pi)
+    m, h = p.mass, p.pi[1:4]
+    lam = np.block([[m * np.eye(3), -skew(h)], [skew(h), p.inertia_origin]])
+    np.testing.assert_allclose(lt.T @ lt, np.linalg.inv(lam), rtol=1e-9, atol=1e-12)
+    # noise-free, the weighting is immaterial: the dual-metric fit recovers J_yy as well
+    sub = SimpleNamespace(values=phi_s, covariance=np.zeros((phi_s.size, phi_s.size)))
+    res = resolve_relative(swing.tree, swing.rig, swing.platform, swing.data, swing.markers,
+                           sub, swing.mass, FilterSettings(), (1.0, 11.0), compensate=False,
+                           weighting="dual-metric")
+    assert res.weighting == "dual-metric"
+    assert abs(res.resolved["link1.J_yy"] - swing.phi_b[13]) < 1e-3 * swing.phi_b[13]
+
+
 def test_lower_bounds_match_the_sdp(swing):
     """Closed-form lower bounds equal cvxpy's SDP (pseudo-inertia with mass M0)."""
     n = len(swing.tree.links)
@@ -145,14 +173,17 @@ def demo(tmp_path_factory):
     joint = resolve_relative(s.tree, out.rigfile.rig, out.rigfile.rig.platform.params, data,
                              out.link_markers, out.subset, out.total_mass_kg, s.filter,
                              s.relative_motion.window, method="joint")
+    dual = resolve_relative(s.tree, out.rigfile.rig, out.rigfile.rig.platform.params, data,
+                            out.link_markers, out.subset, out.total_mass_kg, s.filter,
+                            s.relative_motion.window, weighting="dual-metric")
     truth = json.loads((tmp / "captures" / "two-link" / "truth.json").read_text())
-    return out, res, truth, joint
+    return out, res, truth, joint, dual
 
 
 def test_demo_phi_b_against_truth(demo):
     """Every Phi_B element within 4 standard errors of the truth (plus floors of 0.05 mm x M0
     and 0.05 % of the largest link J_yy-scale for the 5 Hz filter's own error)."""
-    out, res, truth, _ = demo
+    out, res, truth, *_ = demo
     assert res.names == truth["phi_b"]["names"]
     tv = np.array(truth["phi_b"]["values"])
     err = np.abs(res.values - tv)
@@ -180,10 +211,24 @@ def test_demo_phi_b_against_truth(demo):
 def test_demo_joint_fit(demo):
     """Joint fit of the postures' Phi_s and eq. 16: within 4 standard errors of the truth,
     and its standard errors no larger than the two-step ones (it uses more information)."""
-    out, res, truth, joint = demo
+    out, res, truth, joint, _ = demo
     assert joint.method == "joint" and not any("two-step" in w for w in joint.warnings)
     tv = np.array(truth["phi_b"]["values"])
     err = np.abs(joint.values - tv)
     assert np.all(err < 4 * joint.std_phi_b + 1e-4), err / joint.std_phi_b
     assert np.all(joint.std_phi_b <= res.std_phi_b * (1 + 1e-6))
     assert err[:3].max() / out.total_mass_kg < 2e-4
+
+
+def test_demo_dual_metric_weighting(demo):
+    """Paper 004's weighting of eq. 16's rows: within 4 standard errors of the truth (with
+    the same floors as the default), compensated, inside the feasible interval."""
+    out, _, truth, _, dual = demo
+    assert dual.weighting == "dual-metric" and dual.compensated
+    tv = np.array(truth["phi_b"]["values"])
+    err = np.abs(dual.values - tv)
+    is_ms = np.array([".MS_" in n for n in dual.names])
+    floor = np.where(is_ms, 5e-5 * out.total_mass_kg, 5e-4 * np.abs(tv[~is_ms]).max())
+    assert np.all(err < 4 * dual.std_phi_b + floor), err / dual.std_phi_b
+    lo, hi = dual.bounds["link1.J_yy"]
+    assert lo < dual.resolved["link1.J_yy"] < hi

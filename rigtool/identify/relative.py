@@ -42,11 +42,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.identify.lsq import noise_moments, solve_compensated, solve_wls
-from rigtool.identify.overall import spring_wrench_body, transform_matrix
+from rigtool.identify.overall import (spatial_inertia_basis, spring_wrench_body,
+                                      transform_matrix)
 from rigtool.identify.platform_motion import (WRENCH_ROWS, CaptureMotion, capture_motion,
                                               equation_rows, relative_pose, row_names)
 from rigtool.inertia import InertialParams, regressor_body, skew
@@ -55,11 +57,11 @@ from rigtool.kinematics.motion import motion_from_pose
 from rigtool.kinematics.pose import body_trajectory
 from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
-from rigtool.tree import PHI_B_FIELDS, Tree, j_matrix, phi_b_names
+from rigtool.tree import PHI_B_FIELDS, Tree, j_matrix, overall_from_phi_b, phi_b_names
 
 #: Standard-parameter index (``pi``) of each Phi_B field of one link (MS xyz, J xx yy zz yz zx xy).
 PI_OF_PHI_B = np.array([1, 2, 3, 4, 7, 9, 8, 6, 5])
-WEIGHTINGS = ("noise", "plain")
+WEIGHTINGS = ("noise", "plain", "dual-metric")
 METHODS = ("two-step", "joint")
 
 
@@ -158,6 +160,7 @@ class RelativeSystem:
     marker_sigma_m: dict = field(default_factory=dict)
     warnings: tuple = ()
     clean_markers: MarkerData | None = None    # markers rebuilt from the filtered poses
+    link_rotations_base: dict | None = None    # link -> mean 0R_j over the frames used
 
 
 def _raw_rotation(traj, rate_hz: float, max_gap_s: float) -> np.ndarray:
@@ -312,8 +315,12 @@ def relative_system(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         xyz.append(np.einsum("tij,kj->tki", r_i, np.stack(list(mk.values()))) + o_i[:, None, :])
     clean = MarkerData(time_s=data.time_s, names=tuple(names), xyz_m=np.concatenate(xyz, 1),
                        rate_hz=data.rate_hz, source=data.source)
+    mean_rot = {}
+    for i, link in enumerate(tree.links[1:], start=1):
+        rel = np.einsum("tji,tjk->tik", base_rot[ok], motions[i].rotation[ok])
+        mean_rot[link.name] = Rotation.from_matrix(rel).mean().as_matrix()
     return RelativeSystem(data.time_s, a, b, ok, r_pb, t_pb, cap.correlation_frames, sigma,
-                          tuple(warnings), clean)
+                          tuple(warnings), clean, mean_rot)
 
 
 # ----------------------------------------------------------------------------------------
@@ -385,6 +392,29 @@ def _noise_probe_rows(tree, rig, platform, system: RelativeSystem, markers, tota
     return da, db
 
 
+def dual_metric_factor(tree: Tree, platform: InertialParams, phi_s: np.ndarray,
+                       system: RelativeSystem, total_mass_kg: float) -> np.ndarray:
+    """``L^T`` (6x6) with ``L L^T = Lambda^-1``: the dual metric of paper 004 for eq. 16's rows.
+
+    ``Lambda`` is the spatial inertia of the vibrating assembly (platform plus the object in
+    the capture's mean posture) about the platform origin, platform axes, as the rows are
+    written. Weighting a residual wrench ``r`` by ``r^T Lambda^-1 r`` measures it by the
+    acceleration it would cause: the fit no longer depends on the units of force and torque
+    nor on the reference point. The object's inertia in any posture needs only Phi_s (each
+    link's ``J_yy 1`` term is rotation-invariant, so only ``sum.J_yy`` enters), so the metric
+    is known before the ``J_yy`` are; it is held fixed (an affine LMI is not needed).
+    """
+    g_mat, _ = phi_b_affine(len(tree.links))
+    rotations = dict(system.link_rotations_base or {})
+    obj_base = overall_from_phi_b(tree, rotations, g_mat @ phi_s, total_mass_kg)
+    t_base = transform_matrix(system.base_rotation_platform, system.base_position_platform)
+    pi = np.asarray(platform.pi, float) + t_base @ obj_base.pi
+    metric = np.einsum("k,kij->ij", pi, spatial_inertia_basis())
+    w, v = np.linalg.eigh(0.5 * (metric + metric.T))
+    w = np.maximum(w, 1e-9 * max(float(w.max()), 1e-12))
+    return (v / np.sqrt(w)).T
+
+
 def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: MarkerData,
                      link_markers: dict[str, dict[str, np.ndarray]], subset,
                      total_mass_kg: float, settings: FilterSettings,
@@ -414,8 +444,10 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
         The session's filter.
     window : (t0, t1), optional
         Analysis window, s.
-    weighting : {"noise", "plain"}
-        Rows weighted by 1/sigma per wrench component from a first pass, or as they come.
+    weighting : {"noise", "plain", "dual-metric"}
+        Rows weighted by 1/sigma per wrench component from a first pass, as they come, or
+        by the dual metric of paper 004 (:func:`dual_metric_factor`; needs every DOF free,
+        else noise weighting is used with a warning).
     compensate : bool
         Bias-compensated least squares from noise probes over all markers (errors in
         variables).
@@ -456,9 +488,21 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
                              window=window, spring_model=spring_model)
     warnings += list(system.warnings)
     ok = system.ok
+    rows_lt = None                      # dual metric: rows premultiplied by L^T
+    if weighting == "dual-metric":
+        if rig.locked_dofs:
+            warnings.append("dual-metric weighting needs all six DOFs free; used noise "
+                            "weighting")
+            weighting = "noise"
+        else:
+            rows_lt = dual_metric_factor(tree, platform, phi_s, system, total_mass_kg)
     a_full = system.a_phi_b[ok]
+    b_sys = system.b[ok]
+    if rows_lt is not None:
+        a_full = np.einsum("ij,tjk->tik", rows_lt, a_full)
+        b_sys = b_sys @ rows_lt.T
     a = a_full @ h_mat                                         # [T, R, n-1]
-    b = system.b[ok] - a_full @ (g_mat @ phi_s)
+    b = b_sys - a_full @ (g_mat @ phi_s)
     lag = system.correlation_frames
     first = solve_wls(a, b, max_lag=lag)
     weights = None
@@ -474,6 +518,9 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
             da_full, db_full = _noise_probe_rows(
                 tree, rig, platform, system, link_markers, total_mass_kg, settings, window,
                 spring_model, float(np.median(sigmas)), n_probes, seed)
+            if rows_lt is not None:
+                da_full = np.einsum("ij,kmjp->kmip", rows_lt, da_full)
+                db_full = db_full @ rows_lt.T
             probes_full = (da_full, db_full)
             da = da_full @ h_mat
             db = db_full - da_full @ (g_mat @ phi_s)
@@ -523,7 +570,7 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
     cov_b = jac @ big @ jac.T
     std_u = np.sqrt(np.clip(np.diag(cov_u), 0, None))
     if method == "joint":
-        joint = _joint_fit(tree, a_full, system.b[ok], weights, lag, probes_full if compensated
+        joint = _joint_fit(tree, a_full, b_sys, weights, lag, probes_full if compensated
                            else None, phi_s, cov_s, total_mass_kg, consistent, int(ok.sum()))
         if isinstance(joint, str):
             warnings.append(joint)
