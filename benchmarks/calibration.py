@@ -75,7 +75,7 @@ def main() -> None:
     plat = sc.platform_params
     i_max = float(np.linalg.eigvalsh(plat.inertia_com)[-1])
     rows: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    times, holdouts = [], []
+    times, holdouts, calibrations = [], [], []
     settings = FilterSettings()
     for seed in range(args.seed0, args.seed0 + args.seeds):
         rng = np.random.default_rng(1000 + seed)
@@ -90,7 +90,9 @@ def main() -> None:
         t1 = time.perf_counter()
         res = calibrate_motion(rigfile.rig, caps)
         if args.method == "output-error":
-            res, _ = refine_with_holdouts(rigfile, caps, datas, res)
+            res, ref = refine_with_holdouts(rigfile, caps, datas, res)
+            calibrations.append({"seed": seed, "rig": ref.rig,
+                                 "covariance": ref.physical_covariance()})
         times.append(time.perf_counter() - t1)
         rows.setdefault("stiffness [% of k]", []).append(
             (100 * (res.stiffness - true_k) / true_k, 100 * res.stiffness_std / true_k))
@@ -118,8 +120,10 @@ def main() -> None:
               f"{np.max(np.abs(res.stiffness - true_k) / true_k) * 100:.3f}%", flush=True)
 
     if args.save:
+        # the calibrated rigs too: a posture benchmark can pair each with fresh posture noise
         args.save.write_bytes(pickle.dumps({"rows": rows, "holdouts": holdouts, "times": times,
-                                            "method": args.method}))
+                                            "method": args.method,
+                                            "calibrations": calibrations}))
     summary(rows, holdouts, times, args.method)
 
 
