@@ -14,9 +14,13 @@ the subset Phi_s (rigtool.identify.subset.fit_subset) and the relative-motion st
   coverage of +-2 standard errors over every Phi_B element.
 
 Variants: ``noise`` weighting with noise-probe compensation (default), ``plain`` weighting,
-no compensation; and ``truth-phi_s`` (the stage alone, Phi_s exact).
+no compensation; and ``truth-phi_s`` (the stage alone, Phi_s exact). With
+``--relative-method output-error`` the equation-error default (``noise+comp``) is the start of
+rigtool.identify.output_error_relative.refine_relative (row ``output-error``, unknowns chosen
+by ``--oe-free``), and the other equation-error variants are skipped.
 
-Run: ``python3 benchmarks/relative.py [--seeds 20] [--scenario demo|human|both]``.
+Run: ``python3 benchmarks/relative.py [--seeds 20] [--scenario demo|human|four|both|all]
+[--posture-method output-error] [--relative-method output-error]``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 
 from rigtool.config import FilterSettings
 from rigtool.errors import RigtoolError
+from rigtool.identify.output_error_relative import refine_relative
 from rigtool.identify.relative import resolve_relative
 from rigtool.identify.subset import fit_subset
 from rigtool.pipeline.session import fit_one_posture, posture_overall
@@ -45,7 +50,8 @@ from rigtool.tree import composite_params, minimal_parameters, phi_b_vector, phi
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
-             "human": ROOT / "scenarios" / "human_like.toml"}
+             "human": ROOT / "scenarios" / "human_like.toml",
+             "four": ROOT / "scenarios" / "four_link.toml"}
 VARIANTS = {"noise+comp": dict(weighting="noise", compensate=True),
             "plain+comp": dict(weighting="plain", compensate=True),
             "noise": dict(weighting="noise", compensate=False),
@@ -67,7 +73,8 @@ def prepare(path: Path):
                            sim_s=time.perf_counter() - t0)
 
 
-def one_seed(p, seed: int, settings: FilterSettings, posture_method: str = "equation-error"):
+def one_seed(p, seed: int, settings: FilterSettings, posture_method: str = "equation-error",
+             relative_method: str = "equation-error", oe_free: str = "phi_b"):
     rng = np.random.default_rng(seed)
     data = {j.name: synthesize_markers(p.trajs[j.name], j.marker_sets,
                                        noise_sigma_m=j.settings.noise_sigma_m,
@@ -89,11 +96,21 @@ def one_seed(p, seed: int, settings: FilterSettings, posture_method: str = "equa
     phi_s_true = phi_s_from_phi_b(p.phi_b)
     true_sub = SimpleNamespace(values=phi_s_true, covariance=np.zeros((phi_s_true.size,) * 2))
     results = {}
-    for name, kw in VARIANTS.items():
+    variants = VARIANTS if relative_method == "equation-error" else \
+        {"noise+comp": VARIANTS["noise+comp"]}
+    for name, kw in variants.items():
         t0 = time.perf_counter()
         results[name] = (resolve_relative(p.tree, p.rig, p.sc.platform_params, data[rel.name], p.markers,
                                           subset, p.mass, settings, rel.settings.window,
                                           seed=seed, **kw), time.perf_counter() - t0)
+    if relative_method == "output-error":
+        t0 = time.perf_counter()
+        results["output-error"] = (refine_relative(
+            p.tree, p.rig, p.sc.platform_params, data[rel.name], p.markers,
+            start=results["noise+comp"][0], phi_s_cov=subset.covariance,
+            phi_s=subset.values, total_mass_kg=p.mass, window=rel.settings.window,
+            free=oe_free), time.perf_counter() - t0)
+        return results
     results["truth-phi_s"] = (resolve_relative(p.tree, p.rig, p.sc.platform_params,
                                                data[rel.name], p.markers, true_sub, p.mass,
                                                settings, rel.settings.window, seed=seed),
@@ -120,13 +137,21 @@ def metrics(p, res):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--scenario", choices=["demo", "human", "both"], default="both")
+    ap.add_argument("--scenario", choices=["demo", "human", "four", "both", "all"],
+                    default="both", help="both: demo and human; all: the three")
     ap.add_argument("--posture-method", choices=["equation-error", "output-error"],
                     default="equation-error",
                     help="how the locked postures are fitted before the subset")
+    ap.add_argument("--relative-method", choices=["equation-error", "output-error"],
+                    default="equation-error",
+                    help="output-error: refine the equation-error stage by refine_relative")
+    ap.add_argument("--oe-free", choices=["phi_b", "jyy"], default="phi_b",
+                    help="unknowns of the output-error refinement")
+    ap.add_argument("--seed0", type=int, default=0, help="first seed")
     args = ap.parse_args()
     settings = FilterSettings()
-    names = ["demo", "human"] if args.scenario == "both" else [args.scenario]
+    names = {"both": ["demo", "human"], "all": ["demo", "human", "four"]}.get(
+        args.scenario, [args.scenario])
     for sname in names:
         p = prepare(SCENARIOS[sname])
         print(f"\n== {sname}: {len(p.tree.links)} links, M0 = {p.mass:.2f} kg, "
@@ -135,15 +160,22 @@ def main() -> None:
         rows: dict[str, list] = {}
         times: dict[str, list] = {}
         failed = []
-        for seed in range(args.seeds):
+        t_run = time.perf_counter()
+        for seed in range(args.seed0, args.seed0 + args.seeds):
             try:
-                out = one_seed(p, seed, settings, args.posture_method)
+                out = one_seed(p, seed, settings, args.posture_method, args.relative_method,
+                               args.oe_free)
             except RigtoolError as exc:         # an earlier stage refused this seed's data
                 failed.append(f"seed {seed}: {exc}")
                 continue
+            line = []
             for k, (res, dt) in out.items():
-                rows.setdefault(k, []).append(metrics(p, res))
+                m = metrics(p, res)
+                rows.setdefault(k, []).append(m)
                 times.setdefault(k, []).append(dt)
+                line.append(f"{k} {m['E_MS/M0'] * 1e3:.4f} mm {m['E_J/Im'] * 100:.3f} % "
+                            f"cover {np.mean(m['cover2']):.2f} {dt:.0f} s")
+            print(f"seed {seed}: " + "; ".join(line), flush=True)
         print(f"{'variant':<12} {'E_MS/M0 mm (med/max)':>22} {'E_J/Im % (med/max)':>20} "
               f"{'E_J/Im_link %':>14} {'Jyy/Im_link %':>14} {'cover2':>7} {'z_Jyy mean/sd':>14} "
               f"{'bound':>5} {'s/run':>6}")
@@ -162,6 +194,7 @@ def main() -> None:
                   f"{np.mean(times[k]):6.2f}")
         for f in failed:
             print("failed", f)
+        print(f"{sname}: {time.perf_counter() - t_run:.0f} s for {args.seeds} seeds")
 
 
 if __name__ == "__main__":

@@ -169,7 +169,8 @@ def test_refine_recovers_jyy_and_damping_noise_free(swing):
                           phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
                           base_pose=(p.sc.obj.base_rotation_platform,
                                      p.sc.obj.base_position_platform_m),
-                          window=(0.5, 4.5), damping_start=0.02, first_horizon_s=1.5)
+                          window=(0.5, 3.5), damping_start=0.02, first_horizon_s=1.0,
+                          free="jyy")
     assert isinstance(res, RelativeRefinement)
     true_jyy = p.phi_b[13]
     # model error of the 1-substep grid is a few micrometres: the bias it leaves is far
@@ -191,11 +192,24 @@ def test_refine_recovers_jyy_and_damping_noise_free(swing):
                             phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
                             base_pose=(p.sc.obj.base_rotation_platform,
                                        p.sc.obj.base_position_platform_m),
-                            window=(0.5, 2.5), free="phi_b", damping="shared",
+                            window=(0.5, 2.5), damping="shared",
                             damping_start=0.05, first_horizon_s=1.0)
     assert abs(res_b.jyy["link1.J_yy"] - true_jyy) < 1e-3 * true_jyy
     assert set(res_b.joint_damping) == {"shared"}
-    assert res_b.phi_b_cov.shape == (18, 18)
+    assert res_b.phi_b_cov.shape == (18, 18) and res_b.free == "phi_b"
+    # the swing pulls Phi_B, the prior holds the rest near Phi_s
+    assert np.abs(phi_s_from_phi_b(res_b.phi_b) - swing.phi_s).max() < 1e-3
+
+
+def test_phi_b_without_covariance_falls_back_to_jyy(swing):
+    p = swing.p
+    res = refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
+                          swing.markers, start=swing.start,
+                          phi_s_cov=np.full_like(swing.cov_s, np.nan), phi_s=swing.phi_s,
+                          total_mass_kg=p.sc.obj.total_mass, window=(0.5, 1.5),
+                          first_horizon_s=0.5)
+    assert res.free == "jyy" and any("covariance" in w for w in res.warnings)
+    assert np.all(np.isfinite(res.phi_b))
 
 
 def test_refine_input_errors(swing):
