@@ -168,7 +168,7 @@ def test_refine_recovers_jyy_and_damping_noise_free(swing):
                           swing.markers, start=swing.start, phi_s_cov=swing.cov_s,
                           phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
                           base_pose=(p.sc.obj.base_rotation_platform,
-                                     p.sc.obj.base_position_platform_m),
+                                     p.sc.obj.base_position_platform_m + [1e-3, 0.0, 0.0]),
                           window=(0.5, 3.5), damping_start=0.02, first_horizon_s=1.0,
                           free="jyy")
     assert isinstance(res, RelativeRefinement)
@@ -178,6 +178,8 @@ def test_refine_recovers_jyy_and_damping_noise_free(swing):
     assert abs(res.jyy["link1.J_yy"] - true_jyy) < 1e-4 * true_jyy
     assert abs(res.joint_damping["link1"] - p.job.plan.joint_damping) < 1e-3
     assert res.residual_rms_mm["platform"] < 0.01
+    # the base pose (started 1 mm off) is fitted from the base markers
+    assert np.abs(res.base_pose[1] - p.sc.obj.base_position_platform_m).max() < 1e-5
     assert set(res.residual_rms_mm) == {"platform", "link0", "link1"}
     # Phi_B: Phi_s's entries kept, the two J_yy moved together (sum fixed)
     assert np.allclose(phi_s_from_phi_b(res.phi_b), swing.phi_s, atol=1e-12)

@@ -77,7 +77,7 @@ class TreeBatch:
     ----------
     parent : ndarray [nb]
         Parent body of each body (-1 for body 0).
-    joint_parent : ndarray [nb, 3]
+    joint_parent : ndarray [B, nb, 3]
         Joint centre (body origin) in the parent body's frame, m (zeros for body 0).
     mass, h_body, inertia_body : ndarray [B, nb], [B, nb, 3], [B, nb, 3, 3]
         Standard parameters of each body about its origin, body axes.
@@ -126,26 +126,27 @@ def tree_batch(rig: Rig, platform_pi: np.ndarray, parents: list[int],
     """Batch of systems from ``phi_b [B, 9n]`` and ``joint_damping [B, n-1]``.
 
     ``parents``: tree parent index of each link (-1 for the base); ``joint_centres_parent
-    [n, 3]``: each link's joint centre in its parent link's frame (row 0 unused).
+    [n, 3]``: each link's joint centre in its parent link's frame (row 0 unused). The base
+    pose on the platform is ``[3, 3]``/``[3]`` or per member ``[B, 3, 3]``/``[B, 3]``.
     ``platform_pi [B, 10]`` or ``[10]``; spring arrays ``[B, S]`` or ``[S]`` override the rig's.
     """
     phi_b = np.atleast_2d(np.asarray(phi_b, float))
     b = phi_b.shape[0]
     n = phi_b.shape[1] // 9
-    r_pb = np.asarray(base_rotation_platform, float)
-    t_pb = np.asarray(base_position_platform, float)
+    r_pb = np.broadcast_to(np.asarray(base_rotation_platform, float), (b, 3, 3))
+    t_pb = np.broadcast_to(np.asarray(base_position_platform, float), (b, 3))
     links = link_params_from_phi_b(phi_b)                               # [B, n, 10]
     base = links[:, 0].copy()
     base[:, 0] = total_mass_kg
     body0 = np.broadcast_to(np.asarray(platform_pi, float), (b, 10)) + np.stack(
-        [transform_params(p, r_pb, t_pb) for p in base])
+        [transform_params(p, r, t) for p, r, t in zip(base, r_pb, t_pb)])
     pis = np.concatenate([body0[:, None], links[:, 1:]], axis=1)        # [B, nb, 10]
     six = pis[..., 4:]
     inertia = np.stack([six[..., [0, 1, 2]], six[..., [1, 3, 4]], six[..., [2, 4, 5]]], -2)
-    jp = np.zeros((n, 3))
+    jp = np.zeros((b, n, 3))
     for i in range(1, n):
         c = np.asarray(joint_centres_parent[i], float)
-        jp[i] = r_pb @ c + t_pb if parents[i] == 0 else c
+        jp[:, i] = r_pb @ c + t_pb if parents[i] == 0 else c
     damp = np.zeros((b, n))
     damp[:, 1:] = np.broadcast_to(np.asarray(joint_damping, float), (b, n - 1))
     k = np.broadcast_to(rig.stiffness if stiffness is None else stiffness,
@@ -226,7 +227,7 @@ class TreeRHS:
         # bodies; every operation is batched over B)
         for i in range(1, nb):
             a = m.parent[i]
-            li = rot[:, a] @ m.joint_parent[i]
+            li = (rot[:, a] @ m.joint_parent[:, i, :, None])[..., 0]
             lever[:, i] = li
             wa = w[:, a]
             beta[:, i] = beta[:, a] + cross(wa, cross(wa, li))
@@ -317,16 +318,18 @@ def body_poses(model: TreeBatch, states: np.ndarray) -> tuple[np.ndarray, np.nda
     org[..., 0, :] = states[..., :3]
     for i in range(1, nb):
         a = model.parent[i]
-        org[..., i, :] = org[..., a, :] + rot[..., a, :, :] @ model.joint_parent[i]
+        org[..., i, :] = org[..., a, :] + (rot[..., a, :, :]
+                                           @ model.joint_parent[:, i, :, None])[..., 0]
     return rot, org
 
 
 def predict_markers(model: TreeBatch, states: np.ndarray, body_of_marker: np.ndarray,
                     markers_body: np.ndarray) -> np.ndarray:
-    """Lab marker positions ``[..., K, 3]``: ``o_b + R_b m`` of each marker's body."""
+    """Lab marker positions ``[T, B, K, 3]``: ``o_b + R_b m`` of each marker's body, from
+    states ``[T, B, n_state]``; ``markers_body`` ``[K, 3]`` or per member ``[B, K, 3]``."""
     rot, org = body_poses(model, states)
     r_k = rot[..., body_of_marker, :, :]
-    return (r_k @ markers_body[:, :, None])[..., 0] + org[..., body_of_marker, :]
+    return (r_k @ markers_body[..., None])[..., 0] + org[..., body_of_marker, :]
 
 
 def energy(model: TreeBatch, states: np.ndarray) -> np.ndarray:

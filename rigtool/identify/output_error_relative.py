@@ -22,6 +22,7 @@ sits on its joint). Unknowns:
   (``sigma_marker C_s^-1/2 (S Phi_B - Phi_s)`` rows appended to the marker residuals, so the
   Gauss-Newton covariance scaled by the marker variance is that of the combined estimate);
 - the joint damping: one per joint (default) or one shared by every joint;
+- the base link's pose on the platform (from the base link's markers; optional);
 - the capture's initial state: platform position, rotation vector (about the marker-fitted
   pose), velocity and angular velocity; each moving link's rotation vector (about its
   marker-fitted pose, lab axes) and absolute angular velocity.
@@ -37,7 +38,8 @@ box bounds of the solver; an estimate within 1e-6 of a bound is flagged. Joint d
 
 Uncertainty: ``s^2 (J^T J)^-1`` (marker noise) plus, to first order, Phi_s's covariance
 (``free="jyy"``) and optionally the calibration's (``calibration_std`` as
-rigtool.identify.output_error takes it). The base link's pose on the platform is held fixed.
+rigtool.identify.output_error takes it). The base link's pose on the platform is an unknown
+(``fit_base``), so its uncertainty is in the Gauss-Newton covariance.
 """
 
 from __future__ import annotations
@@ -108,6 +110,8 @@ class RelativeRefinement:
     residual_rms_frame_mm: np.ndarray
     warnings: list[str] = field(default_factory=list)
     method: str = "output-error"
+    base_pose: tuple | None = None           # (R_pb, t_pb) fitted (or held)
+    base_pose_std: np.ndarray | None = None  # [t (3), rotation vector (3)]
 
     @property
     def values(self) -> np.ndarray:
@@ -176,7 +180,8 @@ class _Problem:
     t_pb: np.ndarray
     mass_kg: float
     body_of_marker: np.ndarray              # [K]
-    markers_body: np.ndarray                # [K, 3]
+    markers_body: np.ndarray                # [K, 3] (base markers in the base-link frame)
+    on_base: np.ndarray                     # [K] marker of the base link
     measured: np.ndarray                    # [T, K, 3] (0 where masked)
     mask: np.ndarray                        # [T, K]
     dt: float
@@ -185,7 +190,8 @@ class _Problem:
     free: str
     n_damp: int
     phi_s: np.ndarray                       # Phi_s (jyy mode: fixed; phi_b mode: the prior)
-    theta_fixed: np.ndarray                 # [theta, damping] when not fitted
+    theta_fixed: np.ndarray                 # [theta, damping, base] when not fitted
+    fit_base: bool = True                   # base pose on the platform among the unknowns
     prior_rows: np.ndarray | None = None    # [8n+1, 9n] sigma C_s^-1/2 S (phi_b mode)
     prior_rhs: np.ndarray | None = None     # sigma C_s^-1/2 Phi_s
     n_frames: int = 0
@@ -200,11 +206,16 @@ class _Problem:
     def n_theta(self) -> int:
         return self.n - 1 if self.free == "jyy" else 9 * self.n
 
+    @property
+    def n_params(self) -> int:
+        return self.n_theta + self.n_damp + (6 if self.fit_base else 0)
+
     def steps(self) -> np.ndarray:
         n = self.n
         s = []
         if self.fit_params:
             s += [np.full(self.n_theta, 1e-6), np.full(self.n_damp, 1e-5)]
+            s += [np.full(6, 1e-7)] if self.fit_base else []
         s += [np.full(3, 1e-7), np.full(3 * n, 1e-7), np.full(3, 1e-6), np.full(3 * n, 1e-6)]
         return np.concatenate(s)
 
@@ -212,9 +223,17 @@ class _Problem:
         i = 0
         params = self.theta_fixed
         if self.fit_params:
-            i = self.n_theta + self.n_damp
+            i = self.n_params
             params = x[:i]
-        return params[:self.n_theta], params[self.n_theta:], x[i:]
+        k = self.n_theta + self.n_damp
+        return params[:self.n_theta], params[self.n_theta:k], x[i:], params[k:k + 6]
+
+    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(R_pb, t_pb)`` of base unknowns ``[dt (3), rotation vector (3)]`` (about the
+        marker-fitted pose; empty: that pose)."""
+        if base.size == 0:
+            return self.r_pb, self.t_pb
+        return (Rotation.from_rotvec(base[3:6]).as_matrix() @ self.r_pb, self.t_pb + base[:3])
 
     def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
         if self.free == "phi_b":
@@ -228,12 +247,19 @@ class _Problem:
         per member ``(platform_pi, k, L0, c)``; ``phi_s [B, 8n+1]``: per-member Phi_s."""
         n = self.n
         phis, damps, y0 = [], [], []
-        rvs = []
+        rvs, r_pb, t_pb = [], [], []
         for b, x in enumerate(xs):
-            theta, damp, st = self.split(x)
+            theta, damp, st, base = self.split(x)
             phis.append(self.phi_b(theta, None if phi_s is None else phi_s[b]))
             damps.append(np.broadcast_to(damp, (n - 1,)))
             rvs.append(st[3:3 + 3 * n].reshape(n, 3))
+            rb, tb = self.base_pose(base)
+            r_pb.append(rb)
+            t_pb.append(tb)
+        r_pb, t_pb = np.array(r_pb), np.array(t_pb)
+        coords = np.repeat(self.markers_body[None], len(xs), 0)
+        coords[:, self.on_base] = (self.markers_body[self.on_base] @ np.swapaxes(r_pb, 1, 2)
+                                   + t_pb[:, None, :])
         rot0 = (Rotation.from_rotvec(np.concatenate(rvs)).as_matrix().reshape(len(xs), n, 3, 3)
                 @ self.rot_ref)
         for b, x in enumerate(xs):
@@ -246,10 +272,10 @@ class _Problem:
             kw = dict(stiffness=np.array([c[1] for c in calib]),
                       free_length=np.array([c[2] for c in calib]),
                       spring_damping=np.array([c[3] for c in calib]))
-        model = tm.tree_batch(self.rig, plat, self.parents, self.joint_centres, self.r_pb,
-                              self.t_pb, self.mass_kg, np.array(phis), np.array(damps), **kw)
+        model = tm.tree_batch(self.rig, plat, self.parents, self.joint_centres, r_pb, t_pb,
+                              self.mass_kg, np.array(phis), np.array(damps), **kw)
         states = tm.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
-        return tm.predict_markers(model, states, self.body_of_marker, self.markers_body)
+        return tm.predict_markers(model, states, self.body_of_marker, coords)
 
     def marker_rows(self, pred: np.ndarray) -> np.ndarray:
         """``[B, M]`` residuals (mm) of predictions ``[T, B, K, 3]`` on the current horizon."""
@@ -294,7 +320,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                     window: tuple[float, float] | None = None,
                     calibration_std: dict | None = None, free: str = "phi_b",
                     damping: str = "per-joint", phi_s: np.ndarray | None = None,
-                    damping_start: float = 0.05, substeps: int = 1,
+                    damping_start: float = 0.05, substeps: int = 1, fit_base: bool = True,
                     first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
                     ftol: float = 1e-8, max_nfev: int = 30) -> RelativeRefinement:
     """Refine Phi_B by fitting the simulated swing (platform on springs, links on damped
@@ -341,6 +367,10 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         postures' Phi_s for the two-step start).
     damping_start : float
         Starting joint damping, N m s/rad.
+    fit_base : bool
+        Fit the base link's pose on the platform too (6 unknowns, from the base markers;
+        default). Held at ``base_pose`` otherwise: on the demo swing its marker-averaged
+        error alone put the moving link's ``MS_x`` 5.5 standard errors off.
     substeps : int
         RK4 steps per frame (1 tracks the reference simulator to a few micrometres over 5 s
         at 100 Hz; 2 to 0.2 um).
@@ -391,14 +421,14 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                                       body_trajectory(data, markers[tree.links[0].name]))
     else:
         r_pb, t_pb = (np.asarray(v, float) for v in base_pose)
-    sets = [("platform", 0, rig.platform.markers_platform, None)]
+    sets = [("platform", 0, rig.platform.markers_platform, False)]
     for i, link in enumerate(tree.links):
         mk = markers.get(link.name, {})
         if len(mk) < 3:
             raise InputError(f"link '{link.name}' needs at least 3 markers for the "
                              "relative-motion refinement", path=data.source,
                              field=f"links[{i}].markers")
-        sets.append((link.name, i, mk, (r_pb, t_pb) if i == 0 else None))
+        sets.append((link.name, i, mk, i == 0))
     sel = np.ones(data.n_frames, bool)
     if window is not None:
         sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
@@ -408,17 +438,15 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                          "capture of at least 20 frames", path=data.source, field="window")
     idx = np.arange(idx[0], idx[-1] + 1)
     dt = 1.0 / data.rate_hz
-    body_of, mk_body, xyz_all, mask_all, set_of = [], [], [], [], []
+    body_of, mk_body, xyz_all, mask_all, set_of, on_base = [], [], [], [], [], []
     rot_ref = np.zeros((n, 3, 3))
     state0 = {}
-    for s, (label, body, mk, pose) in enumerate(sets):
+    for s, (label, body, mk, is_base) in enumerate(sets):
         names = list(mk)
         coords = np.array([np.asarray(mk[k], float) for k in names])
         xyz = data.select(names)[idx]
         traj = fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[idx])
         mask = traj.used & np.all(np.isfinite(xyz), axis=2)
-        if pose is not None:
-            coords = coords @ pose[0].T + pose[1]
         if s == 0 or body > 0:
             rr, st = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
             rot_ref[body] = rr
@@ -428,6 +456,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         xyz_all.append(xyz)
         mask_all.append(mask)
         set_of += [label] * len(names)
+        on_base += [is_base] * len(names)
     body_of = np.array(body_of)
     mk_body = np.concatenate(mk_body)
     xyz = np.concatenate(xyz_all, axis=1)
@@ -459,9 +488,10 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     # state layout: [p, rv_0..rv_{n-1}, v, w_0..w_{n-1}]
     prob = _Problem(rig, platform.pi.astype(float), tree.parent_index(),
                     np.array([tree.joint_center(i) for i in range(n)]), r_pb, t_pb,
-                    float(total_mass_kg), body_of, mk_body,
+                    float(total_mass_kg), body_of, mk_body, np.array(on_base),
                     np.where(mask[..., None], xyz, 0.0), mask, dt, substeps, rot_ref, free,
-                    n_damp, phi_s, np.concatenate([theta0, damp0]))
+                    n_damp, phi_s, np.concatenate([theta0, damp0, np.zeros(6 * fit_base)]),
+                    fit_base=fit_base)
     n_total = len(idx)
     # 1) the initial state on a short horizon, parameters held at the start
     prob.fit_params = False
@@ -477,10 +507,10 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         prob.prior_rhs = sigma_mm * (w_s @ phi_s)
     # 2) everything on a growing horizon
     prob.fit_params = True
-    x = np.concatenate([theta0, damp0, sol.x])
-    n_state = sol.x.size
-    lo = np.concatenate([lo_t, np.zeros(n_damp), np.full(n_state, -np.inf)])
-    hi = np.concatenate([hi_t, np.full(n_damp, np.inf), np.full(n_state, np.inf)])
+    x = np.concatenate([prob.theta_fixed, sol.x])
+    n_free = sol.x.size + 6 * fit_base
+    lo = np.concatenate([lo_t, np.zeros(n_damp), np.full(n_free, -np.inf)])
+    hi = np.concatenate([hi_t, np.full(n_damp, np.inf), np.full(n_free, np.inf)])
     horizons = []
     while True:
         prob.n_frames = min(n_total, int(round(prob.n_frames * horizon_factor)))
@@ -502,7 +532,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     info_inv = np.linalg.pinv(jac.T @ jac)
     cov_x = s2 * info_inv
     n_theta = prob.n_theta
-    theta, damp_hat, st_hat = prob.split(x)
+    theta, damp_hat, st_hat, base_hat = prob.split(x)
+    r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
     extra = []                     # first-order sensitivities of x to other errors (columns)
     if free == "jyy":
@@ -591,7 +622,9 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         iterations=int(iterations), elapsed_s=time.perf_counter() - t_start,
         horizons_s=tuple(horizons), stages=tuple(stage_log), on_bound=on_bound, free=free,
         start=start, initial_state=init, time_s=data.time_s[idx],
-        residual_rms_frame_mm=per_frame, warnings=warnings)
+        residual_rms_frame_mm=per_frame, warnings=warnings, base_pose=(r_pb_hat, t_pb_hat),
+        base_pose_std=(std_x[n_theta + n_damp:n_theta + n_damp + 6].copy() if fit_base
+                       else np.zeros(6)))
 
 
 def _bounds(free: str, n: int, intervals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
