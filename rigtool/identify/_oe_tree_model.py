@@ -295,14 +295,17 @@ def integrate(model: TreeBatch, y0: np.ndarray, n_samples: int, dt: float,
     out = np.empty((n_samples,) + y.shape)
     out[0] = y
     h = dt / substeps
-    for k in range(1, n_samples):
-        for _ in range(substeps):
-            k1 = rhs(y)
-            k2 = rhs(y + (0.5 * h) * k1)
-            k3 = rhs(y + (0.5 * h) * k2)
-            k4 = rhs(y + h * k3)
-            y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
-        out[k] = y
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(1, n_samples):
+            for _ in range(substeps):
+                k1 = rhs(y)
+                k2 = rhs(y + (0.5 * h) * k1)
+                k3 = rhs(y + (0.5 * h) * k2)
+                k4 = rhs(y + h * k3)
+                y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
+            out[k] = y
+            if k % 50 == 0 and not np.all(np.isfinite(y)):   # stop a diverged trial early
+                raise FloatingPointError("the simulated motion diverged")
     if not np.all(np.isfinite(out[-1])):
         raise FloatingPointError("the simulated motion diverged")
     return out

@@ -20,7 +20,9 @@ sits on its joint). Unknowns:
 - ``free="phi_b"`` (default; see :func:`refine_relative` for the evidence): every entry of
   Phi_B, with the postures' Phi_s as a prior
   (``sigma_marker C_s^-1/2 (S Phi_B - Phi_s)`` rows appended to the marker residuals, so the
-  Gauss-Newton covariance scaled by the marker variance is that of the combined estimate);
+  Gauss-Newton covariance scaled by the marker variance is that of the combined estimate;
+  ``sigma_marker`` from the rigid fits' residuals of every marker set, independent of the
+  model);
 - the joint damping: one per joint (default) or one shared by every joint;
 - the base link's pose on the platform (from the base link's markers; optional);
 - the capture's initial state: platform position, rotation vector (about the marker-fitted
@@ -54,6 +56,7 @@ from scipy.spatial.transform import Rotation
 from rigtool.errors import InputError, IdentifiabilityError
 from rigtool.identify import _oe_tree_model as tm
 from rigtool.identify.output_error import _calibration_members, _start_state
+from rigtool.identify.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative import (RelativeResult, feasible_intervals, link_lower_bounds,
                                        phi_b_affine)
 from rigtool.inertia import InertialParams
@@ -439,6 +442,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     idx = np.arange(idx[0], idx[-1] + 1)
     dt = 1.0 / data.rate_hz
     body_of, mk_body, xyz_all, mask_all, set_of, on_base = [], [], [], [], [], []
+    rigid_sigma = []
     rot_ref = np.zeros((n, 3, 3))
     state0 = {}
     for s, (label, body, mk, is_base) in enumerate(sets):
@@ -447,6 +451,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         xyz = data.select(names)[idx]
         traj = fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[idx])
         mask = traj.used & np.all(np.isfinite(xyz), axis=2)
+        rigid_sigma.append(marker_sigma_from_residual(traj.residual_rms_m, len(names)))
         if s == 0 or body > 0:
             rr, st = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
             rot_ref[body] = rr
@@ -500,7 +505,12 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                         ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=max_nfev)
     iterations = sol.nfev
     stage_log = [(prob.n_frames * dt, sol.nfev, sol.njev)]
-    sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
+    # marker noise for the prior's weight: from the rigid fits of every marker set (no model
+    # involved); the short first fit's RMS when those are unusable
+    sigma_mm = 1e3 * float(np.nanmedian(rigid_sigma)) if np.any(np.isfinite(rigid_sigma)) \
+        else float("nan")
+    if not (np.isfinite(sigma_mm) and sigma_mm > 0):
+        sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
     if free == "phi_b":
         w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))           # C_s^-1/2 (lower)
         prob.prior_rows = sigma_mm * (w_s @ _phi_s_matrix(n))
