@@ -224,6 +224,33 @@ def test_four_link_with_advised_postures():
     assert e_j <= 2.5e-3
 
 
+def test_rank_does_not_depend_on_the_postures_precision():
+    """Which directions are null is a property of the rotations: one posture measured 1e4
+    times more precisely (an output-error fit next to equation-error ones) must neither hide
+    a weakly seen direction nor reveal a null one; the estimate stays as good."""
+    from dataclasses import replace
+    tree, rotation_sets, _ = _four_link_postures()
+    m0 = sum(l.params.mass for l in tree.links)
+    rng = np.random.default_rng(3)
+    ps = [_observe(tree, r, rng, f"p{k}") for k, r in enumerate(rotation_sets[:7])]
+    base = fit_subset(tree, ps, m0, advise=False)
+    sharp = [replace(ps[0], com_std_m=ps[0].com_std_m * 1e-4,
+                     inertia_std=ps[0].inertia_std * 1e-4)] + ps[1:]
+    r = fit_subset(tree, sharp, m0, advise=False)
+    assert r.rank == base.rank == 33
+    np.testing.assert_allclose(r.singular_values, base.singular_values)
+    truth = _truth_phi_s(tree)
+    assert np.sqrt(np.mean(((r.values - truth) / r.std) ** 2)) < 3
+    # a rotation set that cannot separate everything stays deficient however precise
+    arm_x = [{"link1": _rot([1, 0, 0], a)} for a in (0, 20, -20, 45)]
+    tree2 = _paper_tree(with_params=True)
+    m2 = sum(l.params.mass for l in tree2.links)
+    ps2 = [_observe(tree2, rr, rng, f"q{k}") for k, rr in enumerate(arm_x)]
+    ps2[1] = replace(ps2[1], com_std_m=ps2[1].com_std_m * 1e-4,
+                     inertia_std=ps2[1].inertia_std * 1e-4)
+    assert fit_subset(tree2, ps2, m2, advise=False).rank < 17
+
+
 # ----------------------------------------------------------------------------- regressors
 
 def test_regressors_reproduce_overall_properties():

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.subset import (DEFAULT_RTOL, PostureOverall, posture_covariance,
-                                     reference_radius, regressor_phi_s, whitener)
+from rigtool.identify.subset import (DEFAULT_RTOL, PostureOverall, reference_radius,
+                                     regressor_phi_s, structural_whitener)
 from rigtool.tree import Tree, phi_s_names
 
 _AXES = {"x": np.array([1.0, 0, 0]), "y": np.array([0, 1.0, 0]), "z": np.array([0, 0, 1.0])}
@@ -162,7 +162,7 @@ def advise_next_posture(tree: Tree, postures: list[PostureOverall], total_mass_k
         posture with ``angles_deg``.
     """
     radius = reference_radius(postures, total_mass_kg)
-    ws = [whitener(posture_covariance(p, total_mass_kg, radius)[0]) for p in postures]
+    ws = [structural_whitener(total_mass_kg, radius)] * len(postures)   # as fit_subset decides
     rows = design_rows(tree, [p.rotations for p in postures], ws)
     if candidates is None:
         candidates = candidate_grid(tree, postures[0].rotations, angles_deg=angles_deg,

@@ -18,8 +18,12 @@ Conventions
   ``sigma_J = 1e-3 M0 r^2`` per inertia entry, with ``r = sqrt(lambda_max(I_com)/M0)``
   the largest radius of gyration over the postures (a given one of the two is converted
   with ``r``); the covariance of the estimate is then rescaled by the reduced chi-square.
-- Identifiability is decided on the whitened, column-equilibrated regressor: a singular
-  value below ``rtol`` times the largest is a null direction, never solved for.
+- Identifiability is decided on the structural regressor (rows scaled unit-free by
+  ``M0 r`` and ``M0 r^2``, :func:`structural_whitener`; columns equilibrated), not on the
+  whitened one: a singular value below ``rtol`` times the largest is a null direction, never
+  solved for. The null set is a property of the rotations; the postures' precisions (which
+  differ by orders of magnitude between an equation-error and an output-error fit) must not
+  move it. The estimate then uses the whitened rows within the identified subspace.
 """
 
 from __future__ import annotations
@@ -214,6 +218,16 @@ def whitener(cov: np.ndarray) -> np.ndarray:
     return (vec / np.sqrt(ev)).T
 
 
+def structural_whitener(total_mass_kg: float, radius_m: float) -> np.ndarray:
+    """Unit-free row scaling of one posture's 9 rows: first moment by ``1/(M0 r)``, inertia
+    by ``1/(M0 r^2)``. Identifiability is decided on rows scaled this way, not on the
+    postures' covariances: which directions are null is a property of the rotations, and a
+    very precise posture (output error) must not make a weakly seen but real direction
+    look null relative to the best-seen one (nor an imprecise one hide a null one)."""
+    return np.diag(np.concatenate([np.full(3, 1.0 / (total_mass_kg * radius_m)),
+                                   np.full(6, 1.0 / (total_mass_kg * radius_m ** 2))]))
+
+
 def reference_radius(postures: list[PostureOverall], total_mass_kg: float) -> float:
     """Largest radius of gyration about the COM over the postures, m (the unit-free scale)."""
     lam = max(np.linalg.eigvalsh(np.asarray(p.inertia_com_base, float))[-1] for p in postures)
@@ -405,18 +419,27 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
                              f"matrix (max |R R^T - 1| = {err.max():.3g})")
     a_w, b_w, a, b, given = stacked_system(tree, postures, total_mass_kg, weighting=weighting)
     n_par = a_w.shape[1]
-    scale = np.linalg.norm(a_w, axis=0)
+    # identifiability on the unit-free structural rows (structural_whitener), columns
+    # equilibrated; the estimate then uses the whitened rows within the identified subspace
+    w_struct = structural_whitener(total_mass_kg, reference_radius(postures, total_mass_kg))
+    a_s = (np.kron(np.eye(len(postures)), w_struct) @ a)
+    scale = np.linalg.norm(a_s, axis=0)
     scale[scale == 0] = 1.0
-    u, s, vt = np.linalg.svd(a_w / scale, full_matrices=True)
+    _, s, vt = np.linalg.svd(a_s / scale, full_matrices=True)
     s_full = np.zeros(n_par)
     s_full[:s.size] = s
     s_rel = s_full / s_full[0]
-    keep = s_rel > rtol
-    rank = int(keep.sum())
+    rank = int(np.sum(s_rel > rtol))
     v_id, v_null = vt[:rank].T, vt[rank:].T
-    s_inv = 1.0 / s_full[:rank]
-    x = (v_id * s_inv) @ (u[:, :rank].T @ b_w) / scale
-    cov = ((v_id * s_inv ** 2) @ v_id.T) / np.outer(scale, scale)
+    basis = v_id / scale[:, None]                      # x = basis @ z
+    bw = a_w @ basis
+    bscale = np.linalg.norm(bw, axis=0)
+    bscale[bscale == 0] = 1.0
+    z_s, *_ = np.linalg.lstsq(bw / bscale, b_w, rcond=None)
+    info = (bw / bscale).T @ (bw / bscale)
+    cov_z = np.linalg.pinv(info) / np.outer(bscale, bscale)
+    x = basis @ (z_s / bscale)
+    cov = basis @ cov_z @ basis.T
     resid_w = b_w - a_w @ x
     dof = a_w.shape[0] - rank
     chi2 = float(resid_w @ resid_w / dof) if dof > 0 else float("nan")
@@ -464,9 +487,9 @@ def _base_check(tree: Tree, postures: list[PostureOverall], total_mass_kg: float
     """The numerical view: QR with column pivoting on the (raw-rotation) Phi_B equations."""
     radius = reference_radius(postures, total_mass_kg)
     rows = []
+    w_struct = structural_whitener(total_mass_kg, radius)
     for p in postures:
-        cov, _ = posture_covariance(p, total_mass_kg, radius)
-        rows.append(whitener(cov) @ regressor_phi_b(tree, p.rotations))
+        rows.append(w_struct @ regressor_phi_b(tree, p.rotations))
     zb = np.vstack(rows)
     bp = base_parameters(zb, phi_b_names(tree), rtol=rtol)
     n = len(tree.links)
