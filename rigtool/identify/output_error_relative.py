@@ -604,6 +604,11 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     seen = mask.sum(1)
     per_frame = np.full(n_total, np.nan)
     per_frame[seen > 0] = np.sqrt((res[seen > 0] ** 2).sum((1, 2)) / (3 * seen[seen > 0]))
+    if np.isfinite(sigma_mm) and np.sqrt(s2) > 1.5 * sigma_mm:
+        warnings.append(f"relative motion: the fitted swing leaves {np.sqrt(s2):.3f} mm RMS "
+                        f"marker residuals against {sigma_mm:.3f} mm marker noise (rigid "
+                        "fits): the fit did not converge to the data (a start too far off, "
+                        "or a model error); treat its Phi_B with caution")
     tenth = max(1, n_total // 10)
     early, late = np.nanmean(per_frame[:tenth] ** 2), np.nanmean(per_frame[-tenth:] ** 2)
     if (np.isfinite(early) and np.isfinite(late) and max(early, late) > 2.0 * min(early, late)
