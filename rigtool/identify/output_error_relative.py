@@ -511,6 +511,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         else float("nan")
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
         sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
+    sigma_mm = max(sigma_mm, 1e-3)          # 1 um: no capture is better (simulated noise-free)
     if free == "phi_b":
         w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))           # C_s^-1/2 (lower)
         prob.prior_rows = sigma_mm * (w_s @ _phi_s_matrix(n))
