@@ -164,8 +164,11 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
     stacked = np.concatenate([a.transpose(1, 2, 0).reshape(r * p, t),
                               b.T.reshape(r, t)], axis=0).T        # [T, r (P + 1)]
     q, _ = np.linalg.qr(stacked)
-    a_red = np.einsum("trp,tk->rkp", a, q)                          # [r, K, P]
-    b_red = b.T @ q                                                 # [r, K]
+    # divided by sqrt(T): the same minimiser, but the residual block stays the size of one
+    # frame's wrench next to M(x) whatever the capture's length (unscaled, a 1-minute
+    # capture made Clarabel fail and the SCS fallback take ~20 s)
+    a_red = np.einsum("trp,tk->rkp", a, q) / np.sqrt(t)             # [r, K, P]
+    b_red = b.T @ q / np.sqrt(t)                                    # [r, K]
     y = cp.Variable(p)
     x = cp.multiply(scale, y)
     kdim = q.shape[1]
@@ -273,10 +276,14 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         obj_basis = np.einsum("kij,kp->pij", basis, tmat)   # [10, 6, 6] in object params
         m_const = np.einsum("k,kij->ij", platform.pi, basis) + total_mass_kg * obj_basis[0]
         scale = np.where(np.abs(first.x) > 0, np.abs(first.x), 1.0)
-        x_dm = _dual_metric_fit(a, b, m_const, obj_basis[1:], None,
-                                None if probes else (consistent_map if consistent else None),
-                                scale)
-        x = x_dm
+        if probes:
+            # the compensated problem below is solved by iterated reweighting anyway; the
+            # plain least-squares solution is a close enough start and saves the SDP (a
+            # 66 x 66 LMI, 1-5 s of Clarabel per posture)
+            x = first.x
+        else:
+            x = _dual_metric_fit(a, b, m_const, obj_basis[1:], None,
+                                 consistent_map if consistent else None, scale)
 
         def whiten(xv):
             metric = m_const + np.einsum("k,kij->ij", xv, obj_basis[1:])
@@ -293,7 +300,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             # probes the dual metric is applied by iterated reweighting: fix M at the current
             # estimate, whiten rows by L^T (L L^T = M^-1), solve the compensated problem.
             da, db, n_fit = probes[0]
-            for _ in range(3):
+            for _ in range(4):
                 wt = whiten(x)
                 a_w = np.moveaxis(wt(np.moveaxis(a, 1, -1)), -1, 1)
                 b_w = wt(b)
