@@ -46,7 +46,9 @@ Measured (benchmarks/relative.py --posture-method output-error --relative-method
 output-error, true rig, sigma 0.1 mm): two-link demo, 10 seeds: Phi_B E_MS/M0 median 0.0043
 mm (max 0.0080), E_J/Im 0.015 % (max 0.031), coverage of +-2 std 0.944 (equation-error
 start: 0.0117 mm, 0.084 %); 53-73 s per refinement with the machine's two cores shared by
-~7 processes (18 s alone). Four-link: see the benchmark (subset rank tolerance 1e-4).
+~7 processes (18 s alone). Four-link (output-error postures, subset rank tolerance 1e-4),
+seeds 0-4: E_MS/M0 0.0014-0.0031 mm, E_J/Im 0.006-0.043 %, coverage 0.94 (equation-error
+start: 0.006-0.009 mm, 0.11-0.15 %); 160-280 s per refinement on the shared machine.
 
 Uncertainty: ``s^2 (J^T J)^-1`` (marker noise) plus, to first order, Phi_s's covariance
 (``free="jyy"``) and optionally the calibration's (``calibration_std`` as
