@@ -14,7 +14,7 @@ the subset Phi_s (rigtool.identify.subset.fit_subset) and the relative-motion st
   coverage of +-2 standard errors over every Phi_B element.
 
 Variants: ``noise`` weighting with noise-probe compensation (default), ``plain`` weighting,
-no compensation; and ``truth-phi_s`` (the stage alone, Phi_s exact). With
+paper 004's ``dual-metric`` weighting, no compensation, the joint fit; and ``truth-phi_s`` (the stage alone, Phi_s exact). With
 ``--relative-method output-error`` the equation-error default (``noise+comp``) is the start of
 rigtool.identify.output_error_relative.refine_relative (row ``output-error``, unknowns chosen
 by ``--oe-free``), and the other equation-error variants are skipped.
@@ -54,6 +54,7 @@ SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
              "four": ROOT / "scenarios" / "four_link.toml"}
 VARIANTS = {"noise+comp": dict(weighting="noise", compensate=True),
             "plain+comp": dict(weighting="plain", compensate=True),
+            "dual+comp": dict(weighting="dual-metric", compensate=True),
             "noise": dict(weighting="noise", compensate=False),
             "joint": dict(weighting="noise", compensate=True, method="joint")}
 

@@ -14,7 +14,7 @@ weighted by each posture's covariance). Printed per scenario:
   when the propagated standard errors are right) and the coverage of +-2 std;
 - rank and condition number of the stacked, whitened system.
 
-Run: ``python3 benchmarks/subset.py [--seeds 10] [--scenario demo|four|both]
+Run: ``python3 benchmarks/subset.py [--seeds 10] [--scenario demo|four|four8|both]
 [--posture-method output-error|equation-error]``.
 """
 
@@ -44,7 +44,8 @@ from rigtool.tree import (composite_params, minimal_parameters, phi_b_vector, ph
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
-             "four": ROOT / "scenarios" / "four_link.toml"}
+             "four": ROOT / "scenarios" / "four_link.toml",
+             "four8": ROOT / "scenarios" / "four_link_8postures.toml"}
 
 
 def prepare(path: Path) -> SimpleNamespace:
@@ -87,7 +88,8 @@ def one_seed(p: SimpleNamespace, seed: int, method: str, settings: FilterSetting
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--scenario", choices=["demo", "four", "both"], default="both")
+    ap.add_argument("--scenario", choices=["demo", "four", "four8", "both"], default="both",
+                    help="both: demo and four; four8: the four-link object in 8 postures")
     ap.add_argument("--posture-method", choices=FIT_METHODS, default="output-error")
     args = ap.parse_args()
     settings = FilterSettings()

@@ -86,6 +86,12 @@ def test_report_phi_b_against_truth(demo):
         assert np.shape(mp["MS"]) == (3,) and np.shape(mp["J"]) == (3, 3)
     assert (out / "relative_motion.png").stat().st_size > 0
     assert (out / "minimal_parameters.csv").read_text().count("\n") == 19
+    # default: refined by output error; the fit leaves the markers' own noise (0.1 mm in
+    # the demo) and keeps the equation-error start beside it
+    assert rel["method"] == "output-error"
+    oe = rel["output_error"]
+    assert all(0.08 < v < 0.12 for v in oe["residual_rms_mm"].values()), oe
+    assert set(rel["equation_error"]["resolved"]) == set(rel["resolved"])
 
 
 def test_report_segments_reproduce_phi_b(demo):

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     for p in outcome.postures:
         r = p.result
         print(f"{r.name}: COM [{', '.join(f'{1e3 * v:.2f}' for v in r.com)}] mm "
-              f"(+- {1e3 * max(r.com_std):.2f}), I_com diag "
+              f"(+- {1e3 * max(r.com_std):.2g}), I_com diag "
               f"[{', '.join(f'{r.inertia_com[k, k]:.4f}' for k in range(3))}] kg m^2")
     if outcome.subset is not None:
         s = outcome.subset
@@ -55,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
               f"{s.condition_number:.3g}")
     if outcome.relative is not None:
         rel = outcome.relative
-        print("relative motion: " + ", ".join(
-            f"{k} = {v:.4f} +- {rel.std[k]:.4f} kg m^2 (feasible {rel.bounds[k][0]:.4f} .. "
+        print(f"relative motion ({rel.method}): " + ", ".join(
+            f"{k} = {v:.5f} +- {rel.std[k]:.2g} kg m^2 (feasible {rel.bounds[k][0]:.4f} .. "
             f"{rel.bounds[k][1]:.4f})" for k, v in rel.resolved.items()))
     for note in outcome.notes:
         print(f"note: {note}")

@@ -9,8 +9,9 @@ Stages, each feeding the next (data flows one way):
    the object's COM and inertia (rigtool.identify.overall);
 4. the subset Phi_s from all postures (rigtool.identify.subset);
 5. the relative-motion capture: the remaining J_yy terms, the full minimal set Phi_B
-   (rigtool.identify.relative); joint centres the manifest leaves out come from the same
-   capture first (rigtool.kinematics.joint_centre);
+   (rigtool.identify.relative, then by default its output-error refinement,
+   rigtool.identify.output_error_relative); joint centres the manifest leaves out come from
+   the same capture first (rigtool.kinematics.joint_centre);
 6. per-link parameters from Phi_B completed by the manifest's priors
    (rigtool.identify.segments).
 """
@@ -32,6 +33,7 @@ from rigtool.devices.scale import resolve_total_mass
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.identify.output_error import (OutputErrorResult, base_pose_covariance,
                                            calibration_std_from_rigfile, refine_posture)
+from rigtool.identify.output_error_relative import RelativeRefinement, refine_relative
 from rigtool.identify.overall import PostureResult, fit_posture
 from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
@@ -126,6 +128,7 @@ class SessionOutcome:
     tree: Tree | None = None                     # the tree used (joint centres filled in)
     joint_centres: dict = field(default_factory=dict)   # link -> JointCentreEstimate
     relative: RelativeResult | None = None       # the relative-motion stage, full Phi_B
+    relative_refinement: RelativeRefinement | None = None   # its output-error refinement
     segments: SegmentsResult | None = None       # per-link parameters (Phi_B + priors)
     notes: list[str] = field(default_factory=list)      # stages skipped and why
 
@@ -401,13 +404,24 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
                 + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
                 path=session.path)
-    relative = None
+    relative, refinement = None, None
     if session.relative_motion is not None and subset is not None:
         progress("relative motion: the remaining J_yy terms")
         relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
                                     relative_data, markers, subset, total_mass, session.filter,
                                     session.relative_motion.window)
         warnings += [f"relative motion: {w}" for w in relative.warnings]
+        if method == "output-error":
+            progress("relative motion: output-error refinement")
+            refinement = refine_relative(
+                tree, rigfile.rig, rigfile.rig.platform.params, relative_data, markers,
+                start=relative, phi_s=subset.values, phi_s_cov=subset.covariance,
+                total_mass_kg=total_mass, window=session.relative_motion.window,
+                calibration_std=calibration_std_from_rigfile(
+                    getattr(rigfile, "raw", {}), rigfile.rig,
+                    path=getattr(rigfile, "path", None)))
+            relative = refinement.as_relative_result()
+            warnings += [f"relative motion (output error): {w}" for w in refinement.warnings]
     segments, notes = None, []
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
@@ -417,7 +431,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                      "[relative_motion] capture" if session.relative_motion is None else
                      "relative motion not run")
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
-                          warnings, tree, joint_centres, relative, segments, notes)
+                          warnings, tree, joint_centres, relative, segments=segments,
+                          notes=notes, relative_refinement=refinement)
 
 
 def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float

@@ -97,6 +97,18 @@ def report_dict(out: SessionOutcome) -> dict:
     if out.relative is not None:
         rel = out.relative.to_json()
         mp = rel.pop("minimal_parameters")
+        ref = out.relative_refinement
+        if ref is not None:
+            # the output-error numbers replace the equation-error ones; both are kept
+            rel["equation_error"] = {"resolved": dict(ref.start.resolved),
+                                     "std": dict(ref.start.std),
+                                     "phi_b": {"values": ref.start.values.tolist(),
+                                               "std": ref.start.std_phi_b.tolist()}}
+            oe = ref.to_json()
+            rel["output_error"] = {k: oe[k] for k in (
+                "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
+                "marker_sigma_mm", "iterations", "elapsed_s", "horizons_s")}
+            rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
         doc["relative_motion"] = _r(rel)
         doc["minimal_parameters"] = _r(mp)
     else:
@@ -273,6 +285,17 @@ def _markdown(doc: dict, figures: list[str]) -> str:
                   f"torque {rel['residual_rms']['torque']:.3g} N m "
                   f"({rel['weighting']} weighting, "
                   f"{'bias-compensated' if rel['compensated'] else 'uncompensated'})."]
+        if "output_error" in rel:
+            oe = rel["output_error"]
+            damp = ", ".join(f"{k} {v:.3g} N m s/rad" for k, v in oe["joint_damping"].items())
+            lines += ["", "Refined by output error (the swing simulated from its initial "
+                      f"state and fitted to the raw markers; unknowns: "
+                      f"{'all of Φ_B' if oe['free'] == 'phi_b' else 'the J_yy terms'}, "
+                      f"joint damping, initial state): marker residual RMS "
+                      + ", ".join(f"{k} {v:.3f} mm" for k, v in oe["residual_rms_mm"].items())
+                      + f"; joint damping {damp}; {oe['iterations']} iterations, "
+                      f"{oe['elapsed_s']:.0f} s. The table above and Φ_B below are the "
+                      "refined values; report.json keeps the equation-error ones."]
         lines += ["", "## Minimal inertial parameters Φ_B (link frames, at the joint)", "",
                   "| parameter | value | std |", "|---|---|---|"]
         for n, v, sd in zip(rel["phi_b"]["names"], rel["phi_b"]["values"], rel["phi_b"]["std"]):
