@@ -188,6 +188,11 @@ def test_refine_recovers_jyy_and_damping_noise_free(swing):
     rr = res.as_relative_result()
     assert isinstance(rr, RelativeResult) and rr.method == "output-error"
     assert np.array_equal(rr.values, res.values)
+    # Fig. 6 and eq. 16's residual are redrawn with the refined Phi_B, not the start's
+    ok = np.all(np.isfinite(rr.figure["lhs"]), axis=1)
+    assert np.allclose(rr.figure["rhs"][ok], rr.figure["a_phi_b"][ok] @ res.phi_b)
+    assert not np.allclose(rr.figure["rhs"][ok], swing.start.figure["rhs"][ok])
+    assert set(rr.residual_rms) >= {"force", "torque", "marker_mm.platform"}
     # free="phi_b": Phi_s as a prior, the swing moves J_yy the same way
     res_b = refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
                             swing.markers, start=swing.start, phi_s_cov=swing.cov_s,

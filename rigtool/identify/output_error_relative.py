@@ -69,8 +69,8 @@ from rigtool.errors import InputError, IdentifiabilityError
 from rigtool.identify import _oe_tree_model as tm
 from rigtool.identify.output_error import _calibration_members, _start_state
 from rigtool.identify.platform_motion import marker_sigma_from_residual
-from rigtool.identify.relative import (RelativeResult, feasible_intervals, link_lower_bounds,
-                                       phi_b_affine)
+from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
+                                       link_lower_bounds, phi_b_affine)
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -155,9 +155,12 @@ class RelativeRefinement:
         per = self.phi_b.reshape(n, 9)
         minimal = {k: {"MS": per[i, :3].copy(), "J": j_matrix(per[i, 3:])}
                    for i, k in enumerate(self.start.minimal_parameters)}
-        rms = {**self.start.residual_rms,
-               **{f"marker_mm.{k}": v for k, v in self.residual_rms_mm.items()}}
+        figure, eq16_rms = self.start.figure, dict(self.start.residual_rms)
+        if "a_phi_b" in figure:             # eq. 16 (Fig. 6) redrawn with this Phi_B
+            figure, eq16_rms = eq16_with(figure, self.phi_b)
+        rms = {**eq16_rms, **{f"marker_mm.{k}": v for k, v in self.residual_rms_mm.items()}}
         return replace(self.start, resolved=dict(self.jyy), std=dict(self.jyy_std),
+                       figure=figure,
                        bounds=dict(self.bounds), values=self.phi_b.copy(),
                        std_phi_b=self.phi_b_std.copy(), covariance=self.phi_b_cov.copy(),
                        minimal_parameters=minimal, residual_rms=rms,

@@ -591,10 +591,7 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
     rhs[ok] = system.a_phi_b[ok] @ phi_b
     resid = (lhs - rhs)[ok]
     rows = row_names(rig)
-    fr = [k for k, r in enumerate(rows) if r.startswith("f")]
-    tr = [k for k, r in enumerate(rows) if r.startswith("n")]
-    rms = {"force": float(np.sqrt(np.mean(resid[:, fr] ** 2))) if fr else float("nan"),
-           "torque": float(np.sqrt(np.mean(resid[:, tr] ** 2))) if tr else float("nan")}
+    rms = _eq16_rms(resid, rows)
     per = phi_b.reshape(n, 9)
     minimal = {l.name: {"MS": per[i, :3].copy(), "J": j_matrix(per[i, 3:])}
                for i, l in enumerate(tree.links)}
@@ -604,9 +601,27 @@ def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marke
         bounds={k: (float(iv[0]), float(iv[1])) for k, iv in zip(unknown, intervals)},
         names=names_b, values=phi_b, std_phi_b=std_b, covariance=cov_b,
         minimal_parameters=minimal, residual_rms=rms, on_bound=on_bound, warnings=warnings,
-        figure={"time_s": system.time_s, "lhs": lhs, "rhs": rhs, "rows": rows},
+        figure={"time_s": system.time_s, "lhs": lhs, "rhs": rhs, "rows": rows,
+                "a_phi_b": system.a_phi_b},
         unconstrained={k: float(v) for k, v in zip(unknown, u_ls)}, compensated=compensated,
         weighting=weighting, method=method)
+
+
+def _eq16_rms(resid: np.ndarray, rows: list[str]) -> dict[str, float]:
+    fr = [k for k, r in enumerate(rows) if r.startswith("f")]
+    tr = [k for k, r in enumerate(rows) if r.startswith("n")]
+    return {"force": float(np.sqrt(np.mean(resid[:, fr] ** 2))) if fr else float("nan"),
+            "torque": float(np.sqrt(np.mean(resid[:, tr] ** 2))) if tr else float("nan")}
+
+
+def eq16_with(figure: dict, phi_b: np.ndarray) -> tuple[dict, dict[str, float]]:
+    """Eq. 16's figure data and residual RMS (force, torque) for another ``phi_b`` (e.g. the
+    output-error refinement's) on the same capture's rows."""
+    lhs = figure["lhs"]
+    ok = np.all(np.isfinite(lhs), axis=1)
+    rhs = np.full(lhs.shape, np.nan)
+    rhs[ok] = figure["a_phi_b"][ok] @ phi_b
+    return {**figure, "rhs": rhs}, _eq16_rms((lhs - rhs)[ok], figure["rows"])
 
 
 def _phi_s_matrix(n_links: int) -> np.ndarray:
