@@ -67,11 +67,23 @@ def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def skew_batch(w: np.ndarray) -> np.ndarray:
-    """``[..., 3] -> [..., 3, 3]`` cross-product matrices."""
-    z = np.zeros(w.shape[:-1])
-    return np.stack([np.stack([z, -w[..., 2], w[..., 1]], -1),
-                     np.stack([w[..., 2], z, -w[..., 0]], -1),
-                     np.stack([-w[..., 1], w[..., 0], z], -1)], -2)
+    """``[..., 3] -> [..., 3, 3]`` cross-product matrices (one matrix product)."""
+    return np.dot(w, _SKEW).reshape(w.shape[:-1] + (3, 3))
+
+
+def spring_arrays(rig: Rig, b: int, *, stiffness: np.ndarray | None = None,
+                  free_length: np.ndarray | None = None, damping: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(anchor_lab [S, 3], attachment_platform [S, 3], k, k L0, c)`` (the last three
+    ``[B, S]``) of ``rig``'s springs for a batch of ``b``; given values ``[B, S]`` or ``[S]``
+    override the rig's (calibration fits them)."""
+    k = np.broadcast_to(rig.stiffness if stiffness is None else stiffness,
+                        (b, len(rig.springs))).astype(float)
+    l0 = np.broadcast_to(rig.free_length if free_length is None else free_length, k.shape)
+    c = np.broadcast_to(rig.damping if damping is None else damping, k.shape).astype(float)
+    return (np.stack([np.asarray(s.anchor_lab, float) for s in rig.springs]),
+            np.stack([np.asarray(s.attachment_platform, float) for s in rig.springs]),
+            k, k * l0, c)
 
 
 @dataclass(frozen=True)
@@ -125,15 +137,10 @@ def batch_model(rig: Rig, params: np.ndarray, *, stiffness: np.ndarray | None = 
     i_o = np.stack([six[:, [0, 1, 2]], six[:, [1, 3, 4]], six[:, [2, 4, 5]]], 1)
     i_c = i_o - mass[:, None, None] * (np.sum(com * com, 1)[:, None, None] * np.eye(3)
                                        - com[:, :, None] * com[:, None, :])
-    k = np.broadcast_to(rig.stiffness if stiffness is None else stiffness,
-                        (b, len(rig.springs))).astype(float)
-    l0 = np.broadcast_to(rig.free_length if free_length is None else free_length, k.shape)
-    c = np.broadcast_to(rig.damping if damping is None else damping, k.shape).astype(float)
     free = rig.free_dof_rows() if rig.locked_dofs else None
-    return BatchModel(mass, com, i_c,
-                      np.stack([np.asarray(s.anchor_lab, float) for s in rig.springs]),
-                      np.stack([np.asarray(s.attachment_platform, float) for s in rig.springs]),
-                      k, k * l0, c, np.asarray(rig.gravity_lab, float), free)
+    return BatchModel(mass, com, i_c, *spring_arrays(rig, b, stiffness=stiffness,
+                                                     free_length=free_length, damping=damping),
+                      np.asarray(rig.gravity_lab, float), free)
 
 
 class BatchRHS:
@@ -219,22 +226,60 @@ def integrate(model: BatchModel, y0: np.ndarray, n_samples: int, dt: float,
     Raises FloatingPointError when the motion leaves the model (a spring at zero length,
     non-finite state).
     """
-    rhs = BatchRHS(model)
+    return rk4_samples(BatchRHS(model), y0, n_samples, dt, substeps)
+
+
+def rk4_samples(rhs, y0: np.ndarray, n_samples: int, dt: float, substeps: int) -> np.ndarray:
+    """States ``[T, B, n]`` at ``t = k dt`` (k = 0..T-1) of ``dy/dt = rhs(y)`` from
+    ``y0 [B, n]``, classical RK4 with ``substeps`` steps per sample (both batched models).
+
+    Raises FloatingPointError when the motion diverges (checked every 50 samples, so a
+    diverged trial of a line search stops early, and at the end).
+    """
     y = np.array(y0, float, copy=True)
     out = np.empty((n_samples,) + y.shape)
     out[0] = y
     h = dt / substeps
-    for k in range(1, n_samples):
-        for _ in range(substeps):
-            k1 = rhs(y)
-            k2 = rhs(y + (0.5 * h) * k1)
-            k3 = rhs(y + (0.5 * h) * k2)
-            k4 = rhs(y + h * k3)
-            y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
-        out[k] = y
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(1, n_samples):
+            for _ in range(substeps):
+                k1 = rhs(y)
+                k2 = rhs(y + (0.5 * h) * k1)
+                k3 = rhs(y + (0.5 * h) * k2)
+                k4 = rhs(y + h * k3)
+                y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
+            out[k] = y
+            if k % 50 == 0 and not np.all(np.isfinite(y)):
+                raise FloatingPointError("the simulated motion diverged")
     if not np.all(np.isfinite(out[-1])):
         raise FloatingPointError("the simulated motion diverged")
     return out
+
+
+def marker_rows_mm(pred: np.ndarray, measured: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Residual rows ``[B, M]`` (mm) of predicted markers ``[T, B, K, 3]`` against the first
+    ``T`` frames of ``measured [T', K, 3]`` (m), where ``mask [T', K]`` (seen and used)."""
+    n = pred.shape[0]
+    diff = pred - measured[:n, None]
+    return 1e3 * np.moveaxis(diff, 1, 0)[:, mask[:n]].reshape(pred.shape[1], -1)
+
+
+def forward_difference(rows: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(r, J)`` from residual rows ``[1 + P, M]`` of the estimate and its ``P`` perturbations
+    by ``steps [P]`` (one member per unknown): ``r = rows[0]``, ``J [M, P]``."""
+    return rows[0], ((rows[1:] - rows[0]) / steps[:, None]).T
+
+
+def residual_and_jacobian(rows_of, x: np.ndarray, steps: np.ndarray, n_rows: int
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Residual ``[M]`` and forward-difference Jacobian ``[M, P]`` at ``x`` from one batched
+    simulation: ``rows_of(xs [1 + P, P]) -> [1 + P, M]``. A simulation that diverges (or
+    meets a singular mass matrix) gives residuals of 1e6 and a zero Jacobian, which makes
+    the trust-region solver reject the step."""
+    try:
+        return forward_difference(rows_of(np.vstack([x, x + np.diag(steps)])), steps)
+    except (FloatingPointError, np.linalg.LinAlgError):
+        return np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
 
 
 def markers_from_states(states: np.ndarray, markers_body: np.ndarray) -> np.ndarray:

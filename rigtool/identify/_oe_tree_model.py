@@ -48,14 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.identify._oe_model import _SKEW, cross
-from rigtool.inertia import InertialParams, transform_params
+from rigtool.identify._oe_model import cross, rk4_samples, spring_arrays
+from rigtool.identify._oe_model import skew_batch as skew
+from rigtool.inertia import inertia_matrix, transform_params
 from rigtool.rig import Rig
-
-
-def skew(v: np.ndarray) -> np.ndarray:
-    """``[..., 3] -> [..., 3, 3]`` cross-product matrices (one matrix product)."""
-    return np.dot(v, _SKEW).reshape(v.shape[:-1] + (3, 3))
 
 
 def link_params_from_phi_b(phi_b: np.ndarray) -> np.ndarray:
@@ -141,27 +137,21 @@ def tree_batch(rig: Rig, platform_pi: np.ndarray, parents: list[int],
     body0 = np.broadcast_to(np.asarray(platform_pi, float), (b, 10)) + np.stack(
         [transform_params(p, r, t) for p, r, t in zip(base, r_pb, t_pb)])
     pis = np.concatenate([body0[:, None], links[:, 1:]], axis=1)        # [B, nb, 10]
-    six = pis[..., 4:]
-    inertia = np.stack([six[..., [0, 1, 2]], six[..., [1, 3, 4]], six[..., [2, 4, 5]]], -2)
+    inertia = inertia_matrix(pis[..., 4:])
     jp = np.zeros((b, n, 3))
     for i in range(1, n):
         c = np.asarray(joint_centres_parent[i], float)
         jp[:, i] = r_pb @ c + t_pb if parents[i] == 0 else c
     damp = np.zeros((b, n))
     damp[:, 1:] = np.broadcast_to(np.asarray(joint_damping, float), (b, n - 1))
-    k = np.broadcast_to(rig.stiffness if stiffness is None else stiffness,
-                        (b, len(rig.springs))).astype(float)
-    l0 = np.broadcast_to(rig.free_length if free_length is None else free_length, k.shape)
-    c = np.broadcast_to(rig.damping if spring_damping is None else spring_damping,
-                        k.shape).astype(float)
     free = None
     if rig.locked_dofs:
         free = np.concatenate([rig.free_dof_rows(), np.arange(6, 3 + 3 * n)])
     par = np.array([-1] + [max(p, 0) for p in parents[1:]], int)
     return TreeBatch(par, jp, pis[..., 0], pis[..., 1:4], inertia, damp,
-                     np.stack([np.asarray(s.anchor_lab, float) for s in rig.springs]),
-                     np.stack([np.asarray(s.attachment_platform, float) for s in rig.springs]),
-                     k, k * l0, c, np.asarray(rig.gravity_lab, float), free)
+                     *spring_arrays(rig, b, stiffness=stiffness, free_length=free_length,
+                                    damping=spring_damping),
+                     np.asarray(rig.gravity_lab, float), free)
 
 
 class TreeRHS:
@@ -290,25 +280,7 @@ def integrate(model: TreeBatch, y0: np.ndarray, n_samples: int, dt: float,
     Raises FloatingPointError when the motion diverges and LinAlgError when a mass matrix is
     singular (a Phi_B far from any physical body).
     """
-    rhs = TreeRHS(model)
-    y = np.array(y0, float, copy=True)
-    out = np.empty((n_samples,) + y.shape)
-    out[0] = y
-    h = dt / substeps
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(1, n_samples):
-            for _ in range(substeps):
-                k1 = rhs(y)
-                k2 = rhs(y + (0.5 * h) * k1)
-                k3 = rhs(y + (0.5 * h) * k2)
-                k4 = rhs(y + h * k3)
-                y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
-            out[k] = y
-            if k % 50 == 0 and not np.all(np.isfinite(y)):   # stop a diverged trial early
-                raise FloatingPointError("the simulated motion diverged")
-    if not np.all(np.isfinite(out[-1])):
-        raise FloatingPointError("the simulated motion diverged")
-    return out
+    return rk4_samples(TreeRHS(model), y0, n_samples, dt, substeps)
 
 
 def body_poses(model: TreeBatch, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +311,6 @@ def energy(model: TreeBatch, states: np.ndarray) -> np.ndarray:
     """Kinetic + gravity + spring energy ``[T, B]`` of states ``[T, B, n_state]`` (J)."""
     t, b = states.shape[:2]
     rhs = TreeRHS(model)
-    flat = states.reshape(t * b, -1)
     out = np.empty(t * b)
     rot_all, org_all = body_poses(model, states)
     for k in range(t):
@@ -353,9 +324,8 @@ def energy(model: TreeBatch, states: np.ndarray) -> np.ndarray:
         l0 = model.stiffness_free_length / model.stiffness
         pot = pot + 0.5 * (model.stiffness * (length - l0) ** 2).sum(-1)
         out[k * b:(k + 1) * b] = kin + pot
-    del flat
     return out.reshape(t, b)
 
 
 __all__ = ["TreeBatch", "TreeRHS", "tree_batch", "integrate", "body_poses", "predict_markers",
-           "energy", "link_params_from_phi_b", "skew"]
+           "energy", "link_params_from_phi_b"]

@@ -210,26 +210,15 @@ class _Problem:
         states = om.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
         return om.markers_from_states(states, self.markers_body)
 
+    def rows(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
+        """Marker residual rows ``[B, M]`` (mm) on the current horizon."""
+        return om.marker_rows_mm(self.batch(xs, calib), self.measured, self.mask)
+
     def _eval(self, x: np.ndarray):
         key = (self.n_frames, x.tobytes())
         if key not in self.cache:
-            h = self.steps()
-            xs = np.vstack([x, x + np.diag(h)])
-            try:
-                pred = self.batch(xs)
-            except (FloatingPointError, np.linalg.LinAlgError):
-                pred = None
-            n = self.n_frames
-            mask = self.mask[:n]
-            if pred is None:
-                r = np.full(mask.sum() * 3, 1e6)
-                jac = np.zeros((r.size, x.size))
-            else:
-                diff = pred - self.measured[:n, None]                       # [T, B, K, 3]
-                sel = np.moveaxis(diff, 1, 0)[:, mask]                       # [B, M, 3]
-                r = 1e3 * sel[0].ravel()
-                jac = 1e3 * ((sel[1:] - sel[0]).reshape(len(h), -1) / h[:, None]).T
-            self.cache = {key: (r, jac)}
+            n_rows = int(self.mask[:self.n_frames].sum()) * 3
+            self.cache = {key: om.residual_and_jacobian(self.rows, x, self.steps(), n_rows)}
         return self.cache[key]
 
     def residual(self, x: np.ndarray) -> np.ndarray:
@@ -269,43 +258,40 @@ def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
 
 
 def _calibration_members(rig: Rig, platform: InertialParams, cal_std: dict):
-    """One perturbed calibration per column: ``(label, step, (platform_pi, k, L0, c))``.
+    """One perturbed calibration per principal axis: ``(label, step, (platform_pi, k, L0,
+    c))`` (:func:`rigtool.identify.calibration_covariance.calibration_members`).
 
-    Steps are one standard error of each calibrated number (the maps are smooth; the
-    sensitivity is the slope over that step). Platform: mass, COM, the six inertia
-    entries about the COM, each perturbed alone (the file lists standard errors only, so
-    the calibration's own correlations are not known here).
+    With a full covariance the members are given (``cal_std["members"]``). With standard
+    errors alone (a rig file without ``[calibration.covariance]``) the covariance is taken
+    diagonal: each calibrated number is stepped alone by its standard error (the maps are
+    smooth; the sensitivity is the slope over that step), the calibration's own correlations
+    being unknown.
     """
     if cal_std.get("members"):
-        return list(cal_std["members"])       # principal axes of a full covariance
-    k0, l0, c0 = rig.stiffness, rig.free_length, rig.damping
-    out = []
-    for key, base in (("stiffness", k0), ("free_length", l0), ("damping", c0)):
-        for i, sd in enumerate(cal_std[key]):
-            if not sd > 0:
-                continue
-            vals = {"stiffness": k0, "free_length": l0, "damping": c0}
-            v = base.copy()
-            v[i] += sd
-            vals[key] = v
-            out.append((f"{key}[{i}]", sd, (platform.pi.astype(float), vals["stiffness"],
-                                            vals["free_length"], vals["damping"])))
-    m, com, ic = platform.mass, platform.com, platform.inertia_com
-    entries = [("platform_mass", cal_std["platform_mass"], lambda d: (m + d, com, ic))]
-    for j in range(3):
-        e = np.eye(3)[j]
-        entries.append((f"platform_com[{j}]", cal_std["platform_com"][j],
-                        lambda d, e=e: (m, com + d * e, ic)))
-    for a, b in zip(*np.triu_indices(3)):
-        e = np.zeros((3, 3))
-        e[a, b] = e[b, a] = 1.0
-        entries.append((f"platform_inertia_com[{a},{b}]", cal_std["platform_inertia_com"][a, b],
-                        lambda d, e=e: (m, com, ic + d * e)))
-    for label, sd, make in entries:
-        if sd > 0:
-            mm, cc, ii = make(sd)
-            out.append((label, sd, (InertialParams.from_com(mm, cc, ii).pi, k0, l0, c0)))
-    return out
+        return list(cal_std["members"])
+    sd = np.concatenate([cal_std["stiffness"], cal_std["free_length"], cal_std["damping"],
+                         [cal_std["platform_mass"]], cal_std["platform_com"],
+                         np.asarray(cal_std["platform_inertia_com"])[np.triu_indices(3)]])
+    sd = np.where(np.asarray(sd, float) > 0, sd, 0.0)          # NaN or 0: not stepped
+    return calibration_members(rig, platform, np.diag(sd ** 2))
+
+
+def calibration_rows_jacobian(rows_of, x: np.ndarray, rig: Rig, platform: InertialParams,
+                              calibration_std: dict | None) -> np.ndarray | None:
+    """``[M, C]``: change of the marker residual rows at ``x`` when the calibration moves by
+    one step along each of its ``C`` members (:func:`_calibration_members`), or None without
+    a calibration uncertainty. ``rows_of(xs, calib) -> [B, M]`` simulates ``xs`` with a
+    calibration ``(platform_pi, k, L0, c)`` per member. The estimate's sensitivity is then
+    ``-(J^T J)^-1 J^T`` times this, one column per standard step."""
+    if calibration_std is None:
+        return None
+    members = _calibration_members(rig, platform, calibration_std)
+    if not members:
+        return None
+    calib = [(platform.pi.astype(float), rig.stiffness, rig.free_length, rig.damping)]
+    calib += [m[2] for m in members]
+    rows = rows_of(np.repeat(x[None], len(calib), 0), calib)
+    return (rows[1:] - rows[0]).T
 
 
 def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
@@ -473,17 +459,10 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     s2 = float(r @ r) / dof
     cov_x = s2 * np.linalg.pinv(jac.T @ jac)      # mm^2 / (mm per unit)^2: units of x
     cov_noise = cov_x.copy()
-    if calibration_std is not None:
-        members = _calibration_members(rig, platform, calibration_std)
-        if members:
-            xs = np.repeat(x[None], len(members) + 1, 0)
-            calib = [(platform.pi.astype(float), rig.stiffness, rig.free_length, rig.damping)]
-            calib += [m[2] for m in members]
-            pred = prob.batch(xs, calib)
-            sel = np.moveaxis(pred - prob.measured[:, None], 1, 0)[:, mask]
-            j_cal = 1e3 * (sel[1:] - sel[0]).reshape(len(members), -1).T   # per one std
-            sens = -np.linalg.pinv(jac.T @ jac) @ (jac.T @ j_cal)
-            cov_x = cov_x + sens @ sens.T
+    j_cal = calibration_rows_jacobian(prob.rows, x, rig, platform, calibration_std)
+    if j_cal is not None:
+        sens = -np.linalg.pinv(jac.T @ jac) @ (jac.T @ j_cal)
+        cov_x = cov_x + sens @ sens.T
     z_hat = x[:9]
     pi_hat = z_to_params(z_hat, total_mass_kg)
     g = _jac(lambda z: z_to_params(z, total_mass_kg)[1:], z_hat)

@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from rigtool.errors import InputError
+from rigtool.identify import _oe_model as om
 from rigtool.identify.calibration_covariance import calibration_members
 from rigtool.identify.output_error import (_Problem, _start_state, object_to_z, z_to_params)
 from rigtool.identify.propagate import propagate
@@ -191,21 +192,16 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         """Cost, normal-equation blocks and residuals of every capture."""
         out = []
         for prob, cap, x in zip(probs, captures, xs):
-            n = prob.n_frames
             h_st = prob.steps()
             members_x = [x] * (1 + n_sh) + [x + e for e in np.diag(h_st)]
             members_c = ([calib_of(s, cap.load)]
                          + [calib_of(s + e, cap.load) for e in np.diag(h_sh)]
                          + [calib_of(s, cap.load)] * len(h_st))
             try:
-                pred = prob.batch(np.array(members_x), members_c)
+                rows = prob.rows(np.array(members_x), members_c)
             except (FloatingPointError, np.linalg.LinAlgError):
                 return None
-            sel = np.moveaxis(pred - prob.measured[:n, None], 1, 0)[:, prob.mask[:n]]
-            r = 1e3 * sel[0].ravel()
-            hh = np.concatenate([h_sh, h_st])
-            jac = 1e3 * ((sel[1:] - sel[0]).reshape(len(hh), -1) / hh[:, None]).T
-            out.append((r, jac))
+            out.append(om.forward_difference(rows, np.concatenate([h_sh, h_st])))
         return out
 
     def normal(blocks):

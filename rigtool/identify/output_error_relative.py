@@ -66,8 +66,9 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError, IdentifiabilityError
+from rigtool.identify import _oe_model as om
 from rigtool.identify import _oe_tree_model as tm
-from rigtool.identify.output_error import _calibration_members, _start_state
+from rigtool.identify.output_error import _start_state, calibration_rows_jacobian
 from rigtool.identify.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
                                        link_lower_bounds, phi_b_affine)
@@ -295,24 +296,15 @@ class _Problem:
         states = tm.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
         return tm.predict_markers(model, states, self.body_of_marker, coords)
 
-    def marker_rows(self, pred: np.ndarray) -> np.ndarray:
-        """``[B, M]`` residuals (mm) of predictions ``[T, B, K, 3]`` on the current horizon."""
-        n = self.n_frames
-        diff = pred - self.measured[:n, None]
-        return 1e3 * np.moveaxis(diff, 1, 0)[:, self.mask[:n]].reshape(pred.shape[1], -1)
+    def rows(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
+        """Marker residual rows ``[B, M]`` (mm) on the current horizon."""
+        return om.marker_rows_mm(self.batch(xs, calib), self.measured, self.mask)
 
     def _eval(self, x: np.ndarray):
         key = (self.n_frames, self.fit_params, x.tobytes())
         if key not in self.cache:
-            h = self.steps()
-            xs = np.vstack([x, x + np.diag(h)])
-            try:
-                rows = self.marker_rows(self.batch(xs))
-                r = rows[0]
-                jac = ((rows[1:] - rows[0]) / h[:, None]).T
-            except (FloatingPointError, np.linalg.LinAlgError):
-                r = np.full(int(self.mask[:self.n_frames].sum()) * 3, 1e6)
-                jac = np.zeros((r.size, x.size))
+            n_rows = int(self.mask[:self.n_frames].sum()) * 3
+            r, jac = om.residual_and_jacobian(self.rows, x, self.steps(), n_rows)
             if self.prior_rows is not None and self.fit_params:
                 theta = self.split(x)[0]
                 r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
@@ -586,15 +578,15 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     theta, damp_hat, st_hat, base_hat = prob.split(x)
     r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
-    extra = []                     # first-order sensitivities of x to other errors (columns)
     if free == "jyy":
         # Phi_s: one batched run with each entry of Phi_s stepped
         sd = np.sqrt(np.clip(np.diag(cov_s), 0, None)) if np.all(np.isfinite(cov_s)) \
             else np.zeros(phi_s.size)
         step = np.where(sd > 0, 1e-3 * sd, 1e-7)
         phis = np.vstack([phi_s, phi_s + np.diag(step)])
-        rows = prob.marker_rows(prob.batch(np.repeat(x[None], len(phis), 0), phi_s=phis))
-        j_s = ((rows[1:] - rows[0]) / step[:, None]).T                  # [M, 8n+1]
+        rows = om.marker_rows_mm(prob.batch(np.repeat(x[None], len(phis), 0), phi_s=phis),
+                                 prob.measured, prob.mask)
+        j_s = om.forward_difference(rows, step)[1]                      # [M, 8n+1]
         sens_s = -info_inv @ (jac[:n_mark].T @ j_s)                      # dx / dPhi_s
         d_theta = sens_s[:n_theta]
         jb_s = g_mat + h_mat @ d_theta
@@ -607,17 +599,12 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         cov_b_noise = cov_x[:n_theta, :n_theta].copy()
         cov_b = cov_b_noise.copy()
         map_b = np.eye(9 * n)
-    if calibration_std is not None:
-        members = _calibration_members(rig, platform, calibration_std)
-        if members:
-            calib = [(platform.pi.astype(float), rig.stiffness, rig.free_length, rig.damping)]
-            calib += [m[2] for m in members]
-            rows = prob.marker_rows(prob.batch(np.repeat(x[None], len(calib), 0), calib))
-            j_cal = (rows[1:] - rows[0]).T                                # per one std
-            sens = -info_inv @ (jac[:n_mark].T @ j_cal)
-            cov_x = cov_x + sens @ sens.T
-            sb = map_b @ sens[:n_theta]
-            cov_b = cov_b + sb @ sb.T
+    j_cal = calibration_rows_jacobian(prob.rows, x, rig, platform, calibration_std)
+    if j_cal is not None:
+        sens = -info_inv @ (jac[:n_mark].T @ j_cal)
+        cov_x = cov_x + sens @ sens.T
+        sb = map_b @ sens[:n_theta]
+        cov_b = cov_b + sb @ sb.T
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
     std_x = np.sqrt(np.clip(np.diag(cov_x), 0, None))
