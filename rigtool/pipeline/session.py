@@ -258,6 +258,13 @@ def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
     return rotations, spread
 
 
+def _calibration_std(rigfile: RigFile) -> dict | None:
+    """The calibrated rig's uncertainty for the output-error fits (None for a rig file
+    without ``[calibration.std]``, or a stand-in without a raw document)."""
+    return calibration_std_from_rigfile(getattr(rigfile, "raw", {}), rigfile.rig,
+                                        path=getattr(rigfile, "path", None))
+
+
 def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     markers: dict[str, dict[str, np.ndarray]], capture: Path, *,
                     name: str, window, units, total_mass_kg: float,
@@ -302,9 +309,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     base_rotation_platform=r_pb, base_position_platform=t_pb,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
-                                    calibration_std=calibration_std_from_rigfile(
-                                        getattr(rigfile, "raw", {}), rig,
-                                        path=getattr(rigfile, "path", None)),
+                                    calibration_std=_calibration_std(rigfile),
                                     base_pose_cov=pose_cov)
         res = refinement.as_posture_result()
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
@@ -417,9 +422,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 tree, rigfile.rig, rigfile.rig.platform.params, relative_data, markers,
                 start=relative, phi_s=subset.values, phi_s_cov=subset.covariance,
                 total_mass_kg=total_mass, window=session.relative_motion.window,
-                calibration_std=calibration_std_from_rigfile(
-                    getattr(rigfile, "raw", {}), rigfile.rig,
-                    path=getattr(rigfile, "path", None)))
+                calibration_std=_calibration_std(rigfile))
             relative = refinement.as_relative_result()
             warnings += [f"relative motion (output error): {w}" for w in refinement.warnings]
     segments, notes = None, []
