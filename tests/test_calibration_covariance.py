@@ -96,3 +96,24 @@ def test_a_damaged_covariance_table_is_refused_when_the_rig_is_read(calibrated, 
         assert field in capsys.readouterr().err
     finally:
         out.unlink()
+
+
+@pytest.mark.parametrize("calibration, field", [
+    (5, "field 'calibration'"),
+    ({"std": 3}, "field 'calibration.std'"),
+])
+def test_a_calibration_table_of_the_wrong_kind_is_refused(calibrated, tmp_path, calibration,
+                                                          field, capsys):
+    """One clear message (exit 2), not a traceback, when [calibration] or its std is no table."""
+    path, doc = calibrated
+    bad = dict(doc)
+    bad["calibration"] = calibration
+    out = path.parent / "bad-calibration.calibrated.toml"
+    out.write_text(dumps(bad))
+    try:
+        with pytest.raises(ConfigError, match=field.split("'")[1].replace(".", r"\.")):
+            load_rig(out)
+        assert main(["calibrate", str(out), "-o", str(tmp_path / "never.toml")]) == 2
+        assert field in capsys.readouterr().err
+    finally:
+        out.unlink()

@@ -80,13 +80,21 @@ def covariance_table(spring_names: list[str], covariance: np.ndarray, digits: in
             "matrix": [[float(f"{v:.{digits}g}") for v in row] for row in cov]}
 
 
+def _calibration_table(raw: dict, path=None) -> dict:
+    """The rig file's ``[calibration]`` table (empty when absent); ConfigError if not a table."""
+    table = raw.get("calibration", {})
+    if not isinstance(table, dict):
+        raise ConfigError("expected a table", path=path, field="calibration", found=table)
+    return table
+
+
 def covariance_from_raw(raw: dict, rig: Rig, *, path=None) -> np.ndarray | None:
     """The covariance of ``[calibration.covariance]`` in a rig file's raw TOML, or None.
 
     Raises ConfigError naming the field when the table is present but malformed (wrong
     parameter list for this rig's springs, wrong shape, not symmetric positive semidefinite).
     """
-    table = raw.get("calibration", {}).get("covariance")
+    table = _calibration_table(raw, path).get("covariance")
     if table is None:
         return None
     field = "calibration.covariance"

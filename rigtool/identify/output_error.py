@@ -53,9 +53,10 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
-from rigtool.errors import InputError
+from rigtool.errors import ConfigError, InputError
 from rigtool.identify import _oe_model as om
-from rigtool.identify.calibration_covariance import calibration_members, covariance_from_raw
+from rigtool.identify.calibration_covariance import (_calibration_table, calibration_members,
+                                                     covariance_from_raw)
 from rigtool.identify.overall import PostureResult, transform_matrix
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
@@ -237,9 +238,13 @@ def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
     calibration perturbed along the covariance's principal axes, so the posture fit
     propagates its correlations (rigtool.identify.calibration_covariance).
     """
-    std = raw.get("calibration", {}).get("std")
+    cov = covariance_from_raw(raw, rig, path=path)     # checked even when std is incomplete
+    std = _calibration_table(raw, path).get("std")
     if not std:
         return None
+    if not isinstance(std, dict):
+        raise ConfigError("expected a table of standard errors", path=path,
+                          field="calibration.std")
     springs = std.get("springs", {})
     names = [sp.name for sp in rig.springs]
     try:
@@ -251,7 +256,6 @@ def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
                "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
     except (KeyError, TypeError):
         return None
-    cov = covariance_from_raw(raw, rig, path=path)
     if cov is not None:
         out["members"] = calibration_members(rig, rig.platform.params, cov)
     return out
