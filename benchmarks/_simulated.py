@@ -79,3 +79,67 @@ def calibrated_session(sim: SimulatedBundle) -> CalibratedSession:
     truth = json.loads((sim.session_path.parent / "truth.json").read_text())
     return CalibratedSession(job, session, load_rig(session.rig_path), truth,
                              link_markers(session, session.tree))
+
+
+def simulate_object(scenario_path: Path, kinds: tuple[str, ...] = ("posture", "relative")):
+    """The object's captures of a scenario (``kinds``: posture and/or relative) simulated
+    once, without writing files, with what the benchmarks score against.
+
+    Returns a namespace: ``sc``, ``jobs``, ``postures`` (the posture jobs), ``relative`` (the
+    relative-motion job or None), ``trajs`` (name -> trajectory), ``tree``, ``phi_b``,
+    ``phi_s``, ``rig`` (the TRUE rig) and ``rigfile`` (a stand-in holding it), ``mass``,
+    ``markers`` (link -> marker -> link-frame xyz), ``truth`` (posture name -> (COM, inertia
+    about the COM, its largest principal moment), base-link frame), ``i_max`` (the largest
+    of those) and ``sim_s``.
+    """
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from rigtool.sim.scenario import load_scenario
+    from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job
+    from rigtool.tree import (composite_params, minimal_parameters, phi_b_vector,
+                              phi_s_from_phi_b)
+
+    sc = load_scenario(scenario_path)
+    jobs = [j for j in capture_jobs(sc) if j.kind in kinds]
+    t0 = time.perf_counter()
+    trajs = {j.name: simulate_job(sc, j) for j in jobs}
+    sim_s = time.perf_counter() - t0
+    tree = sc.obj.tree
+    phi_b = phi_b_vector(minimal_parameters(tree))
+    postures = [j for j in jobs if j.kind == "posture"]
+    truth = {}
+    for j in postures:
+        whole = composite_params(tree, dict(j.plan.rotations))
+        truth[j.name] = (whole.com, whole.inertia_com,
+                         float(np.linalg.eigvalsh(whole.inertia_com)[-1]))
+    rig = _rig_with_truth(sc)
+    return SimpleNamespace(
+        sc=sc, jobs=jobs, postures=postures,
+        relative=next((j for j in jobs if j.kind == "relative"), None), trajs=trajs,
+        tree=tree, phi_b=phi_b, phi_s=phi_s_from_phi_b(phi_b), rig=rig,
+        rigfile=SimpleNamespace(rig=rig), mass=float(sc.obj.total_mass),
+        markers={l.name: l.markers_link for l in tree.links}, truth=truth,
+        i_max=max((t[2] for t in truth.values()), default=float("nan")), sim_s=sim_s)
+
+
+def draw_markers(p, job, rng, *, sigma_m: float | None = None, artefacts: bool = True):
+    """One noise draw of a simulated capture of ``p`` (:func:`simulate_object`): the job's
+    marker noise (or ``sigma_m``) and, unless ``artefacts`` is False, its artefacts."""
+    from rigtool.sim.markers import synthesize_markers
+    return synthesize_markers(
+        p.trajs[job.name], job.marker_sets,
+        noise_sigma_m=job.settings.noise_sigma_m if sigma_m is None else sigma_m,
+        artefacts=job.settings.artefacts if artefacts else None, rng=rng,
+        rate_hz=job.settings.rate_hz)
+
+
+def fit_simulated_posture(p, job, data, settings, *, rigfile=None, **kwargs):
+    """``fit_one_posture`` on a simulated posture capture of ``p`` (its true rig unless
+    ``rigfile`` is given); ``kwargs`` as fit_one_posture takes them (method, weighting...)."""
+    from rigtool.pipeline.session import fit_one_posture
+    return fit_one_posture(None, p.rigfile if rigfile is None else rigfile, p.tree, p.markers,
+                           Path(job.name), name=job.name, window=job.settings.window,
+                           units=None, total_mass_kg=p.mass, settings=settings, data=data,
+                           **kwargs)

@@ -54,6 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _simulated import draw_markers, fit_simulated_posture, simulate_object  # noqa: E402
 from crb import posture_crb  # noqa: E402
 
 from rigtool.config import FilterSettings  # noqa: E402
@@ -61,12 +62,7 @@ from rigtool.errors import RigtoolError  # noqa: E402
 from rigtool.identify.relative import (_constrained, _inside, feasible_intervals,  # noqa: E402
                                        phi_b_affine, resolve_relative)
 from rigtool.identify.subset import PostureOverall, fit_subset  # noqa: E402
-from rigtool.pipeline.session import fit_one_posture, posture_overall  # noqa: E402
-from rigtool.sim.markers import synthesize_markers  # noqa: E402
-from rigtool.sim.scenario import load_scenario  # noqa: E402
-from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job  # noqa: E402
-from rigtool.tree import (composite_params, minimal_parameters, phi_b_vector,  # noqa: E402
-                          phi_s_from_phi_b)
+from rigtool.pipeline.session import posture_overall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"two-link": ROOT / "scenarios" / "two_link_paper002.toml",
@@ -80,33 +76,12 @@ POSTURE_PARAMS = ["c_x", "c_y", "c_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "
 
 def prepare(name: str, path: Path, with_crb: bool = True) -> SimpleNamespace:
     """Simulate a scenario's postures and swing once; truth values and the posture CRBs."""
-    sc = load_scenario(path)
-    jobs = [j for j in capture_jobs(sc) if j.kind in ("posture", "relative")]
+    p = simulate_object(path)
     t0 = time.perf_counter()
-    trajs = {j.name: simulate_job(sc, j) for j in jobs}
-    sim_s = time.perf_counter() - t0
-    tree = sc.obj.tree
-    phi_b = phi_b_vector(minimal_parameters(tree))
-    postures = [j for j in jobs if j.kind == "posture"]
-    truth = {}
-    for j in postures:
-        cp_ = composite_params(tree, dict(j.plan.rotations))
-        truth[j.name] = (cp_.com, cp_.inertia_com, np.linalg.eigvalsh(cp_.inertia_com)[-1])
-    i_max = max(t[2] for t in truth.values())
-    rig = _rig_with_truth(sc)
-    crb = {}
-    t0 = time.perf_counter()
-    if with_crb:
-        for j in postures:
-            crb[j.name] = posture_crb(sc, j, trajs[j.name], sigma_m=1e-4)
-    crb_s = time.perf_counter() - t0
-    return SimpleNamespace(name=name, sc=sc, jobs=jobs, postures=postures,
-                           relative=[j for j in jobs if j.kind == "relative"][0], trajs=trajs,
-                           tree=tree, phi_b=phi_b, phi_s=phi_s_from_phi_b(phi_b), rig=rig,
-                           rigfile=SimpleNamespace(rig=rig), mass=float(sc.obj.total_mass),
-                           i_max=i_max, truth=truth, crb=crb,
-                           markers={l.name: l.markers_link for l in tree.links},
-                           sim_s=sim_s, crb_s=crb_s)
+    crb = ({j.name: posture_crb(p.sc, j, p.trajs[j.name], sigma_m=1e-4) for j in p.postures}
+           if with_crb else {})
+    p.name, p.crb, p.crb_s = name, crb, time.perf_counter() - t0
+    return p
 
 
 # ------------------------------------------------------------------------------- procedures
@@ -158,14 +133,10 @@ def overall_of(outcome, which: str) -> PostureOverall:
 def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bool) -> dict:
     """Every procedure on one noise draw. Returns method -> {postures, subset, relative, s}."""
     rng = np.random.default_rng(10_000 * int(round(sigma_m * 1e6)) + seed)
-    data = {j.name: synthesize_markers(p.trajs[j.name], j.marker_sets, noise_sigma_m=sigma_m,
-                                       artefacts=None, rng=rng, rate_hz=j.settings.rate_hz)
-            for j in p.jobs}
+    data = {j.name: draw_markers(p, j, rng, sigma_m=sigma_m, artefacts=False) for j in p.jobs}
 
     def fit(j, **kw):
-        return fit_one_posture(None, p.rigfile, p.tree, p.markers, Path(j.name), name=j.name,
-                               window=j.settings.window, units=None, total_mass_kg=p.mass,
-                               settings=settings, data=data[j.name], **kw)
+        return fit_simulated_posture(p, j, data[j.name], settings, **kw)
 
     rel_data = data[p.relative.name]
     out: dict[str, dict] = {}
@@ -272,7 +243,7 @@ def _mean(ms, key):
 
 def accuracy_table(p, rows: dict) -> list[str]:
     """One markdown table: per sigma and method, mean errors over seeds, ratios, coverage."""
-    out = [f"| sigma mm | method | seeds | COM mm | inertia % | Phi_s E_MS/M0 mm | "
+    out = ["| sigma mm | method | seeds | COM mm | inertia % | Phi_s E_MS/M0 mm | "
            "Phi_s E_J/Im % | Phi_B E_MS/M0 mm | Phi_B E_J/Im % | ratio to (a): COM / I / "
            "Phi_B MS / Phi_B J | cover post. | cover Phi_s | cover Phi_B | on bound | "
            "rtol 1e-4 | s/seed |", "|" + "---|" * 16]

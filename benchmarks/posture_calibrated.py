@@ -30,14 +30,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from _simulated import draw_markers, fit_simulated_posture, simulate_object
+
 from rigtool.config import FilterSettings
 from rigtool.identify.calibration_covariance import covariance_table
 from rigtool.pipeline.methods import FIT_METHODS
-from rigtool.pipeline.session import fit_one_posture
-from rigtool.sim.markers import synthesize_markers
-from rigtool.sim.scenario import load_scenario
-from rigtool.sim.session_writer import capture_jobs, simulate_job
-from rigtool.tree import composite_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,15 +61,10 @@ def main() -> None:
     ap.add_argument("--method", choices=FIT_METHODS, default="output-error")
     args = ap.parse_args()
     cals = [c for f in args.saved for c in pickle.loads(f.read_bytes())["calibrations"]]
-    sc = load_scenario(args.scenario)
-    jobs = [j for j in capture_jobs(sc) if j.kind == "posture"]
-    t0 = time.perf_counter()
-    trajs = {j.name: simulate_job(sc, j) for j in jobs}
-    tree = sc.obj.tree
-    markers = {l.name: l.markers_link for l in tree.links}
-    mass = float(sc.obj.total_mass)
+    p = simulate_object(args.scenario, kinds=("posture",))
+    jobs = p.postures
     print(f"{len(cals)} calibrations x {len(jobs)} postures of {args.scenario.name} "
-          f"(simulated in {time.perf_counter() - t0:.0f} s), {args.method}", flush=True)
+          f"(simulated in {p.sim_s:.0f} s), {args.method}", flush=True)
     com_err, com_sd, i_err, i_sd, times = [], [], [], [], []
     iu = np.triu_indices(3)
     for cal in cals:
@@ -80,29 +72,23 @@ def main() -> None:
                                                                    cal["covariance"]))
         rng = np.random.default_rng(9000 + cal["seed"])
         for j in jobs:
-            truth = composite_params(tree, dict(j.plan.rotations))
-            i_max = float(np.linalg.eigvalsh(truth.inertia_com)[-1])
-            data = synthesize_markers(trajs[j.name], j.marker_sets,
-                                      noise_sigma_m=j.settings.noise_sigma_m,
-                                      artefacts=j.settings.artefacts, rng=rng,
-                                      rate_hz=j.settings.rate_hz)
+            com_t, i_t, i_max = p.truth[j.name]
+            data = draw_markers(p, j, rng)
             t1 = time.perf_counter()
-            out = fit_one_posture(None, rigfile, tree, markers, Path(j.name), name=j.name,
-                                  window=j.settings.window, units=None, total_mass_kg=mass,
-                                  settings=FilterSettings(), data=data, method=args.method,
-                                  weighting="dual-metric")
+            out = fit_simulated_posture(p, j, data, FilterSettings(), rigfile=rigfile,
+                                        method=args.method, weighting="dual-metric")
             times.append(time.perf_counter() - t1)
             r = out.result
-            com_err.append(1e3 * (r.com - truth.com))
+            com_err.append(1e3 * (r.com - com_t))
             com_sd.append(1e3 * r.com_std)
-            i_err.append(100 * (r.inertia_com - truth.inertia_com)[iu] / i_max)
+            i_err.append(100 * (r.inertia_com - i_t)[iu] / i_max)
             i_sd.append(100 * r.inertia_com_std[iu] / i_max)
         print(f"  calibration seed {cal['seed']:2d}: worst COM error "
               f"{np.abs(com_err[-len(jobs):]).max():.4f} mm, worst inertia error "
               f"{np.abs(i_err[-len(jobs):]).max():.4f} %", flush=True)
     ce, cs, ie, is_ = (np.array(v) for v in (com_err, com_sd, i_err, i_sd))
     z = np.concatenate([np.abs(ce) / cs, np.abs(ie) / is_], axis=1)
-    print(f"\n| quantity | max mean error | RMS error | mean std | cover +-2 std |")
+    print("\n| quantity | max mean error | RMS error | mean std | cover +-2 std |")
     print("|---|---|---|---|---|")
     print(f"| COM (mm) | {np.abs(ce.mean(0)).max():.4f} | {np.sqrt((ce ** 2).mean(0)).max():.4f}"
           f" | {cs.mean():.4f} | {100 * np.mean(np.abs(ce) <= 2 * cs):.1f} % |")

@@ -36,17 +36,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from _simulated import draw_markers, fit_simulated_posture, simulate_object
 
 from rigtool.config import FilterSettings
 from rigtool.errors import RigtoolError
 from rigtool.identify.output_error_relative import refine_relative
 from rigtool.identify.relative import resolve_relative
 from rigtool.identify.subset import fit_subset
-from rigtool.pipeline.session import fit_one_posture, posture_overall
-from rigtool.sim.markers import synthesize_markers
-from rigtool.sim.scenario import load_scenario
-from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job
-from rigtool.tree import composite_params, minimal_parameters, phi_b_vector, phi_s_from_phi_b
+from rigtool.pipeline.session import posture_overall
+from rigtool.tree import minimal_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
@@ -59,45 +57,18 @@ VARIANTS = {"noise+comp": dict(weighting="noise", compensate=True),
             "joint": dict(weighting="noise", compensate=True, method="joint")}
 
 
-def prepare(path: Path):
-    sc = load_scenario(path)
-    jobs = [j for j in capture_jobs(sc) if j.kind in ("posture", "relative")]
-    t0 = time.perf_counter()
-    trajs = {j.name: simulate_job(sc, j) for j in jobs}
-    tree = sc.obj.tree
-    phi_b = phi_b_vector(minimal_parameters(tree))
-    i_max = max(np.linalg.eigvalsh(composite_params(tree, dict(j.plan.rotations)).inertia_com)[-1]
-                for j in jobs if j.kind == "posture")
-    return SimpleNamespace(sc=sc, jobs=jobs, trajs=trajs, tree=tree, phi_b=phi_b,
-                           rig=_rig_with_truth(sc), mass=float(sc.obj.total_mass), i_max=i_max,
-                           markers={l.name: l.markers_link for l in tree.links},
-                           sim_s=time.perf_counter() - t0)
-
-
 def one_seed(p, seed: int, settings: FilterSettings, posture_method: str = "equation-error",
              relative_method: str = "equation-error", oe_free: str = "phi_b",
              subset_rtol: float | None = None):
     rng = np.random.default_rng(seed)
-    data = {j.name: synthesize_markers(p.trajs[j.name], j.marker_sets,
-                                       noise_sigma_m=j.settings.noise_sigma_m,
-                                       artefacts=j.settings.artefacts, rng=rng,
-                                       rate_hz=j.settings.rate_hz) for j in p.jobs}
-    rigfile = SimpleNamespace(rig=p.rig)
-    outs = []
-    for j in p.jobs:
-        if j.kind != "posture":
-            continue
-        outs.append(fit_one_posture(None, rigfile, p.tree, p.markers, Path(j.name), name=j.name,
-                                    window=j.settings.window, units=None,
-                                    total_mass_kg=p.mass, settings=settings,
-                                    data=data[j.name], method=posture_method,
-                                    weighting=("dual-metric" if posture_method == "output-error"
-                                               else "noise")))
+    data = {j.name: draw_markers(p, j, rng) for j in p.jobs}
+    outs = [fit_simulated_posture(p, j, data[j.name], settings, method=posture_method,
+                                  weighting=("dual-metric" if posture_method == "output-error"
+                                             else "noise")) for j in p.postures]
     subset = fit_subset(p.tree, [posture_overall(o) for o in outs], p.mass,
                         **({} if subset_rtol is None else {"rtol": subset_rtol}))
-    rel = [j for j in p.jobs if j.kind == "relative"][0]
-    phi_s_true = phi_s_from_phi_b(p.phi_b)
-    true_sub = SimpleNamespace(values=phi_s_true, covariance=np.zeros((phi_s_true.size,) * 2))
+    rel = p.relative
+    true_sub = SimpleNamespace(values=p.phi_s, covariance=np.zeros((p.phi_s.size,) * 2))
     results = {}
     variants = VARIANTS if relative_method == "equation-error" else \
         {"noise+comp": VARIANTS["noise+comp"]}
@@ -160,7 +131,7 @@ def main() -> None:
     names = {"both": ["demo", "human"], "all": ["demo", "human", "four"]}.get(
         args.scenario, [args.scenario])
     for sname in names:
-        p = prepare(SCENARIOS[sname])
+        p = simulate_object(SCENARIOS[sname])
         print(f"\n== {sname}: {len(p.tree.links)} links, M0 = {p.mass:.2f} kg, "
               f"Im = {p.i_max:.3f} kg m^2 (simulated in {p.sim_s:.1f} s), {args.seeds} seeds, "
               "sigma 0.1 mm")

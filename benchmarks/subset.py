@@ -31,16 +31,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from _simulated import draw_markers, fit_simulated_posture, simulate_object
 
 from rigtool.config import FilterSettings
 from rigtool.identify.subset import fit_subset
 from rigtool.pipeline.methods import FIT_METHODS
-from rigtool.pipeline.session import fit_one_posture, posture_overall
-from rigtool.sim.markers import synthesize_markers
-from rigtool.sim.scenario import load_scenario
-from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job
-from rigtool.tree import (composite_params, minimal_parameters, phi_b_vector, phi_s_from_phi_b,
-                          phi_s_names)
+from rigtool.pipeline.session import posture_overall
+from rigtool.tree import phi_s_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
@@ -48,37 +45,12 @@ SCENARIOS = {"demo": ROOT / "scenarios" / "demo.toml",
              "four8": ROOT / "scenarios" / "four_link_8postures.toml"}
 
 
-def prepare(path: Path) -> SimpleNamespace:
-    """The scenario's locked postures simulated once, with the truth Phi_s needs."""
-    sc = load_scenario(path)
-    jobs = [j for j in capture_jobs(sc) if j.kind == "posture"]
-    t0 = time.perf_counter()
-    trajs = {j.name: simulate_job(sc, j) for j in jobs}
-    tree = sc.obj.tree
-    i_max = max(np.linalg.eigvalsh(composite_params(tree, dict(j.plan.rotations)).inertia_com)[-1]
-                for j in jobs)
-    return SimpleNamespace(sc=sc, jobs=jobs, trajs=trajs, tree=tree, rig=_rig_with_truth(sc),
-                           phi_s=phi_s_from_phi_b(phi_b_vector(minimal_parameters(tree))),
-                           mass=float(sc.obj.total_mass), i_max=float(i_max),
-                           markers={l.name: l.markers_link for l in tree.links},
-                           sim_s=time.perf_counter() - t0)
-
-
 def one_seed(p: SimpleNamespace, seed: int, method: str, settings: FilterSettings):
     """Fit every posture of one noise draw, then Phi_s; returns (SubsetResult, seconds)."""
     rng = np.random.default_rng(5000 + seed)
-    rigfile = SimpleNamespace(rig=p.rig)
     t0 = time.perf_counter()
-    outs = []
-    for j in p.jobs:
-        data = synthesize_markers(p.trajs[j.name], j.marker_sets,
-                                  noise_sigma_m=j.settings.noise_sigma_m,
-                                  artefacts=j.settings.artefacts, rng=rng,
-                                  rate_hz=j.settings.rate_hz)
-        outs.append(fit_one_posture(None, rigfile, p.tree, p.markers, Path(j.name), name=j.name,
-                                    window=j.settings.window, units=None,
-                                    total_mass_kg=p.mass, settings=settings, data=data,
-                                    method=method, weighting="dual-metric"))
+    outs = [fit_simulated_posture(p, j, draw_markers(p, j, rng), settings, method=method,
+                                  weighting="dual-metric") for j in p.postures]
     t_post = time.perf_counter() - t0
     t0 = time.perf_counter()
     sub = fit_subset(p.tree, [posture_overall(o) for o in outs], p.mass, advise=False)
@@ -94,10 +66,10 @@ def main() -> None:
     args = ap.parse_args()
     settings = FilterSettings()
     for sname in (["demo", "four"] if args.scenario == "both" else [args.scenario]):
-        p = prepare(SCENARIOS[sname])
+        p = simulate_object(SCENARIOS[sname], kinds=("posture",))
         names = phi_s_names(p.tree)
         is_ms = np.array([n.split(".")[-1].startswith("MS") for n in names])
-        print(f"\n== {sname}: {len(p.tree.links)} links, {len(p.jobs)} postures, "
+        print(f"\n== {sname}: {len(p.tree.links)} links, {len(p.postures)} postures, "
               f"{len(names)} Phi_s entries, M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2; "
               f"postures by {args.posture_method}, true rig, {args.seeds} seeds "
               f"(simulated in {p.sim_s:.0f} s)", flush=True)
@@ -116,9 +88,9 @@ def main() -> None:
         e_ms = np.abs(err[:, is_ms]).max(1) / p.mass
         e_j = 100 * np.abs(err[:, ~is_ms]).max(1) / p.i_max
         rank, cond, t_post, t_sub = np.array(stats).T
-        print(f"\n| scenario | E_MS/M0 median / max (m) | E_J/Im median / max (%) | "
-              f"|mean err|/M0 max (m) | RMS z | cover +-2 std | rank | cond | posture fits (s) |"
-              f" subset fit (s) |")
+        print("\n| scenario | E_MS/M0 median / max (m) | E_J/Im median / max (%) | "
+              "|mean err|/M0 max (m) | RMS z | cover +-2 std | rank | cond | posture fits (s) |"
+              " subset fit (s) |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         print(f"| {sname} | {np.median(e_ms):.2e} / {e_ms.max():.2e} | {np.median(e_j):.4f} / "
               f"{e_j.max():.4f} | {np.abs(err[:, is_ms].mean(0)).max() / p.mass:.1e} | "
