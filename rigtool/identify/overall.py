@@ -148,6 +148,17 @@ class PostureResult:
         return ax
 
 
+def dual_metric_rows(metric: np.ndarray) -> np.ndarray:
+    """``L^T`` (6x6) with ``L L^T = M^-1``: premultiplying wrench rows by it measures their
+    residual by the dual metric ``r^T M^-1 r`` of paper 004 (``M`` a spatial inertia in the
+    rows' frame). ``L = V W^-1/2`` for ``M = V W V^T``; an intermediate estimate from poor
+    data can make ``M`` indefinite, so its nearest positive definite metric is used (small
+    eigenvalues floored at 1e-6 of the largest), which keeps a reweighting defined."""
+    w, v = np.linalg.eigh(0.5 * (metric + metric.T))
+    w = np.maximum(w, 1e-6 * max(float(w.max()), 1e-12))
+    return (v / np.sqrt(w)).T
+
+
 def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
                      metric_basis: np.ndarray, x_fixed_prefix: np.ndarray | None,
                      consistent_map, scale: np.ndarray) -> np.ndarray:
@@ -286,14 +297,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                                  consistent_map if consistent else None, scale)
 
         def whiten(xv):
-            metric = m_const + np.einsum("k,kij->ij", xv, obj_basis[1:])
-            # L L^T = M^-1 with L = V W^-1/2 (M = V W V^T). An intermediate estimate from
-            # poor data can make M indefinite; its nearest positive definite metric (small
-            # eigenvalues floored) keeps the reweighting defined.
-            w, v = np.linalg.eigh(0.5 * (metric + metric.T))
-            w = np.maximum(w, 1e-6 * max(float(w.max()), 1e-12))
-            chol = v / np.sqrt(w)
-            return lambda arr: np.einsum("ji,...j->...i", chol, arr)
+            lt = dual_metric_rows(m_const + np.einsum("k,kij->ij", xv, obj_basis[1:]))
+            return lambda arr: np.einsum("ij,...j->...i", lt, arr)
 
         if probes:
             # The LMI form cannot subtract the errors-in-variables noise term, so with noise

@@ -47,8 +47,8 @@ from scipy.spatial.transform import Rotation
 from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.identify.lsq import noise_moments, solve_compensated, solve_wls
-from rigtool.identify.overall import (spatial_inertia_basis, spring_wrench_body,
-                                      transform_matrix)
+from rigtool.identify.overall import (dual_metric_rows, spatial_inertia_basis,
+                                      spring_wrench_body, transform_matrix)
 from rigtool.identify.platform_motion import (WRENCH_ROWS, CaptureMotion, capture_motion,
                                               equation_rows, relative_pose, row_names)
 from rigtool.inertia import InertialParams, regressor_body, skew
@@ -409,10 +409,7 @@ def dual_metric_factor(tree: Tree, platform: InertialParams, phi_s: np.ndarray,
     obj_base = overall_from_phi_b(tree, rotations, g_mat @ phi_s, total_mass_kg)
     t_base = transform_matrix(system.base_rotation_platform, system.base_position_platform)
     pi = np.asarray(platform.pi, float) + t_base @ obj_base.pi
-    metric = np.einsum("k,kij->ij", pi, spatial_inertia_basis())
-    w, v = np.linalg.eigh(0.5 * (metric + metric.T))
-    w = np.maximum(w, 1e-9 * max(float(w.max()), 1e-12))
-    return (v / np.sqrt(w)).T
+    return dual_metric_rows(np.einsum("k,kij->ij", pi, spatial_inertia_basis()))
 
 
 def resolve_relative(tree: Tree, rig: Rig, platform: InertialParams, data: MarkerData,
