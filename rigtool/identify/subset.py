@@ -422,7 +422,7 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     # identifiability on the unit-free structural rows (structural_whitener), columns
     # equilibrated; the estimate then uses the whitened rows within the identified subspace
     w_struct = structural_whitener(total_mass_kg, reference_radius(postures, total_mass_kg))
-    a_s = (np.kron(np.eye(len(postures)), w_struct) @ a)
+    a_s = a * np.tile(np.diag(w_struct), len(postures))[:, None]        # diagonal scaling
     scale = np.linalg.norm(a_s, axis=0)
     scale[scale == 0] = 1.0
     _, s, vt = np.linalg.svd(a_s / scale, full_matrices=True)
