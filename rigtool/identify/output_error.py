@@ -329,6 +329,22 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     return mean.as_matrix(), t_pb.mean(0), cov
 
 
+def window_frames(data: MarkerData, window: tuple[float, float] | None, what: str,
+                  min_frames: int = 20) -> np.ndarray:
+    """Consecutive frame indices of ``data`` from the first to the last inside ``window``
+    (s; the whole capture when None). InputError naming the file and ``window`` when fewer
+    than ``min_frames``: ``what`` says which capture was expected (e.g. "a relative-motion
+    capture")."""
+    sel = np.ones(data.n_frames, bool)
+    if window is not None:
+        sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
+    idx = np.flatnonzero(sel)
+    if idx.size < min_frames:
+        raise InputError(f"the window holds {idx.size} frames; expected {what} of at least "
+                         f"{min_frames} frames", path=data.source, field="window")
+    return np.arange(idx[0], idx[-1] + 1)
+
+
 def _start_state(pose_rot: np.ndarray, pose_pos: np.ndarray, valid: np.ndarray, dt: float
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(rot_ref, state [12])`` at frame 0 from a quadratic fit of the first ~0.15 s of
@@ -415,14 +431,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     names = list(markers_platform)
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
     xyz = data.select(names)
-    sel = np.ones(data.n_frames, bool)
-    if window is not None:
-        sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
-    idx = np.flatnonzero(sel)
-    if idx.size < 20:
-        raise InputError(f"the window holds {idx.size} frames; expected a free-vibration "
-                         "capture of at least 20 frames", path=data.source, field="window")
-    idx = np.arange(idx[0], idx[-1] + 1)
+    idx = window_frames(data, window, "a free-vibration capture")
     xyz = xyz[idx]
     traj = fit_pose(xyz, mk, marker_names=tuple(names), time_s=data.time_s[idx])
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)

@@ -28,7 +28,8 @@ import numpy as np
 from rigtool.errors import InputError
 from rigtool.identify import _oe_model as om
 from rigtool.identify.calibration_covariance import calibration_members
-from rigtool.identify.output_error import (_Problem, _start_state, object_to_z, z_to_params)
+from rigtool.identify.output_error import (_Problem, _start_state, object_to_z, window_frames,
+                                           z_to_params)
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -160,14 +161,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     probs, states, totals = [], [], []
     for cap in captures:
         xyz = cap.data.select(names)
-        sel = np.ones(cap.data.n_frames, bool)
-        if cap.window is not None:
-            sel = (cap.data.time_s >= cap.window[0]) & (cap.data.time_s <= cap.window[1])
-        idx = np.flatnonzero(sel)
-        if idx.size < 20:
-            raise InputError(f"capture '{cap.name}': the window holds {idx.size} frames",
-                             path=cap.data.source, field="window")
-        idx = np.arange(idx[0], idx[-1] + 1)
+        idx = window_frames(cap.data, cap.window, f"calibration capture '{cap.name}'")
         xyz = xyz[idx]
         traj = fit_pose(xyz, mk, marker_names=tuple(names))
         mask = traj.used & np.all(np.isfinite(xyz), axis=2)

@@ -68,7 +68,8 @@ from scipy.spatial.transform import Rotation
 from rigtool.errors import InputError, IdentifiabilityError
 from rigtool.identify import _oe_model as om
 from rigtool.identify import _oe_tree_model as tm
-from rigtool.identify.output_error import _start_state, calibration_rows_jacobian
+from rigtool.identify.output_error import (_start_state, calibration_rows_jacobian,
+                                           window_frames)
 from rigtool.identify.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
                                        link_lower_bounds, phi_b_affine)
@@ -439,14 +440,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                              "relative-motion refinement", path=data.source,
                              field=f"links[{i}].markers")
         sets.append((link.name, i, mk, i == 0))
-    sel = np.ones(data.n_frames, bool)
-    if window is not None:
-        sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
-    idx = np.flatnonzero(sel)
-    if idx.size < 20:
-        raise InputError(f"the window holds {idx.size} frames; expected a relative-motion "
-                         "capture of at least 20 frames", path=data.source, field="window")
-    idx = np.arange(idx[0], idx[-1] + 1)
+    idx = window_frames(data, window, "a relative-motion capture")
     dt = 1.0 / data.rate_hz
     body_of, mk_body, xyz_all, mask_all, set_of, on_base = [], [], [], [], [], []
     rigid_sigma = []
