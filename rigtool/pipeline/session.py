@@ -265,17 +265,28 @@ def _calibration_std(rigfile: RigFile) -> dict | None:
                                         path=getattr(rigfile, "path", None))
 
 
+def _attached_markers(tree: Tree, markers: dict[str, dict[str, np.ndarray]]) -> dict:
+    """``refine_posture`` keywords that put a locked object's markers in the fit: the base
+    link's (with their base-link coordinates) and every other link's (by name)."""
+    base = tree.links[0].name
+    others = [n for link in tree.links[1:] for n in markers[link.name]]
+    return {"base_markers": dict(markers[base]), "object_markers": others}
+
+
 def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     markers: dict[str, dict[str, np.ndarray]], capture: Path, *,
                     name: str, window, units, total_mass_kg: float,
                     settings: FilterSettings, spring_model: str = "exact",
                     weighting: str = "noise", compensate: bool = True,
                     data: MarkerData | None = None,
-                    method: str = "equation-error") -> PostureOutcome:
+                    method: str = "equation-error",
+                    object_markers_in_fit: bool = True) -> PostureOutcome:
     """Read one locked-posture capture and fit the object's overall properties.
 
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
-    fitting its raw markers (:func:`rigtool.identify.output_error.refine_posture`).
+    fitting its raw markers (:func:`rigtool.identify.output_error.refine_posture`); with
+    ``object_markers_in_fit`` (default) the object's markers join that fit as markers rigidly
+    attached to the platform, and the base link's pose on the platform is estimated in it.
     """
     check_method(method)
     rig = rigfile.rig
@@ -310,8 +321,12 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
                                     calibration_std=_calibration_std(rigfile),
-                                    base_pose_cov=pose_cov)
+                                    base_pose_cov=pose_cov,
+                                    **(_attached_markers(tree, markers)
+                                       if object_markers_in_fit else {}))
         res = refinement.as_posture_result()
+        if refinement.base_pose_fitted:
+            r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
     rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
     rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms,

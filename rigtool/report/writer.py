@@ -61,7 +61,10 @@ def report_dict(out: SessionOutcome) -> dict:
                 "marker_residual_rms_mm": _r(oe.residual_rms_mm, 4),
                 "marker_sigma_mm": _r(oe.marker_sigma_mm, 4), "iterations": oe.iterations,
                 "time_s": _r(oe.elapsed_s, 3), "horizons_s": _r(list(oe.horizons_s), 4),
-                "nuisance": _r(oe.nuisance)}
+                "nuisance": _r(oe.nuisance),
+                "base_pose_fitted": oe.base_pose_fitted,
+                "object_markers": {n: _r(v, 4) for n, v in zip(oe.attached_markers,
+                                                               oe.attached_scatter_mm)}}
             entry["equation_error"] = {"com": _r(ee.com), "com_std": _r(ee.com_std, 3),
                                        "inertia_com": _r(ee.inertia_com),
                                        "inertia_com_std": _r(ee.inertia_com_std, 3),

@@ -1,0 +1,182 @@
+"""Markers rigidly attached to the platform at unknown places: a locked object's own markers
+in the output-error posture fit.
+
+In a locked posture every marker on the object moves with the platform. Their positions on
+the platform are not known in advance (the posture is measured, not set), so each is a
+nuisance unknown of the fit: three coordinates per free marker, or, for the base link's
+markers, whose positions in the base-link frame are defined, the base link's pose on the
+platform (six numbers for the whole cluster). Given the platform's simulated trajectory the
+maximum-likelihood values of those unknowns are closed-form (the mean platform-frame position
+of a free marker; the rigid fit of the base-link cluster to its markers' means) and are
+eliminated: every simulated trajectory places the markers at their best positions for it
+(variable projection, :func:`placed_positions`), and the fit of the dynamics alone reaches
+the joint maximum-likelihood estimate (rigtool.identify.output_error.refine_posture).
+
+Their uncertainty enters through the Fisher information of the joint problem: the columns of
+a marker's position are ``1e3 R_t`` (mm per m) on that marker's rows, so the cross blocks
+with the dynamics' Jacobian are sums over frames (:func:`position_products`) and the
+position-position blocks are ``1e6 n_k I`` (:func:`joint_information`). The base-link
+cluster's positions are ``c_i = R_pb d_i + t_pb`` with ``R_pb = R_hat exp([delta x])``, so its
+six columns are those of its markers times ``[I, -R_hat [d_i x]]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rigtool.kinematics.pose import kabsch
+
+
+@dataclass(frozen=True)
+class AttachedPositions:
+    """Platform-frame positions of the attached markers at the current trajectory.
+
+    ``positions_m [E, 3]`` in the fit's marker order (base-link markers first);
+    ``scatter_mm [E]``: RMS distance of each marker from its position over the frames it is
+    seen (marker noise when it is rigidly attached); ``base_rotation``/``base_position_m``:
+    the base link's pose on the platform (None without base-link markers).
+    """
+
+    positions_m: np.ndarray
+    scatter_mm: np.ndarray
+    base_rotation: np.ndarray | None
+    base_position_m: np.ndarray | None
+
+
+def _mean_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.ndarray,
+                    seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean [B, E, 3], local [T, B, E, 3])``: platform-frame positions of the markers per
+    frame under each of ``B`` trajectories (``R [T, B, 3, 3]``, ``p [T, B, 3]``) and their
+    means over the frames each marker is seen."""
+    local = np.einsum("tbji,tbkj->tbki", rot_lab,
+                      xyz_lab_m[:, None, :, :] - pos_lab_m[:, :, None, :])
+    w = seen[:, None, :, None]
+    mean = np.where(w, local, 0.0).sum(0) / np.maximum(seen.sum(0), 1)[None, :, None]
+    return mean, local
+
+
+def placed_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.ndarray,
+                     seen: np.ndarray, base_markers_link: np.ndarray | None) -> np.ndarray:
+    """Maximum-likelihood platform-frame positions ``[B, E, 3]`` of the attached markers
+    under each of ``B`` simulated trajectories (``R [T, B, 3, 3]``, ``p [T, B, 3]``; markers
+    ``xyz_lab_m [T, E, 3]`` seen where ``seen [T, E]``): each free marker at its mean, the
+    first ``n_b`` placed as the base cluster's rigid fit to their means (weights: frames
+    seen)."""
+    mean, _ = _mean_positions(rot_lab, pos_lab_m, xyz_lab_m, seen)
+    if base_markers_link is None or len(base_markers_link) == 0:
+        return mean
+    nb = len(base_markers_link)
+    defs = np.asarray(base_markers_link, float)
+    w = np.broadcast_to(seen[:, :nb].sum(0).astype(float), (mean.shape[0], nb))
+    rot, pos = kabsch(mean[:, :nb], defs, w)            # batched over the members
+    mean[:, :nb] = np.einsum("bij,kj->bki", rot, defs) + pos[:, None, :]
+    return mean
+
+
+def platform_frame_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.ndarray,
+                             seen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean platform-frame position ``[E, 3]`` (m) of markers ``xyz_lab_m [T, E, 3]`` seen
+    where ``seen [T, E]``, given the platform's pose ``R_t [T, 3, 3]``, ``p_t [T, 3]``, and
+    each marker's RMS scatter about it (mm)."""
+    mean, local = _mean_positions(rot_lab[:, None], pos_lab_m[:, None], xyz_lab_m, seen)
+    dev2 = np.where(seen, ((local[:, 0] - mean[0]) ** 2).sum(-1), 0.0).sum(0)
+    return mean[0], 1e3 * np.sqrt(dev2 / np.maximum(seen.sum(0), 1))
+
+
+def attached_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.ndarray,
+                       seen: np.ndarray, base_markers_link: np.ndarray | None
+                       ) -> AttachedPositions:
+    """Maximum-likelihood positions of the attached markers given the platform trajectory.
+
+    Parameters
+    ----------
+    rot_lab, pos_lab_m : ndarray
+        Platform pose per frame ``[T, 3, 3]``, ``[T, 3]`` (lab, m).
+    xyz_lab_m : ndarray, shape (T, E, 3)
+        The attached markers, base-link markers first (anything finite where unseen).
+    seen : ndarray, shape (T, E)
+    base_markers_link : ndarray (n_b, 3) or None
+        Base-link-frame coordinates of the first ``n_b`` markers; their positions are then
+        the base cluster placed by its rigid fit (weights: frames seen).
+    """
+    xyz = np.where(seen[..., None], xyz_lab_m, 0.0)
+    mean, scatter = platform_frame_positions(rot_lab, pos_lab_m, xyz, seen)
+    if base_markers_link is None or len(base_markers_link) == 0:
+        return AttachedPositions(mean, scatter, None, None)
+    nb = len(base_markers_link)
+    rot, pos = kabsch(mean[None, :nb], np.asarray(base_markers_link, float),
+                      seen[:, :nb].sum(0)[None].astype(float))
+    placed = mean.copy()
+    placed[:nb] = base_markers_link @ rot[0].T + pos[0]
+    return AttachedPositions(placed, scatter, rot[0], pos[0])
+
+
+def position_products(rows: np.ndarray, mask: np.ndarray, rot_lab: np.ndarray,
+                      attached: np.ndarray) -> np.ndarray:
+    """``[E, 3, n]``: for each attached marker ``k``, ``sum_t (1e3 R_t)^T A[rows(t, k)]``,
+    the products of its position's columns (mm per m) with the columns of ``rows [M, n]``,
+    whose rows follow ``mask [T, K]`` (frame-major, 3 per seen marker, as
+    rigtool.identify._oe_model.marker_rows_mm orders them). ``attached``: the marker
+    indices (in ``K``) of the attached markers."""
+    t_n, k_n = mask.shape
+    full = np.zeros((t_n, k_n, 3, rows.shape[1]))
+    full[mask] = rows.reshape(-1, 3, rows.shape[1])
+    return 1e3 * np.einsum("tji,tkjn->kin", rot_lab[:t_n], full[:, attached])
+
+
+def pose_columns(base_markers_link: np.ndarray, base_rotation: np.ndarray) -> np.ndarray:
+    """``[n_b, 3, 6]``: derivative of each base-link marker's platform position with respect
+    to ``[t_pb (3), delta (3)]`` (``R_pb = R exp([delta x])``)."""
+    d = np.asarray(base_markers_link, float)
+    out = np.zeros((len(d), 3, 6))
+    out[:, :, :3] = np.eye(3)
+    skew = np.zeros((len(d), 3, 3))
+    skew[:, 0, 1], skew[:, 0, 2], skew[:, 1, 2] = -d[:, 2], d[:, 1], -d[:, 0]
+    skew -= np.swapaxes(skew, 1, 2)
+    out[:, :, 3:] = -np.asarray(base_rotation, float) @ skew
+    return out
+
+
+def joint_information(jtj: np.ndarray, products: np.ndarray, n_seen: np.ndarray,
+                      n_base: int, pose_cols: np.ndarray | None) -> np.ndarray:
+    """Information matrix of ``[x (n), base pose (6, when n_base > 0), free markers' positions
+    (3 each)]`` from the dynamics block ``jtj = J^T J`` (n x n), :func:`position_products` of
+    ``J`` (``[E, 3, n]``), the frames each attached marker is seen (``n_seen [E]``) and
+    :func:`pose_columns` of the first ``n_base`` markers."""
+    n, e = jtj.shape[0], len(n_seen)
+    n_free = e - n_base
+    size = n + (6 if n_base else 0) + 3 * n_free
+    info = np.zeros((size, size))
+    info[:n, :n] = jtj
+    if n_base:
+        a = pose_cols                                       # [nb, 3, 6]
+        cross = np.einsum("kin,kip->np", products[:n_base], a)
+        info[:n, n:n + 6] = cross
+        info[n:n + 6, :n] = cross.T
+        info[n:n + 6, n:n + 6] = 1e6 * np.einsum("k,kip,kiq->pq", n_seen[:n_base], a, a)
+    off = n + (6 if n_base else 0)
+    for j in range(n_free):
+        k = n_base + j
+        sl = slice(off + 3 * j, off + 3 * j + 3)
+        info[:n, sl] = products[k].T
+        info[sl, :n] = products[k]
+        info[sl, sl] = 1e6 * n_seen[k] * np.eye(3)
+    return info
+
+
+def nuisance_products(products: np.ndarray, n_base: int, pose_cols: np.ndarray | None
+                      ) -> np.ndarray:
+    """The nuisance rows ``[(6 if n_base) + 3 n_free, n]`` of ``J_full^T A`` from
+    :func:`position_products` of ``A`` (same column order as :func:`joint_information`)."""
+    parts = []
+    if n_base:
+        parts.append(np.einsum("kin,kip->pn", products[:n_base], pose_cols))
+    parts.append(products[n_base:].reshape(-1, products.shape[-1]))
+    return np.concatenate(parts, axis=0)
+
+
+__all__ = ["AttachedPositions", "platform_frame_positions", "attached_positions",
+           "placed_positions",
+           "position_products", "pose_columns", "joint_information", "nuisance_products"]
