@@ -59,6 +59,7 @@ from crb import posture_crb  # noqa: E402
 
 from rigtool.config import FilterSettings  # noqa: E402
 from rigtool.errors import RigtoolError  # noqa: E402
+from rigtool.identify.output_error_relative import refine_relative  # noqa: E402
 from rigtool.identify.relative import (_constrained, _inside, feasible_intervals,  # noqa: E402
                                        phi_b_affine, resolve_relative)
 from rigtool.identify.subset import PostureOverall, fit_subset  # noqa: E402
@@ -130,8 +131,10 @@ def overall_of(outcome, which: str) -> PostureOverall:
     return posture_overall(outcome)
 
 
-def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bool) -> dict:
-    """Every procedure on one noise draw. Returns method -> {postures, subset, relative, s}."""
+def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bool,
+             methods: tuple[str, ...] = METHODS) -> dict:
+    """The procedures (``methods``; rigtool-OE only when ``with_oe``) on one noise draw.
+    Returns method -> {postures, subset, relative, s}."""
     rng = np.random.default_rng(10_000 * int(round(sigma_m * 1e6)) + seed)
     data = {j.name: draw_markers(p, j, rng, sigma_m=sigma_m, artefacts=False) for j in p.jobs}
 
@@ -140,16 +143,20 @@ def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bo
 
     rel_data = data[p.relative.name]
     out: dict[str, dict] = {}
-    # (a) paper 002
-    t0 = time.perf_counter()
-    outs = [fit(j, spring_model="linear", weighting="plain", compensate=False)
-            for j in p.postures]
-    post = [overall_of(o, "unconstrained") for o in outs]
-    t_post = time.perf_counter() - t0
-    sub = fit_subset(p.tree, post, p.mass, weighting="plain", consistent=False)
-    rel, moved = paper002_relative(p, rel_data, sub, settings, seed)
-    out["paper002"] = dict(postures=post, subset=sub, relative=rel, moved=moved,
-                           seconds=time.perf_counter() - t0, posture_s=t_post)
+    if "paper002" in methods:
+        # (a) paper 002
+        t0 = time.perf_counter()
+        outs = [fit(j, spring_model="linear", weighting="plain", compensate=False)
+                for j in p.postures]
+        post = [overall_of(o, "unconstrained") for o in outs]
+        t_post = time.perf_counter() - t0
+        sub = fit_subset(p.tree, post, p.mass, weighting="plain", consistent=False)
+        rel, moved = paper002_relative(p, rel_data, sub, settings, seed)
+        out["paper002"] = dict(postures=post, subset=sub, relative=rel, moved=moved,
+                               seconds=time.perf_counter() - t0, posture_s=t_post)
+    with_oe = with_oe and "rigtool-OE" in methods
+    if not with_oe and "rigtool-EE" not in methods:
+        return out
     # (b) rigtool's equation error (and (c) output error on top of the same fits)
     t0 = time.perf_counter()
     method = "output-error" if with_oe else "equation-error"
@@ -158,6 +165,15 @@ def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bo
     t_all = time.perf_counter() - t0
     t_oe = sum(o.refinement.elapsed_s for o in outs) if with_oe else 0.0
     post = [overall_of(o, "equation-error") for o in outs]
+    if "rigtool-EE" in methods:
+        _equation_error(p, out, post, rel_data, settings, seed, t_all - t_oe)
+    if with_oe:
+        _output_error(p, out, outs, rel_data, settings, seed, t_all)
+    return out
+
+
+def _equation_error(p, out, post, rel_data, settings, seed, t_post):
+    """(b) and (b)/joint: subset and relative stage from the equation-error postures."""
     t1 = time.perf_counter()
     sub = fit_subset(p.tree, post, p.mass, consistent=True)
     t_sub = time.perf_counter() - t1
@@ -166,30 +182,37 @@ def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bo
                            p.mass, settings, p.relative.settings.window, seed=seed)
     t_rel = time.perf_counter() - t1
     out["rigtool-EE"] = dict(postures=post, subset=sub, relative=rel, moved=bool(rel.on_bound),
-                             seconds=t_all - t_oe + t_sub + t_rel, posture_s=t_all - t_oe)
+                             seconds=t_post + t_sub + t_rel, posture_s=t_post)
     t1 = time.perf_counter()
     rel_j = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
                              p.mass, settings, p.relative.settings.window, seed=seed,
                              method="joint")
     out["rigtool-EE/joint"] = dict(postures=post, subset=sub, relative=rel_j, moved=False,
-                                   seconds=t_all - t_oe + t_sub + time.perf_counter() - t1,
-                                   posture_s=t_all - t_oe)
-    if with_oe:
-        post = [overall_of(o, "final") for o in outs]
-        t1 = time.perf_counter()
-        sub = fit_subset(p.tree, post, p.mass, consistent=True)
-        lowered = not sub.identified
-        if lowered:
-            # Seen on the two-link session: with the output-error covariances the smallest
-            # whitened singular value sits just under the default rtol (1e-3; 9e-4 seen)
-            # and fit_subset declares a combination unidentified. Counted and reported.
-            sub = fit_subset(p.tree, post, p.mass, consistent=True, rtol=1e-4)
-        rel = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
-                               p.mass, settings, p.relative.settings.window, seed=seed)
-        out["rigtool-OE"] = dict(postures=post, subset=sub, relative=rel,
-                                 moved=bool(rel.on_bound), rtol_lowered=lowered,
-                                 seconds=t_all + time.perf_counter() - t1, posture_s=t_all)
-    return out
+                                   seconds=t_post + t_sub + time.perf_counter() - t1,
+                                   posture_s=t_post)
+
+
+def _output_error(p, out, outs, rel_data, settings, seed, t_post):
+    """(c) rigtool run's default: output-error postures, the consistent subset, the
+    two-step relative stage refined by output error (refine_relative)."""
+    post = [overall_of(o, "final") for o in outs]
+    t1 = time.perf_counter()
+    sub = fit_subset(p.tree, post, p.mass, consistent=True)
+    lowered = not sub.identified
+    if lowered:
+        # Seen on the two-link session: with the output-error covariances the smallest
+        # whitened singular value sits just under the default rtol (1e-3; 9e-4 seen)
+        # and fit_subset declares a combination unidentified. Counted and reported.
+        sub = fit_subset(p.tree, post, p.mass, consistent=True, rtol=1e-4)
+    rel = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
+                           p.mass, settings, p.relative.settings.window, seed=seed)
+    rel = refine_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers,
+                          start=rel, phi_s_cov=sub.covariance, phi_s=sub.values,
+                          total_mass_kg=p.mass, window=p.relative.settings.window)
+    out["rigtool-OE"] = dict(postures=post, subset=sub, relative=rel,
+                             moved=bool(getattr(rel, "on_bound", False)),
+                             rtol_lowered=lowered,
+                             seconds=t_post + time.perf_counter() - t1, posture_s=t_post)
 
 
 # ------------------------------------------------------------------------------- metrics
@@ -232,6 +255,7 @@ def metrics(p, res: dict) -> dict:
     m["moved"] = bool(res["moved"])
     m["rtol_lowered"] = bool(res.get("rtol_lowered", False))
     m["seconds"], m["posture_s"] = res["seconds"], res["posture_s"]
+    m["seed"] = res.get("seed", -1)
     return m
 
 
@@ -325,13 +349,14 @@ def crb_tables(p, rows: dict) -> list[str]:
         out += ["", "Per parameter: sqrt(CRB) at sigma = 0.1 mm (um for the COM, 1e-6 kg m^2 "
                 "for the inertia) and each estimator's RMS error over it, pooled over the "
                 "noise levels (error scaled to 0.1 mm).", "",
-                "| posture | param | sqrt(CRB) | sqrt(CRB all markers) | "
-                + " | ".join(detail[sig]) + " |", "|---|---|---|---|"
+                "| posture | param | sqrt(CRB) | platform markers, pose known | all markers, "
+                "places known | " + " | ".join(detail[sig]) + " |", "|---|---|---|---|---|"
                 + "---|" * len(detail[sig])]
         for j in p.postures:
-            std, std_all = p.crb[j.name].std, p.crb[j.name].std_all
+            b = p.crb[j.name]
             for i, k in enumerate(POSTURE_PARAMS):
-                out.append(f"| {j.name} | {k} | {std[i] * 1e6:.2f} | {std_all[i] * 1e6:.2f} | "
+                out.append(f"| {j.name} | {k} | {b.std[i] * 1e6:.2f} | "
+                           f"{b.std_platform[i] * 1e6:.2f} | {b.std_all[i] * 1e6:.2f} | "
                            + " | ".join(f"{detail[sig][m][j.name][i]:.2f}"
                                         for m in detail[sig]) + " |")
     return out
@@ -339,77 +364,128 @@ def crb_tables(p, rows: dict) -> list[str]:
 
 # ------------------------------------------------------------------------------- main
 
-def tables_from_json(path: Path) -> None:
-    """The tables of a finished run (its ``--json`` file)."""
-    dump = json.loads(path.read_text())
-    for sname, by_sigma in dump.items():
+def _load_rows(dump_part: dict) -> dict:
+    """``--json`` rows of one scenario back to arrays."""
+    return {float(sg): {m: [{k: (np.asarray(v) if isinstance(v, list) else
+                                 {a: np.asarray(b) for a, b in v.items()}
+                                 if isinstance(v, dict) else v) for k, v in x.items()}
+                            for x in ms] for m, ms in by.items()}
+            for sg, by in dump_part.items()}
+
+
+def _dump_rows(rows: dict) -> dict:
+    return {str(sg): {m: [{k: (v.tolist() if isinstance(v, np.ndarray) else
+                               {a: b.tolist() for a, b in v.items()}
+                               if isinstance(v, dict) else v)
+                           for k, v in x.items()} for x in ms]
+                      for m, ms in by.items()} for sg, by in rows.items()}
+
+
+def print_tables(p, rows: dict) -> None:
+    print("\n### Accuracy\n")
+    print("\n".join(accuracy_table(p, rows)))
+    print("\n### Posture fit against the Cramer-Rao bound (RMS error / sqrt(CRB))\n")
+    print("\n".join(crb_tables(p, rows)))
+
+
+def tables_from_json(paths: list[Path]) -> None:
+    """The tables of finished runs (``--json`` files). With several files, a method found in
+    a later file replaces the same method of an earlier one (per scenario and sigma), so a
+    run of one method can be merged with a run of the others on the same seeds."""
+    merged: dict = {}
+    for path in paths:
+        for sname, by_sigma in json.loads(path.read_text()).items():
+            for sg, by_m in by_sigma.items():
+                merged.setdefault(sname, {}).setdefault(sg, {}).update(by_m)
+    for sname, part in merged.items():
         p = prepare(sname, SCENARIOS[sname])
-        rows = {float(s): {m: [{k: (np.asarray(v) if isinstance(v, list) else
-                                    {a: np.asarray(b) for a, b in v.items()}
-                                    if isinstance(v, dict) else v) for k, v in x.items()}
-                               for x in ms] for m, ms in by.items()}
-                for s, by in by_sigma.items()}
         print(f"\n## {sname}: {len(p.tree.links)} links, {len(p.postures)} postures, "
-              f"M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2\n")
-        print("### Accuracy\n")
-        print("\n".join(accuracy_table(p, rows)))
-        print("\n### Posture fit against the Cramer-Rao bound (RMS error / sqrt(CRB))\n")
-        print("\n".join(crb_tables(p, rows)))
+              f"M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2 (from "
+              f"{', '.join(str(x) for x in paths)})\n")
+        print_tables(p, _load_rows(part))
+
+
+_WORKER: dict = {}
+
+
+def _worker_init(p, settings, methods, oe_seeds) -> None:
+    # one scenario per pool, inherited by fork (its trajectories are not pickled)
+    _WORKER.update(p=p, settings=settings, methods=methods, oe_seeds=oe_seeds)
+
+
+def _worker_task(task: tuple[float, int]):
+    sigma, seed = task
+    w = _WORKER
+    t0 = time.perf_counter()
+    try:
+        res = run_seed(w["p"], sigma * 1e-3, seed, w["settings"], seed < w["oe_seeds"],
+                       w["methods"])
+    except RigtoolError as exc:
+        return sigma, seed, None, f"sigma {sigma} seed {seed}: {exc}", time.perf_counter() - t0
+    for r in res.values():
+        r["seed"] = seed
+    return (sigma, seed, {m: metrics(w["p"], r) for m, r in res.items()}, None,
+            time.perf_counter() - t0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--oe-seeds", type=int, default=5,
-                    help="seeds (the first ones) on which the output-error postures run")
+    ap.add_argument("--oe-seeds", type=int, default=20,
+                    help="seeds (the first ones) on which the output-error method runs")
     ap.add_argument("--sigmas", default="0.05,0.1,0.2,0.5", help="marker noise, mm")
     ap.add_argument("--scenarios", default="two-link,four-link")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help="comma-separated subset of " + ", ".join(METHODS))
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
     ap.add_argument("--json", type=Path, default=None, help="also write the raw figures")
-    ap.add_argument("--from-json", type=Path, default=None,
-                    help="print the tables again from a --json file (re-simulates for the "
-                         "truth and the bound; runs no fits)")
+    ap.add_argument("--from-json", type=Path, nargs="+", default=None,
+                    help="print the tables again from --json files (merged; re-simulates "
+                         "for the truth and the bound; runs no fits)")
     args = ap.parse_args()
     if args.from_json:
         return tables_from_json(args.from_json)
+    methods = tuple(m for m in args.methods.split(",") if m)
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        ap.error(f"--methods: unknown {', '.join(sorted(unknown))}; expected some of "
+                 + ", ".join(METHODS))
     sigmas = [float(s) for s in args.sigmas.split(",")]
     settings = FilterSettings()
     t_start = time.perf_counter()
     dump = {}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     for sname in args.scenarios.split(","):
         p = prepare(sname, SCENARIOS[sname])
         print(f"\n## {sname}: {len(p.tree.links)} links, {len(p.postures)} postures, "
               f"M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2 (simulated in {p.sim_s:.1f} s, "
               f"CRB in {p.crb_s:.1f} s); {args.seeds} seeds ({args.oe_seeds} with output "
-              "error), true rig, white noise only\n", flush=True)
-        rows: dict[float, dict[str, list]] = {}
+              f"error), methods {', '.join(methods)}, true rig, white noise only\n", flush=True)
+        tasks = [(sg, seed) for sg in sigmas for seed in range(args.seeds)]
+        done: dict = {}
         failed = []
-        for sigma in sigmas:
-            rows[sigma] = {}
-            for seed in range(args.seeds):
-                t0 = time.perf_counter()
-                try:
-                    res = run_seed(p, sigma * 1e-3, seed, settings, seed < args.oe_seeds)
-                except RigtoolError as exc:
-                    failed.append(f"sigma {sigma} seed {seed}: {exc}")
-                    continue
-                for meth, r in res.items():
-                    rows[sigma].setdefault(meth, []).append(metrics(p, r))
-                print(f"<!-- {sname} sigma {sigma} seed {seed}: "
-                      f"{time.perf_counter() - t0:.1f} s -->", flush=True)
-        print("\n### Accuracy\n")
-        print("\n".join(accuracy_table(p, rows)))
-        print("\n### Posture fit against the Cramer-Rao bound (RMS error / sqrt(CRB))\n")
-        print("\n".join(crb_tables(p, rows)))
+        with ProcessPoolExecutor(max_workers=args.jobs,
+                                 mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_worker_init,
+                                 initargs=(p, settings, methods, args.oe_seeds)) as pool:
+            for sg, seed, res, err, sec in pool.map(_worker_task, tasks):
+                if err:
+                    failed.append(err)
+                else:
+                    done[(sg, seed)] = res
+                print(f"<!-- {sname} sigma {sg} seed {seed}: {sec:.1f} s -->", flush=True)
+        rows: dict[float, dict[str, list]] = {}
+        for sg, seed in tasks:                 # seed order, whatever order they finished in
+            for meth, m in done.get((sg, seed), {}).items():
+                rows.setdefault(sg, {}).setdefault(meth, []).append(m)
+        print_tables(p, rows)
         for f in failed:
             print("failed:", f)
-        dump[sname] = {str(s): {m: [{k: (v.tolist() if isinstance(v, np.ndarray) else
-                                         {a: b.tolist() for a, b in v.items()}
-                                         if isinstance(v, dict) else v)
-                                     for k, v in x.items()} for x in ms]
-                                for m, ms in by.items()} for s, by in rows.items()}
+        dump[sname] = _dump_rows(rows)
+        if args.json:                          # after each scenario: a crash keeps the first
+            args.json.write_text(json.dumps(dump))
     print(f"\n(total {time.perf_counter() - t_start:.0f} s)")
-    if args.json:
-        args.json.write_text(json.dumps(dump))
 
 
 if __name__ == "__main__":

@@ -13,14 +13,18 @@ filtering or differentiation enters the argument: processing the markers (pose, 
 derivatives, as the equation-error fit does) cannot add information, so the same bound holds
 for the equation-error estimator fed by the same markers. It scales as ``sigma^2``.
 
-Two bounds per posture:
+Three bounds per posture:
 
-- ``std``: the data the output-error fit uses: the platform's markers (the base link's pose on
-  the platform taken as known; its own uncertainty, a few micrometres from the base markers,
-  adds to both estimators and is left out).
-- ``std_all``: every marker rigidly attached to the platform in a locked posture (platform,
-  base and child links, their poses on the platform known): a lower bound for any estimator
-  that also used the object's markers for the platform's motion.
+- ``std`` (the one the ratios use): the data rigtool's output-error fit uses, every marker of
+  the locked posture (platform and object), with what the fit does not know as nuisance
+  unknowns: the base link's pose on the platform (6; its markers' base-link coordinates are
+  known) and each other object marker's place on the platform (3 each). The COM and inertia
+  are reported in the base-link frame, so the base pose's uncertainty is part of the bound.
+- ``std_platform``: the platform's markers only, the base pose known (the bound of the
+  platform-marker fit of earlier versions; it leaves out the base pose and is not a bound for
+  an estimator that must find it).
+- ``std_all``: every marker with its place on the platform known: a lower bound for any
+  estimator, since it assumes the posture known exactly.
 
 ``J`` is computed by central differences in one batched simulation (rigtool.identify.
 _oe_model, two RK4 steps per frame) and the COM/inertia are reached through the output-error
@@ -43,6 +47,10 @@ from pathlib import Path
 
 import numpy as np
 
+from scipy.spatial.transform import Rotation
+
+from rigtool.identify.attached_markers import (joint_information, pose_columns,
+                                               position_products)
 from rigtool.identify.output_error import _jac, _Problem, object_to_z, z_to_params
 from rigtool.identify.overall import transform_matrix
 from rigtool.inertia import InertialParams
@@ -57,36 +65,57 @@ class PostureCRB:
     """Cramer-Rao bound of one posture at ``sigma_m`` (per marker coordinate).
 
     ``std``/``cov``: ``[c_x, c_y, c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz]`` (m, kg m^2; COM
-    and inertia about the COM in the base-link frame) from the platform markers;
-    ``std_all``: from every marker rigidly attached in the posture.
+    and inertia about the COM in the base-link frame) from every marker, the base pose and
+    the other object markers' places unknown; ``std_platform``: the platform markers, base
+    pose known; ``std_all``: every marker, every place known.
     """
 
     name: str
     sigma_m: float
     std: np.ndarray
     cov: np.ndarray
+    std_platform: np.ndarray
     std_all: np.ndarray
     n_frames: int
     seconds: float
 
 
-def _props(z: np.ndarray, mass: float) -> np.ndarray:
-    p = InertialParams(z_to_params(z, mass))
+def _props(params: np.ndarray) -> np.ndarray:
+    p = InertialParams(params)
     return np.concatenate([p.com, p.inertia_com[TRIU]])
 
 
-def _bound(prob: _Problem, x: np.ndarray, sigma_mm: float, mass: float) -> np.ndarray:
-    """Covariance of (COM, inertia) from the Fisher information at ``x``."""
+def _jacobian(prob: _Problem, x: np.ndarray) -> np.ndarray:
+    """``df/dx`` (mm per unit of x) by central differences in one batched simulation."""
     h = prob.steps() * 10.0                   # central differences: larger steps are exact enough
     xs = np.vstack([x + np.diag(h), x - np.diag(h)])
     pred = prob.batch(xs)                     # [T, 2n, K, 3] m
     n = x.size
-    jac = 1e3 * ((pred[:, :n] - pred[:, n:]).reshape(pred.shape[0], n, -1)
-                 .transpose(0, 2, 1).reshape(-1, n)) / (2 * h[None, :])
-    fisher = jac.T @ jac / sigma_mm ** 2
-    cov_x = np.linalg.inv(fisher)
-    g = _jac(lambda z: _props(z, mass), x[:9])
-    return g @ cov_x[:9, :9] @ g.T
+    return 1e3 * ((pred[:, :n] - pred[:, n:]).reshape(pred.shape[0], n, -1)
+                  .transpose(0, 2, 1).reshape(-1, n)) / (2 * h[None, :])
+
+
+def _in_base(r_b: np.ndarray, t_b: np.ndarray, mass: float):
+    """``[z (9), base pose (6)] -> (COM, inertia about the COM)`` in the base-link frame, the
+    pose ``R = R_b exp([delta x])``, ``t = t_b + dt`` (as refine_posture parameterises it)."""
+    tmat = transform_matrix(r_b, t_b)
+
+    def fun(v):
+        rot = r_b @ Rotation.from_rotvec(v[12:]).as_matrix()
+        tinv = np.linalg.inv(transform_matrix(rot, t_b + v[9:12]))
+        return _props(tinv @ (tmat @ z_to_params(v[:9], mass)))
+    return fun
+
+
+def _bound(info: np.ndarray, g: np.ndarray, pose_idx: np.ndarray | None, sigma_mm: float
+           ) -> np.ndarray:
+    """Covariance of (COM, inertia) from the information ``info`` (mm^-2 units of J^T J at
+    unit noise) and ``g = d props / d [z, pose]``; ``pose_idx``: the base pose's place in
+    ``info`` (None: the pose is known)."""
+    cov = np.linalg.inv(info) * sigma_mm ** 2
+    sel = np.arange(9) if pose_idx is None else np.concatenate([np.arange(9), pose_idx])
+    gg = g[:, :9] if pose_idx is None else g
+    return gg @ cov[np.ix_(sel, sel)] @ gg.T
 
 
 def posture_crb(sc, job, traj, *, sigma_m: float = 1e-4, substeps: int = 2) -> PostureCRB:
@@ -112,18 +141,35 @@ def posture_crb(sc, job, traj, *, sigma_m: float = 1e-4, substeps: int = 2) -> P
     r_pb, t_pb = obj.base_rotation_platform, obj.base_position_platform_m
     mk_plat = np.array([np.asarray(v, float) for v in sc.rig.platform.markers_platform.values()])
     org, rots = obj.tree.origins_and_rotations(rot)
-    mk_obj = [r_pb @ (rots[i] @ np.asarray(m, float) + org[i]) + t_pb
-              for i, link in enumerate(obj.tree.links) for m in link.markers_link.values()]
+    base_defs = np.array([np.asarray(m, float)
+                          for m in obj.tree.links[0].markers_link.values()])
+    mk_obj = np.array([r_pb @ (rots[i] @ np.asarray(m, float) + org[i]) + t_pb
+                       for i, link in enumerate(obj.tree.links)
+                       for m in link.markers_link.values()])
     dt = 1.0 / job.settings.rate_hz
-    out = []
-    for mk in (mk_plat, np.vstack([mk_plat, np.array(mk_obj)])):
-        prob = _Problem(sc.rig, sc.platform_params.pi.astype(float), transform_matrix(r_pb, t_pb),
-                        mass, mk, np.zeros((n_frames, len(mk), 3)),
-                        np.ones((n_frames, len(mk)), bool), dt, r0, substeps, z_obj, "none",
-                        n_frames=int(n_frames))
-        out.append(_bound(prob, x, sigma_m * 1e3, mass))
-    return PostureCRB(job.name, sigma_m, np.sqrt(np.diag(out[0])), out[0],
-                      np.sqrt(np.diag(out[1])), int(n_frames), time.perf_counter() - t0)
+    mk_all = np.vstack([mk_plat, mk_obj])
+    prob = _Problem(sc.rig, sc.platform_params.pi.astype(float), transform_matrix(r_pb, t_pb),
+                    mass, mk_all, np.zeros((n_frames, len(mk_all), 3)),
+                    np.ones((n_frames, len(mk_all)), bool), dt, r0, substeps, z_obj, "none",
+                    n_frames=int(n_frames))
+    jac = _jacobian(prob, x)                  # rows: frame-major, every marker
+    n_plat, n_all = len(mk_plat), len(mk_all)
+    rows = jac.reshape(n_frames, n_all, 3, x.size)
+    g = _jac(_in_base(r_pb, t_pb, mass), np.concatenate([z_obj, np.zeros(6)]))
+    j_plat = rows[:, :n_plat].reshape(-1, x.size)
+    known = _bound(j_plat.T @ j_plat, g, None, sigma_m * 1e3)
+    known_all = _bound(jac.T @ jac, g, None, sigma_m * 1e3)
+    # every object marker an unknown place on the platform; the base cluster's by its pose
+    states = prob.states(x[None])[:, 0]
+    rot_lab = states[:, 3:12].reshape(-1, 3, 3)
+    att = np.arange(n_plat, n_all)
+    prods = position_products(jac, prob.mask, rot_lab, att)
+    info = joint_information(jac.T @ jac, prods, np.full(att.size, n_frames),
+                             len(base_defs), pose_columns(base_defs, r_pb))
+    attached = _bound(info, g, np.arange(x.size, x.size + 6), sigma_m * 1e3)
+    return PostureCRB(job.name, sigma_m, np.sqrt(np.diag(attached)), attached,
+                      np.sqrt(np.diag(known)), np.sqrt(np.diag(known_all)), int(n_frames),
+                      time.perf_counter() - t0)
 
 
 def main() -> None:
@@ -142,7 +188,9 @@ def main() -> None:
         if job.kind != "posture":
             continue
         b = posture_crb(sc, job, simulate_job(sc, job), sigma_m=args.sigma * 1e-3)
-        for lab, s in (("platform markers", b.std), ("all markers", b.std_all)):
+        for lab, s in (("all markers, places unknown", b.std),
+                       ("platform markers, base pose known", b.std_platform),
+                       ("all markers, places known", b.std_all)):
             print(f"| {job.name} ({lab}) | {b.n_frames} | "
                   + " | ".join(f"{v * 1e6:.2f}" for v in s) + f" | {b.seconds:.1f} |")
     print("(COM in micrometres, inertia about the COM in 1e-6 kg m^2; base-link frame)")
