@@ -38,6 +38,7 @@ posture estimators' RMS error per parameter over the Cramer-Rao bound (benchmark
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -394,7 +395,9 @@ def tables_from_json(paths: list[Path]) -> None:
     run of one method can be merged with a run of the others on the same seeds."""
     merged: dict = {}
     for path in paths:
-        for sname, by_sigma in json.loads(path.read_text()).items():
+        text = (gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz"
+                else path.read_text())
+        for sname, by_sigma in json.loads(text).items():
             for sg, by_m in by_sigma.items():
                 merged.setdefault(sname, {}).setdefault(sg, {}).update(by_m)
     for sname, part in merged.items():
