@@ -150,9 +150,11 @@ def test_noise_free_joint_fit_recovers_object_and_base_pose(sim):
 
 def test_noisy_joint_fit_standard_errors_match_the_scatter(sim):
     """Over 8 noise draws (sigma 0.1 mm) the errors divided by the reported standard errors
-    have an RMS near 1: with 8 x 9 numbers its sampling spread is about 0.1, so 0.6-1.5
-    is wide enough never to fail by chance and narrow enough to catch a missing block (a
-    standard error without the base pose's share is 2-3x too small on the COM)."""
+    have an RMS near 1: with 8 x 9 numbers (correlated within a draw) its sampling spread
+    is about 0.1-0.2, so 0.6-1.5 is wide enough not to fail by chance and narrow enough to
+    catch standard errors off by a factor of 1.5 or more (leaving out the information's
+    cross blocks between the dynamics and the base pose makes c_x and c_y's 1.8x and 2.2x
+    too small on this capture)."""
     system, traj, sets = sim
     zs = []
     for seed in range(8):
