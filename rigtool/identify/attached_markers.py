@@ -57,6 +57,22 @@ def _mean_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.nd
     return mean, local
 
 
+def _place_base_cluster(mean: np.ndarray, seen: np.ndarray,
+                        base_markers_link: np.ndarray | None):
+    """``(positions [B, E, 3], R [B, 3, 3] | None, t [B, 3] | None)``: the means ``[B, E, 3]``
+    with the first ``n_b`` replaced by the base cluster placed by its rigid fit to them
+    (weights: frames seen), per member."""
+    if base_markers_link is None or len(base_markers_link) == 0:
+        return mean, None, None
+    nb = len(base_markers_link)
+    defs = np.asarray(base_markers_link, float)
+    w = np.broadcast_to(seen[:, :nb].sum(0).astype(float), (mean.shape[0], nb))
+    rot, pos = kabsch(mean[:, :nb], defs, w)            # batched over the members
+    placed = mean.copy()
+    placed[:, :nb] = np.einsum("bij,kj->bki", rot, defs) + pos[:, None, :]
+    return placed, rot, pos
+
+
 def placed_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.ndarray,
                      seen: np.ndarray, base_markers_link: np.ndarray | None) -> np.ndarray:
     """Maximum-likelihood platform-frame positions ``[B, E, 3]`` of the attached markers
@@ -65,14 +81,7 @@ def placed_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.n
     first ``n_b`` placed as the base cluster's rigid fit to their means (weights: frames
     seen)."""
     mean, _ = _mean_positions(rot_lab, pos_lab_m, xyz_lab_m, seen)
-    if base_markers_link is None or len(base_markers_link) == 0:
-        return mean
-    nb = len(base_markers_link)
-    defs = np.asarray(base_markers_link, float)
-    w = np.broadcast_to(seen[:, :nb].sum(0).astype(float), (mean.shape[0], nb))
-    rot, pos = kabsch(mean[:, :nb], defs, w)            # batched over the members
-    mean[:, :nb] = np.einsum("bij,kj->bki", rot, defs) + pos[:, None, :]
-    return mean
+    return _place_base_cluster(mean, seen, base_markers_link)[0]
 
 
 def platform_frame_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np.ndarray,
@@ -103,14 +112,10 @@ def attached_positions(rot_lab: np.ndarray, pos_lab_m: np.ndarray, xyz_lab_m: np
     """
     xyz = np.where(seen[..., None], xyz_lab_m, 0.0)
     mean, scatter = platform_frame_positions(rot_lab, pos_lab_m, xyz, seen)
-    if base_markers_link is None or len(base_markers_link) == 0:
-        return AttachedPositions(mean, scatter, None, None)
-    nb = len(base_markers_link)
-    rot, pos = kabsch(mean[None, :nb], np.asarray(base_markers_link, float),
-                      seen[:, :nb].sum(0)[None].astype(float))
-    placed = mean.copy()
-    placed[:nb] = base_markers_link @ rot[0].T + pos[0]
-    return AttachedPositions(placed, scatter, rot[0], pos[0])
+    placed, rot, pos = _place_base_cluster(mean[None], seen, base_markers_link)
+    if rot is None:
+        return AttachedPositions(placed[0], scatter, None, None)
+    return AttachedPositions(placed[0], scatter, rot[0], pos[0])
 
 
 def position_products(rows: np.ndarray, mask: np.ndarray, rot_lab: np.ndarray,
