@@ -47,11 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
-from scipy.spatial.transform import Rotation
-
 from rigtool.identify.attached_markers import (joint_information, pose_columns,
                                                position_products)
-from rigtool.identify.output_error import _jac, _Problem, object_to_z, z_to_params
+from rigtool.identify.output_error import _jac, _Problem, object_in_base_frame, object_to_z
 from rigtool.identify.overall import transform_matrix
 from rigtool.inertia import InertialParams
 from rigtool.tree import composite_params
@@ -95,18 +93,6 @@ def _jacobian(prob: _Problem, x: np.ndarray) -> np.ndarray:
                   .transpose(0, 2, 1).reshape(-1, n)) / (2 * h[None, :])
 
 
-def _in_base(r_b: np.ndarray, t_b: np.ndarray, mass: float):
-    """``[z (9), base pose (6)] -> (COM, inertia about the COM)`` in the base-link frame, the
-    pose ``R = R_b exp([delta x])``, ``t = t_b + dt`` (as refine_posture parameterises it)."""
-    tmat = transform_matrix(r_b, t_b)
-
-    def fun(v):
-        rot = r_b @ Rotation.from_rotvec(v[12:]).as_matrix()
-        tinv = np.linalg.inv(transform_matrix(rot, t_b + v[9:12]))
-        return _props(tinv @ (tmat @ z_to_params(v[:9], mass)))
-    return fun
-
-
 def _bound(info: np.ndarray, g: np.ndarray, pose_idx: np.ndarray | None, sigma_mm: float
            ) -> np.ndarray:
     """Covariance of (COM, inertia) from the information ``info`` (mm^-2 units of J^T J at
@@ -148,23 +134,26 @@ def posture_crb(sc, job, traj, *, sigma_m: float = 1e-4, substeps: int = 2) -> P
                        for m in link.markers_link.values()])
     dt = 1.0 / job.settings.rate_hz
     mk_all = np.vstack([mk_plat, mk_obj])
-    prob = _Problem(sc.rig, sc.platform_params.pi.astype(float), transform_matrix(r_pb, t_pb),
+    tmat = transform_matrix(r_pb, t_pb)
+    prob = _Problem(sc.rig, sc.platform_params.pi.astype(float), tmat,
                     mass, mk_all, np.zeros((n_frames, len(mk_all), 3)),
                     np.ones((n_frames, len(mk_all)), bool), dt, r0, substeps, z_obj, "none",
                     n_frames=int(n_frames))
     jac = _jacobian(prob, x)                  # rows: frame-major, every marker
     n_plat, n_all = len(mk_plat), len(mk_all)
     rows = jac.reshape(n_frames, n_all, 3, x.size)
-    g = _jac(_in_base(r_pb, t_pb, mass), np.concatenate([z_obj, np.zeros(6)]))
+    g = _jac(lambda v: _props(object_in_base_frame(v, r_pb, t_pb, tmat, mass)),
+             np.concatenate([z_obj, np.zeros(6)]))
     j_plat = rows[:, :n_plat].reshape(-1, x.size)
     known = _bound(j_plat.T @ j_plat, g, None, sigma_m * 1e3)
-    known_all = _bound(jac.T @ jac, g, None, sigma_m * 1e3)
+    jtj = jac.T @ jac
+    known_all = _bound(jtj, g, None, sigma_m * 1e3)
     # every object marker an unknown place on the platform; the base cluster's by its pose
     states = prob.states(x[None])[:, 0]
     rot_lab = states[:, 3:12].reshape(-1, 3, 3)
     att = np.arange(n_plat, n_all)
     prods = position_products(jac, prob.mask, rot_lab, att)
-    info = joint_information(jac.T @ jac, prods, np.full(att.size, n_frames),
+    info = joint_information(jtj, prods, np.full(att.size, n_frames),
                              len(base_defs), pose_columns(base_defs, r_pb))
     attached = _bound(info, g, np.arange(x.size, x.size + 6), sigma_m * 1e3)
     return PostureCRB(job.name, sigma_m, np.sqrt(np.diag(attached)), attached,

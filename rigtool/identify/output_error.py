@@ -368,6 +368,20 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     return mean.as_matrix(), t_pb.mean(0), cov
 
 
+def object_in_base_frame(v: np.ndarray, base_rotation: np.ndarray, base_position_m: np.ndarray,
+                         tmat_fit: np.ndarray, mass_kg: float) -> np.ndarray:
+    """The object's ``pi`` (10) in the base-link frame from ``v = [z (9), dt (3), delta (3)]``.
+
+    ``z`` is the fit's object parameterisation in the frame that ``tmat_fit`` carries to the
+    platform frame (:func:`z_to_params`); the base link's pose on the platform is ``R =
+    R_b exp([delta x])``, ``t = t_b + dt`` about ``(base_rotation, base_position_m)``. Its
+    derivative at ``dt = delta = 0`` carries the covariance of ``[z, pose]`` to the reported
+    body."""
+    rot = base_rotation @ Rotation.from_rotvec(v[12:15]).as_matrix()
+    tinv = np.linalg.inv(transform_matrix(rot, base_position_m + v[9:12]))
+    return tinv @ (tmat_fit @ z_to_params(v[:9], mass_kg))
+
+
 def window_frames(data: MarkerData, window: tuple[float, float] | None, what: str,
                   min_frames: int = 20) -> np.ndarray:
     """Consecutive frame indices of ``data`` from the first to the last inside ``window``
@@ -561,12 +575,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         r_b = np.asarray(base_rotation_platform, float)
         t_b = np.asarray(base_position_platform, float)
         pose_idx = None
-    tmat0 = prob.tmat
 
     def in_base(v):
-        rot = r_b @ Rotation.from_rotvec(v[12:]).as_matrix()
-        tinv = np.linalg.inv(transform_matrix(rot, t_b + v[9:12]))
-        return tinv @ (tmat0 @ z_to_params(v[:9], total_mass_kg))
+        return object_in_base_frame(v, r_b, t_b, prob.tmat, total_mass_kg)
 
     def pose_block(cov):
         """Covariance of ``[z (9), pose (6)]``."""
@@ -716,5 +727,5 @@ def _jac(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
 
 
 __all__ = ["OutputErrorResult", "refine_posture", "calibration_std_from_rigfile",
-           "base_pose_covariance", "object_to_z",
+           "base_pose_covariance", "object_to_z", "object_in_base_frame",
            "z_to_params", "NUISANCE"]
