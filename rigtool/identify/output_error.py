@@ -200,6 +200,8 @@ class _Problem:
     attached_seen: np.ndarray | None = None  # [T, E]
     base_defs: np.ndarray | None = None     # [n_b, 3] base-link coordinates of the first n_b
     project: bool = False
+    last_states0: tuple | None = None       # (n_frames, x bytes, states [T, 18]) of the last
+                                            # batch's first member (trajectory() reuses it)
 
     # unknown vector: [z_obj (9) if fit_object] + state (12) + [damping scale]
     def steps(self) -> np.ndarray:
@@ -248,7 +250,19 @@ class _Problem:
             free.append(l0)
         model = om.batch_model(self.rig, np.array(params), damping=np.array(damp),
                                stiffness=np.array(stiff), free_length=np.array(free))
-        return om.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
+        out = om.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
+        if calib is None:
+            self.last_states0 = (self.n_frames, xs[0].tobytes(), out[:, 0].copy())
+        return out
+
+    def trajectory(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The platform's simulated rotation ``[T, 3, 3]`` and position ``[T, 3]`` at ``x``
+        on the current horizon (the last batch's when its first member was ``x``: a fit's
+        final point has always just been simulated)."""
+        if self.last_states0 is None or self.last_states0[:2] != (self.n_frames, x.tobytes()):
+            self.states(x[None])
+        st = self.last_states0[2]
+        return st[:, 3:12].reshape(-1, 3, 3), st[:, :3]
 
     def rows(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
         """Marker residual rows ``[B, M]`` (mm) on the current horizon."""
@@ -663,12 +677,7 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
     xyz = data.select(names)[idx]
     seen = np.all(np.isfinite(xyz), axis=2)
     sigma_mm = float(np.sqrt(np.mean(prob.residual(x) ** 2)))
-
-    def trajectory(xv):
-        st = prob.states(xv[None])[:, 0]
-        return st[:, 3:12].reshape(-1, 3, 3), st[:, :3]
-
-    rot, pos = trajectory(x)
+    rot, pos = prob.trajectory(x)
     _, scatter = platform_frame_positions(rot, pos, xyz, seen)
     # a rigidly attached marker scatters by its noise: sqrt(3) sigma in 3-D
     limit = 2.0 * np.sqrt(3.0) * sigma_mm
@@ -706,7 +715,7 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
     x = sol.x
     out["nfev"] = sol.nfev
     out["stages"].append((prob.n_frames * prob.dt, sol.nfev, sol.njev))
-    rot, pos = trajectory(x)
+    rot, pos = prob.trajectory(x)
     placed = attached_positions(rot, pos, xyz0, seen, defs)
     prob.markers_body = np.vstack([mk_platform, placed.positions_m])
     prob.project, prob.cache = False, {}
