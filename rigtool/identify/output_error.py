@@ -63,8 +63,10 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
+from rigtool.engine.capture import RigidCapture
+from rigtool.engine.params import body_params, initial_state
+from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
 from rigtool.errors import ConfigError, InputError
-from rigtool.identify import _oe_model as om
 from rigtool.identify.attached_markers import (attached_positions, joint_information,
                                                nuisance_products, placed_positions,
                                                platform_frame_positions, pose_columns,
@@ -176,7 +178,13 @@ class OutputErrorResult:
 
 @dataclass
 class _Problem:
-    """Residuals and cached finite-difference Jacobian of one capture's fit."""
+    """Residuals and exact Jacobian of one capture's posture fit (rigtool.engine).
+
+    Unknowns ``x = [z_obj (9) if fit_object] + state (12) + [damping scale]``; the engine's
+    inputs are ``theta = [platform + tmat pi(z_obj), k, k L0, scale c]`` and ``y0`` of the
+    state about ``rot_ref``, each with its exact Jacobian (rigtool.engine.params), so the
+    Jacobian of the marker rows is exact (forward-mode through the integrator).
+    """
 
     rig: Rig
     platform_pi: np.ndarray
@@ -194,22 +202,17 @@ class _Problem:
     fit_object: bool = True
     cache: dict = field(default_factory=dict)
     # markers attached to the platform at unknown places (the last E of markers_body): when
-    # ``project`` is on, each simulated member places them at their maximum-likelihood
-    # positions on its own trajectory (variable projection); off, markers_body holds them
+    # ``project`` is on, each trajectory places them at their maximum-likelihood positions
+    # (variable projection) and the Jacobian is projected off their columns (Kaufman's
+    # form, whose stationary point is the joint maximum-likelihood estimate's); off,
+    # markers_body holds them
     attached_xyz: np.ndarray | None = None  # [T, E, 3] m (0 where unseen)
     attached_seen: np.ndarray | None = None  # [T, E]
     base_defs: np.ndarray | None = None     # [n_b, 3] base-link coordinates of the first n_b
     project: bool = False
-    last_states0: tuple | None = None       # (n_frames, x bytes, states [T, 18]) of the last
-                                            # batch's first member (trajectory() reuses it)
 
-    # unknown vector: [z_obj (9) if fit_object] + state (12) + [damping scale]
-    def steps(self) -> np.ndarray:
-        s = [np.full(3, 1e-6), np.full(6, 1e-6)] if self.fit_object else []
-        s += [np.full(3, 1e-7), np.full(3, 1e-7), np.full(3, 1e-6), np.full(3, 1e-6)]
-        if self.nuisance == "damping-scale":
-            s.append(np.array([1e-5]))
-        return np.concatenate(s)
+    def __post_init__(self) -> None:
+        self.model = RigidModel.of(self.rig)
 
     def split(self, x: np.ndarray):
         i = 0
@@ -220,66 +223,130 @@ class _Problem:
         scale = x[i + 12] if self.nuisance == "damping-scale" else 1.0
         return z_obj, state, scale
 
-    def batch(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
-        """Predicted markers ``[T, B, K, 3]`` for unknown vectors ``xs [B, n]``;
-        ``calib`` gives per member ``(platform_pi, stiffness, free_length, damping)``."""
-        states = self.states(xs, calib)
-        if not self.project:
-            return om.markers_from_states(states, self.markers_body)
-        t_n, b_n = states.shape[:2]
-        rot = states[..., 3:12].reshape(t_n, b_n, 3, 3)
-        pos = states[..., 0:3]
-        body = np.broadcast_to(self.markers_body, (b_n,) + self.markers_body.shape).copy()
+    def inputs(self, x: np.ndarray, calib: tuple | None = None):
+        """``(theta, d theta/dx, y0, d y0/dx)`` at ``x``; ``calib = (platform_pi, k, L0,
+        c)`` replaces the rig's calibration."""
+        z_obj, st, scale = self.split(x)
+        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
+                          self.rig.damping) if calib is None else calib
+        pi_obj, dpi_dz, _ = body_params(z_obj, self.mass_kg)
+        theta = theta_of(plat + self.tmat @ pi_obj, k, l0, scale * np.asarray(c, float))
+        n = x.size
+        d_theta = np.zeros((theta.size, n))
+        i = 0
+        if self.fit_object:
+            d_theta[:10, :9] = self.tmat @ dpi_dz
+            i = 9
+        y0, dy0_ds = initial_state(st, self.rot_ref)
+        d_y0 = np.zeros((STATE, n))
+        d_y0[:, i:i + 12] = dy0_ds
+        if self.nuisance == "damping-scale":
+            s_n = len(self.rig.springs)
+            d_theta[10 + 2 * s_n:, i + 12] = c
+        return theta, d_theta, y0, d_y0
+
+    def capture(self) -> RigidCapture:
+        return RigidCapture(self.model, self.measured, self.mask, self.dt, self.substeps,
+                            self.n_frames)
+
+    def _placed(self, states: np.ndarray) -> np.ndarray:
+        """Markers ``[K, 3]`` with the attached ones at their best places on ``states``."""
+        t_n = states.shape[0]
+        rot = states[:, 3:12].reshape(t_n, 1, 3, 3)
+        body = self.markers_body.copy()
         e_n = self.attached_xyz.shape[1]
-        body[:, -e_n:] = placed_positions(rot, pos, self.attached_xyz[:t_n],
-                                          self.attached_seen[:t_n], self.base_defs)
-        return np.einsum("tbij,bkj->tbki", rot, body) + pos[:, :, None, :]
-
-    def states(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
-        """Simulated platform states ``[T, B, 18]`` (as :meth:`batch`)."""
-        params, y0, damp, stiff, free = [], [], [], [], []
-        for b, x in enumerate(xs):
-            z_obj, st, scale = self.split(x)
-            plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
-                              self.rig.damping) if calib is None else calib[b]
-            params.append(plat + self.tmat @ z_to_params(z_obj, self.mass_kg))
-            rot0 = Rotation.from_rotvec(st[3:6]).as_matrix() @ self.rot_ref
-            y0.append(np.concatenate([st[:3], rot0.ravel(), st[6:9], st[9:12]]))
-            damp.append(scale * c)
-            stiff.append(k)
-            free.append(l0)
-        model = om.batch_model(self.rig, np.array(params), damping=np.array(damp),
-                               stiffness=np.array(stiff), free_length=np.array(free))
-        out = om.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
-        if calib is None:
-            self.last_states0 = (self.n_frames, xs[0].tobytes(), out[:, 0].copy())
-        return out
-
-    def trajectory(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The platform's simulated rotation ``[T, 3, 3]`` and position ``[T, 3]`` at ``x``
-        on the current horizon (the last batch's when its first member was ``x``: a fit's
-        final point has always just been simulated)."""
-        if self.last_states0 is None or self.last_states0[:2] != (self.n_frames, x.tobytes()):
-            self.states(x[None])
-        st = self.last_states0[2]
-        return st[:, 3:12].reshape(-1, 3, 3), st[:, :3]
-
-    def rows(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
-        """Marker residual rows ``[B, M]`` (mm) on the current horizon."""
-        return om.marker_rows_mm(self.batch(xs, calib), self.measured, self.mask)
+        body[-e_n:] = placed_positions(rot, states[:, None, 0:3], self.attached_xyz[:t_n],
+                                       self.attached_seen[:t_n], self.base_defs)[0]
+        return body
 
     def _eval(self, x: np.ndarray):
         key = (self.n_frames, self.project, self.markers_body.shape[0], x.tobytes())
         if key not in self.cache:
-            n_rows = int(self.mask[:self.n_frames].sum()) * 3
-            self.cache = {key: om.residual_and_jacobian(self.rows, x, self.steps(), n_rows)}
+            # the object's columns are always carried (one compiled width serves every stage)
+            # and dropped when the object is held
+            full = x if self.fit_object else np.concatenate([self.z_obj, x])
+            fit_object, self.fit_object = self.fit_object, True
+            try:
+                theta, d_theta, y0, d_y0 = self.inputs(full)
+            finally:
+                self.fit_object = fit_object
+            out = self.capture().rows(theta, y0, self.markers_body, tangent_theta=d_theta,
+                                      tangent_y0=d_y0,
+                                      markers_of_states=self._placed if self.project else None)
+            if not fit_object and out.jac is not None:
+                out.jac = out.jac[:, 9:]
+            if self.project and out.ok:
+                out.jac = self._project_attached(out.jac, out.states)
+            self.cache = {key: out}
         return self.cache[key]
 
+    def _project_attached(self, jac: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Kaufman's variable-projection Jacobian: ``(1 - A (A^T A)^-1 A^T) J`` with ``A``
+        the columns of the attached markers' places (``1e3 R_t`` per free marker, times
+        the pose columns for the base cluster)."""
+        t_n = states.shape[0]
+        mask = self.mask[:t_n]
+        rot = states[:, 3:12].reshape(t_n, 3, 3)
+        k_n, e_n = mask.shape[1], self.attached_xyz.shape[1]
+        att = np.arange(k_n - e_n, k_n)
+        full = np.zeros((t_n, k_n, 3, jac.shape[1]))
+        full[mask] = jac.reshape(-1, 3, jac.shape[1])
+        prods = position_products(jac, mask, rot, att)          # [E, 3, n] = A_e^T J
+        n_seen = mask[:, att].sum(0)
+        n_b = 0 if self.base_defs is None else len(self.base_defs)
+        coef = prods / (1e6 * np.maximum(n_seen, 1))[:, None, None]   # free markers
+        if n_b:
+            body = self._placed(states)[att[:n_b]]
+            _, r_b = _cluster_pose(body, self.base_defs)
+            cols = pose_columns(self.base_defs, r_b)                  # [n_b, 3, 6]
+            info_pp = 1e6 * np.einsum("k,kip,kiq->pq", n_seen[:n_b], cols, cols)
+            pose = np.linalg.solve(info_pp, np.einsum("kin,kip->pn", prods[:n_b], cols))
+            coef[:n_b] = np.einsum("kip,pn->kin", cols, pose)
+        full[:, att] -= 1e3 * np.einsum("tij,kjn->tkin", rot, coef)
+        return full[mask].reshape(-1, jac.shape[1])
+
+    def states(self, x: np.ndarray, calib: tuple | None = None) -> np.ndarray:
+        """Simulated platform states ``[T, 18]`` at ``x`` (a calibration ``calib`` as in
+        :meth:`inputs`)."""
+        theta, _, y0, _ = self.inputs(x, calib)
+        return simulate(self.model, theta, y0, self.n_frames, self.dt,
+                        substeps=self.substeps)[0]
+
+    def trajectory(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The platform's simulated rotation ``[T, 3, 3]`` and position ``[T, 3]`` at ``x``
+        on the current horizon (the last evaluation's when it was at ``x``)."""
+        key = (self.n_frames, self.project, self.markers_body.shape[0], x.tobytes())
+        out = self.cache.get(key)
+        st = out.states if out is not None and out.ok else self.states(x)
+        return st[:, 3:12].reshape(-1, 3, 3), st[:, :3]
+
+    def calibration_jacobian(self, x: np.ndarray, members: list) -> np.ndarray | None:
+        """``[M, C]``: change of the residual rows at ``x`` per calibration member, i.e.
+        along ``theta(member) - theta(nominal)`` (exact first order; members as
+        :func:`_calibration_members`), or None without members."""
+        if not members:
+            return None
+        theta, _, y0, _ = self.inputs(x)
+        dirs = np.stack([self.inputs(x, m[2])[0] - theta for m in members], axis=1)
+        out = self.capture().rows(theta, y0, self.markers_body, tangent_theta=dirs,
+                                  tangent_y0=np.zeros((STATE, dirs.shape[1])))
+        return out.jac
+
     def residual(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[0]
+        return self._eval(x).r
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[1]
+        out = self._eval(x)
+        return out.jac if out.jac is not None else np.zeros((out.r.size, x.size))
+
+
+def _cluster_pose(placed_base: np.ndarray, defs: np.ndarray):
+    """``(t, R)``: the rigid map of the base-link coordinates ``defs`` onto their placed
+    positions (exact: the places are that map's image)."""
+    c_d, c_p = defs.mean(0), placed_base.mean(0)
+    u, _, vt = np.linalg.svd((placed_base - c_p).T @ (defs - c_d))
+    rot = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
+    return c_p - rot @ c_d, rot
 
 
 def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
@@ -559,7 +626,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     r, jac = prob.residual(x), prob.jacobian(x)
     n_x = x.size
     jtj = jac.T @ jac
-    j_cal = calibration_rows_jacobian(prob.rows, x, rig, platform, calibration_std)
+    members = ([] if calibration_std is None
+               else _calibration_members(rig, platform, calibration_std))
+    j_cal = prob.calibration_jacobian(x, members)
     if att is not None:
         att_idx = np.arange(len(mk), prob.markers_body.shape[0])
         n_seen = mask[:, att_idx].sum(0)

@@ -26,10 +26,11 @@ from typing import Sequence
 import numpy as np
 
 from rigtool.errors import InputError
-from rigtool.identify import _oe_model as om
+from rigtool.engine.capture import CaptureRows, RigidCapture
+from rigtool.engine.params import body_params, initial_state
+from rigtool.engine.rigid import RigidModel, theta_of
 from rigtool.identify.calibration_covariance import calibration_members
-from rigtool.identify.output_error import (_Problem, _start_state, object_to_z, window_frames,
-                                           z_to_params)
+from rigtool.identify.output_error import _start_state, object_to_z, window_frames, z_to_params
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -118,6 +119,10 @@ def _platform_pi(zp: np.ndarray) -> np.ndarray:
     return z_to_params(zp[1:], zp[0])
 
 
+def _jac_or_zero(rows: CaptureRows, n: int) -> np.ndarray:
+    return rows.jac if rows.jac is not None else np.zeros((rows.r.size, n))
+
+
 def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OECapture], *,
                        markers_platform: dict[str, np.ndarray] | None = None,
                        substeps: int = 1, first_horizon_s: float = 2.0,
@@ -155,10 +160,8 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     shared = np.concatenate([rig.stiffness, rig.free_length, rig.damping,
                              _platform_z(platform)])
     n_sh = shared.size
-    h_sh = np.concatenate([1e-6 * np.maximum(np.abs(rig.stiffness), 1.0),
-                           np.full(n_spr, 1e-7), np.full(n_spr, 1e-5),
-                           [1e-5], np.full(3, 1e-6), np.full(6, 1e-6)])
-    probs, states, totals = [], [], []
+    model = RigidModel.of(rig)
+    caps, rot_refs, states, totals = [], [], [], []
     for cap in captures:
         xyz = cap.data.select(names)
         idx = window_frames(cap.data, cap.window, f"calibration capture '{cap.name}'")
@@ -167,35 +170,52 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         mask = traj.used & np.all(np.isfinite(xyz), axis=2)
         dt = 1.0 / cap.data.rate_hz
         rot_ref, st0 = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
-        prob = _Problem(rig, platform.pi + cap.load.pi, np.zeros((10, 10)), 0.0, mk,
-                        np.where(mask[..., None], xyz, 0.0), mask, dt, rot_ref, substeps,
-                        np.zeros(9), "none", fit_object=False)
-        prob.n_frames = min(len(idx), max(20, int(round(first_horizon_s / dt))))
+        capture = RigidCapture(model, np.where(mask[..., None], xyz, 0.0), mask, dt, substeps,
+                               min(len(idx), max(20, int(round(first_horizon_s / dt)))))
+        theta0 = theta_of(platform.pi + cap.load.pi, rig.stiffness, rig.free_length,
+                          rig.damping)
+
+        def state_rows(x, capture=capture, theta0=theta0, rot_ref=rot_ref):
+            y0, dy0 = initial_state(x, rot_ref)
+            return capture.rows(theta0, y0, mk, tangent_y0=dy0)
+
         # the initial state alone on a short horizon, rig held at the start
-        sol = least_squares(prob.residual, st0, jac=prob.jacobian, method="trf",
+        sol = least_squares(lambda x: state_rows(x).r, st0,
+                            jac=lambda x: _jac_or_zero(state_rows(x), 12), method="trf",
                             x_scale="jac", ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=50)
-        probs.append(prob)
+        caps.append(capture)
+        rot_refs.append(rot_ref)
         states.append(sol.x)
         totals.append(len(idx))
 
-    def calib_of(s: np.ndarray, load: InertialParams):
-        return (_platform_pi(s[3 * n_spr:]) + load.pi, s[:n_spr], s[n_spr:2 * n_spr],
-                s[2 * n_spr:3 * n_spr])
+    def shared_inputs(s: np.ndarray, load: InertialParams):
+        """``(theta, d theta / d shared)`` of the shared unknowns with a known load."""
+        k, l0, c = s[:n_spr], s[n_spr:2 * n_spr], s[2 * n_spr:3 * n_spr]
+        zp = s[3 * n_spr:]
+        pi_p, dpi_dz, dpi_dm = body_params(zp[1:], zp[0])
+        theta = theta_of(pi_p + load.pi, k, l0, c)
+        d = np.zeros((theta.size, n_sh))
+        eye = np.eye(n_spr)
+        d[10:10 + n_spr, :n_spr] = eye
+        d[10 + n_spr:10 + 2 * n_spr, :n_spr] = np.diag(l0)
+        d[10 + n_spr:10 + 2 * n_spr, n_spr:2 * n_spr] = np.diag(k)
+        d[10 + 2 * n_spr:, 2 * n_spr:3 * n_spr] = eye
+        d[:10, 3 * n_spr] = dpi_dm
+        d[:10, 3 * n_spr + 1:] = dpi_dz
+        return theta, d
 
     def evaluate(s: np.ndarray, xs: list[np.ndarray]):
-        """Cost, normal-equation blocks and residuals of every capture."""
+        """Residuals and exact Jacobian ``[M, shared + 12]`` of every capture."""
         out = []
-        for prob, cap, x in zip(probs, captures, xs):
-            h_st = prob.steps()
-            members_x = [x] * (1 + n_sh) + [x + e for e in np.diag(h_st)]
-            members_c = ([calib_of(s, cap.load)]
-                         + [calib_of(s + e, cap.load) for e in np.diag(h_sh)]
-                         + [calib_of(s, cap.load)] * len(h_st))
-            try:
-                rows = prob.rows(np.array(members_x), members_c)
-            except (FloatingPointError, np.linalg.LinAlgError):
+        for capture, cap, x, rot_ref in zip(caps, captures, xs, rot_refs):
+            theta, d_theta = shared_inputs(s, cap.load)
+            y0, dy0 = initial_state(x, rot_ref)
+            rows = capture.rows(theta, y0, mk,
+                                tangent_theta=np.hstack([d_theta, np.zeros((theta.size, 12))]),
+                                tangent_y0=np.hstack([np.zeros((18, n_sh)), dy0]))
+            if not rows.ok:
                 return None
-            out.append(om.forward_difference(rows, np.concatenate([h_sh, h_st])))
+            out.append((rows.r, rows.jac))
         return out
 
     def normal(blocks):
@@ -242,9 +262,9 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
                     break
         if schedule_done:
             break
-        for prob, n_tot in zip(probs, totals):
-            prob.n_frames = min(n_tot, int(round(prob.n_frames * horizon_factor)))
-        schedule_done = all(p.n_frames >= n for p, n in zip(probs, totals))
+        for capture, n_tot in zip(caps, totals):
+            capture.n_frames = min(n_tot, int(round(capture.n_frames * horizon_factor)))
+        schedule_done = all(c.n_frames >= n for c, n in zip(caps, totals))
     n_res = sum(b[0].size for b in blocks)
     dof = max(n_res - len(grad), 1)
     s2 = cost / dof

@@ -1,0 +1,39 @@
+"""The engine's one JAX import: 64-bit floats and the persistent compilation cache.
+
+Why JAX (measured on this project's 2-core machine, benchmarks/engine_choice.py): the
+output-error fits need the derivative of a simulated trajectory with respect to every unknown.
+JAX gives it exactly by forward-mode differentiation through the compiled RK4 loop
+(``jax.linearize`` of one step, ``vmap`` over the unknowns, ``lax.scan`` over frames), from
+the same code that simulates: no hand-derived variational equations to keep in step with the
+model. numba compiles the loop as well but has no automatic differentiation; pinocchio
+(``pin``) has analytic ABA derivatives for its own robot models but is driven from Python once
+per RK4 stage, which is the per-step cost this engine removes.
+
+Marker residuals are in mm and the parameters span 1e-4..1e3: single precision would lose
+the fit, so 64-bit floats are switched on. JAX keeps that switch process-wide (it is a
+library setting, not state of rigtool's); every engine module imports ``jax`` from here so
+the setting is in force before any array is made. Compiled functions are cached on disk
+(``~/.cache/rigtool/jax``, or ``$RIGTOOL_JAX_CACHE``) so a second run, and every worker
+process, loads them instead of compiling again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+jax.config.update("jax_enable_x64", True)
+_cache = os.environ.get("RIGTOOL_JAX_CACHE",
+                        str(Path.home() / ".cache" / "rigtool" / "jax"))
+if _cache:
+    try:
+        Path(_cache).mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", _cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    except OSError:          # a read-only home: compile every time, nothing else changes
+        pass
+
+__all__ = ["jax", "jnp"]

@@ -1,0 +1,358 @@
+"""The platform on springs carrying a tree of links on spherical joints: articulated-body
+dynamics (O(n) in the links), RK4, exact sensitivities, markers.
+
+Written for the relative-motion output-error fit and independent of rigtool.sim and of the
+Kane's-method model of rigtool.identify._oe_tree_model (tests compare the three).
+
+Bodies: 0 is the platform with the base link bolted on (platform frame, origin the platform
+origin); 1..nb-1 are the moving links in tree order, each with its origin at its joint
+centre. A moving link carries its *minimal* parameters ``[0, MS_j, J_j]`` (its subtree's mass
+sits on its joint, i.e. on the parent), body 0 ``[M0, MS_0, J_0]`` of the base plus the
+platform; that set has the true system's energy in every state, so the motion depends on the
+object through ``Phi_B`` and ``M0`` only (the zero-mass links are fine: what the algorithm
+inverts is each joint's rotational inertia about its centre, ``J_c``, and the base's full
+spatial inertia).
+
+State, lab components::
+
+    y = [p (3), vec(R_0) .. vec(R_{nb-1}) (9 each), v_p (3), omega_0 .. omega_{nb-1} (3 each)]
+
+(``p``/``v_p`` the platform origin; ``omega_b`` each body's absolute angular velocity).
+
+Parameters ``theta = [pi_b (10 each body, body frame about its origin), jp_b (3 each: joint
+centre in the parent's frame; body 0 unused), c_b (joint damping, N m s/rad; body 0 unused),
+k (S), k L0 (S), c (S), m_k (3 each marker: its coordinates in its body's frame)]``.
+
+Dynamics: Featherstone's articulated-body algorithm in lab ("world") coordinates about the lab
+origin, motion vectors ``(omega, v_O)``, force vectors ``(n_O, f)``. A spherical joint at
+``c`` has the subspace ``S = [1; [c x]]`` and relative rate ``omega_b - omega_parent``; in
+world coordinates the bias acceleration is just ``dS/dt qdot = [0; c_dot x qdot]``. The
+platform is the root, with ``S_0`` mapping ``[v_p, omega_0]`` to ``(omega, v_p + p x omega)``
+(its locked lab-axis rows dropped), so locked DOFs are the columns left out. Joint damping
+``-c (omega_b - omega_parent)`` is the joint's generalised force.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from rigtool.engine._jax import jax, jnp
+from rigtool.engine.rigid import CHUNK_FRAMES, _pad_columns
+from rigtool.rig import Rig
+
+
+@dataclass(frozen=True)
+class TreeModel:
+    """The fixed structure: parents (tree order, -1 for body 0), each marker's body, the
+    spring geometry, gravity and the platform's free rows of ``[v_p, omega_0]``."""
+
+    parents: tuple[int, ...]
+    body_of_marker: tuple[int, ...]
+    anchor_lab: np.ndarray
+    attachment_platform: np.ndarray
+    gravity_lab: np.ndarray
+    free_rows: tuple[int, ...]
+
+    @classmethod
+    def of(cls, rig: Rig, parents, body_of_marker) -> "TreeModel":
+        free = tuple(int(i) for i in rig.free_dof_rows()) if rig.locked_dofs else tuple(range(6))
+        par = tuple([-1] + [max(int(p), 0) for p in list(parents)[1:]])
+        return cls(par, tuple(int(b) for b in body_of_marker),
+                   np.stack([np.asarray(s.anchor_lab, float) for s in rig.springs]),
+                   np.stack([np.asarray(s.attachment_platform, float) for s in rig.springs]),
+                   np.asarray(rig.gravity_lab, float), free)
+
+    @property
+    def n_bodies(self) -> int:
+        return len(self.parents)
+
+    @property
+    def n_state(self) -> int:
+        return 6 + 12 * self.n_bodies
+
+    @property
+    def n_springs(self) -> int:
+        return int(self.anchor_lab.shape[0])
+
+    def layout(self) -> dict[str, slice]:
+        """Slices of ``theta``."""
+        nb, s, k = self.n_bodies, self.n_springs, len(self.body_of_marker)
+        edges = np.cumsum([0, 10 * nb, 3 * nb, nb, s, s, s, 3 * k])
+        names = ("pi", "jp", "joint_damping", "k", "kl0", "c", "markers")
+        return {n: slice(int(a), int(b)) for n, a, b in zip(names, edges[:-1], edges[1:])}
+
+    def static(self) -> tuple:
+        """Hashable description for the compiled functions."""
+        return (self.parents, self.body_of_marker, self.free_rows,
+                tuple(map(tuple, self.anchor_lab)), tuple(map(tuple, self.attachment_platform)),
+                tuple(self.gravity_lab))
+
+
+def theta_of(pis: np.ndarray, joint_parent: np.ndarray, joint_damping: np.ndarray,
+             stiffness: np.ndarray, free_length: np.ndarray, spring_damping: np.ndarray,
+             markers_body: np.ndarray) -> np.ndarray:
+    """``theta`` from each body's ``pi [nb, 10]``, joint centres in the parent's frame
+    ``[nb, 3]``, joint damping ``[nb]``, the spring values ``[S]`` and the markers' body
+    coordinates ``[K, 3]``."""
+    k = np.asarray(stiffness, float)
+    return np.concatenate([np.asarray(pis, float).ravel(), np.asarray(joint_parent, float).ravel(),
+                           np.asarray(joint_damping, float), k,
+                           k * np.asarray(free_length, float), np.asarray(spring_damping, float),
+                           np.asarray(markers_body, float).ravel()])
+
+
+def _skew(w):
+    z = jnp.zeros((), w.dtype)
+    return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
+
+
+def _unpack(theta, static):
+    parents, body_of_marker, free, anchor, att, g = static
+    nb, s_n, k_n = len(parents), len(anchor), len(body_of_marker)
+    i = 0
+    pi = theta[i:i + 10 * nb].reshape(nb, 10); i += 10 * nb
+    jp = theta[i:i + 3 * nb].reshape(nb, 3); i += 3 * nb
+    jd = theta[i:i + nb]; i += nb
+    k = theta[i:i + s_n]; i += s_n
+    kl0 = theta[i:i + s_n]; i += s_n
+    c = theta[i:i + s_n]; i += s_n
+    mk = theta[i:i + 3 * k_n].reshape(k_n, 3)
+    return pi, jp, jd, k, kl0, c, mk
+
+
+def _poses(y, jp, parents):
+    """Rotations ``[nb, 3, 3]`` and origins ``[nb, 3]`` (lab) of every body."""
+    nb = len(parents)
+    rot = y[3:3 + 9 * nb].reshape(nb, 3, 3)
+    org = [y[0:3]]
+    for i in range(1, nb):
+        a = parents[i]
+        org.append(org[a] + rot[a] @ jp[i])
+    return rot, jnp.stack(org)
+
+
+def rhs(y, theta, static):
+    """``dy/dt`` by the articulated-body algorithm (see the module docstring)."""
+    parents, body_of_marker, free, anchor, att, g = static
+    anchor, att, g = jnp.array(anchor), jnp.array(att), jnp.array(g)
+    nb = len(parents)
+    pi, jp, jd, k, kl0, c, _ = _unpack(theta, static)
+    rot, org = _poses(y, jp, parents)
+    p = y[0:3]
+    nu = y[3 + 9 * nb:]
+    v_p = nu[0:3]
+    w = nu[3:].reshape(nb, 3)
+    eye = jnp.eye(3)
+    # ---- spatial inertias about the lab origin and the external forces
+    inert, f_ext = [], []
+    for b in range(nb):
+        m = pi[b, 0]
+        h = rot[b] @ pi[b, 1:4]                      # first moment about the body origin
+        six = pi[b, 4:]
+        i_body = jnp.array([[six[0], six[1], six[2]], [six[1], six[3], six[4]],
+                            [six[2], six[4], six[5]]])
+        i_o = rot[b] @ i_body @ rot[b].T
+        o = org[b]
+        so, sh = _skew(o), _skew(h)
+        i_lab = i_o - m * so @ so - so @ sh - sh @ so
+        first = m * o + h                            # first moment about the lab origin
+        sf = _skew(first)
+        inert.append(jnp.block([[i_lab, sf], [sf.T, m * eye]]))
+        f_ext.append(jnp.concatenate([jnp.cross(first, g), m * g]))
+    # springs on body 0, moments about the lab origin
+    r = att @ rot[0].T
+    a_lab = r + p
+    d = a_lab - anchor
+    length = jnp.sqrt(jnp.sum(d * d, axis=1))
+    rate = jnp.sum(d * (v_p + jnp.cross(w[0], r)), axis=1) / length
+    f_s = d * ((kl0 - c * rate) / length - k)[:, None]
+    f_ext[0] = f_ext[0] + jnp.concatenate([jnp.cross(a_lab, f_s).sum(0), f_s.sum(0)])
+    # ---- pass 1: velocities, bias accelerations, bias forces
+    s0 = jnp.block([[jnp.zeros((3, 3)), eye], [eye, _skew(p)]])[:, jnp.array(free)]
+    vel = [jnp.concatenate([w[0], v_p + jnp.cross(p, w[0])])]
+    bias = [jnp.concatenate([jnp.zeros(3), jnp.cross(v_p, w[0])])]
+    subsp = [s0]
+    qd = [None]
+    for i in range(1, nb):
+        a = parents[i]
+        ci = org[i]
+        q = w[i] - w[a]
+        s_i = jnp.concatenate([eye, _skew(ci)], axis=0)
+        vel.append(vel[a] + s_i @ q)
+        c_dot = vel[a][3:] + jnp.cross(vel[a][:3], ci)
+        bias.append(jnp.concatenate([jnp.zeros(3), jnp.cross(c_dot, q)]))
+        subsp.append(s_i)
+        qd.append(q)
+
+    def cross_force(v, f):
+        return jnp.concatenate([jnp.cross(v[:3], f[:3]) + jnp.cross(v[3:], f[3:]),
+                                jnp.cross(v[:3], f[3:])])
+
+    art_i = list(inert)
+    art_p = [cross_force(vel[b], inert[b] @ vel[b]) - f_ext[b] for b in range(nb)]
+    # ---- pass 2: articulated inertias, leaves to root
+    u_mat, d_inv, u_vec = [None] * nb, [None] * nb, [None] * nb
+    for i in range(nb - 1, 0, -1):
+        a = parents[i]
+        s_i = subsp[i]
+        u_i = art_i[i] @ s_i
+        dinv = jnp.linalg.inv(s_i.T @ u_i)
+        u_v = -jd[i] * qd[i] - s_i.T @ art_p[i]
+        i_a = art_i[i] - u_i @ dinv @ u_i.T
+        p_a = art_p[i] + i_a @ bias[i] + u_i @ (dinv @ u_v)
+        art_i[a] = art_i[a] + i_a
+        art_p[a] = art_p[a] + p_a
+        u_mat[i], d_inv[i], u_vec[i] = u_i, dinv, u_v
+    # ---- pass 3: accelerations, root to leaves
+    u0 = art_i[0] @ s0
+    qdd0 = jnp.linalg.solve(s0.T @ u0, -s0.T @ (art_p[0] + art_i[0] @ bias[0]))
+    acc = [bias[0] + s0 @ qdd0]
+    for i in range(1, nb):
+        a = parents[i]
+        a_i = acc[a] + bias[i]
+        qdd = d_inv[i] @ (u_vec[i] - u_mat[i].T @ a_i)
+        acc.append(a_i + subsp[i] @ qdd)
+    gen = jnp.zeros(6, y.dtype).at[jnp.array(free)].set(qdd0)       # [a_p, omega_0 dot]
+    w_dot = jnp.concatenate([gen[3:]] + [acc[i][:3] for i in range(1, nb)])
+    rot_dot = jnp.einsum("bij,bjk->bik", jax.vmap(_skew)(w), rot)
+    return jnp.concatenate([v_p, rot_dot.reshape(9 * nb), gen[:3], w_dot])
+
+
+def markers(y, theta, static):
+    """Lab positions ``[K, 3]`` of the markers, ``o_b + R_b m_k``."""
+    parents, body_of_marker = static[0], static[1]
+    _, jp, *_, mk = _unpack(theta, static)
+    rot, org = _poses(y, jp, parents)
+    b = jnp.array(body_of_marker)
+    return jnp.einsum("kij,kj->ki", rot[b], mk) + org[b]
+
+
+def _step(y, theta, static, h, substeps):
+    for _ in range(substeps):
+        k1 = rhs(y, theta, static)
+        k2 = rhs(y + 0.5 * h * k1, theta, static)
+        k3 = rhs(y + 0.5 * h * k2, theta, static)
+        k4 = rhs(y + h * k3, theta, static)
+        y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
+    return y
+
+
+@partial(jax.jit, static_argnames=("static", "substeps", "n"))
+def _chunk(y, theta, h, *, static, substeps, n):
+    def body(y, _):
+        y = _step(y, theta, static, h, substeps)
+        return y, (y, markers(y, theta, static))
+    return jax.lax.scan(body, y, None, length=n)[1]
+
+
+@partial(jax.jit, static_argnames=("static", "substeps", "n"))
+def _chunk_tangents(y, tan_y, theta, tan_theta, h, *, static, substeps, n):
+    def body(carry, _):
+        y, tan_y = carry
+        y_next, lin = jax.linearize(lambda yy, tt: _step(yy, tt, static, h, substeps), y,
+                                    theta)
+        tan_next = jax.vmap(lin, in_axes=(1, 1), out_axes=1)(tan_y, tan_theta)
+        mk, lin_m = jax.linearize(lambda yy, tt: markers(yy, tt, static), y_next, theta)
+        tan_mk = jax.vmap(lin_m, in_axes=(1, 1), out_axes=2)(tan_next, tan_theta)
+        return (y_next, tan_next), (y_next, mk, tan_mk)
+    (_, tan_last), out = jax.lax.scan(body, (y, tan_y), None, length=n)
+    return out + (tan_last,)
+
+
+@partial(jax.jit, static_argnames=("static",))
+def _markers0(y, tan_y, theta, tan_theta, *, static):
+    mk, lin = jax.linearize(lambda yy, tt: markers(yy, tt, static), y, theta)
+    return mk, jax.vmap(lin, in_axes=(1, 1), out_axes=2)(tan_y, tan_theta)
+
+
+def simulate(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int, dt: float,
+             *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
+             tangent_y0: np.ndarray | None = None):
+    """States ``[T, n_state]``, markers ``[T, K, 3]`` and, with tangents, the markers'
+    exact derivatives ``[T, K, 3, P]`` along them (``tangent_theta [n_theta, P]``,
+    ``tangent_y0 [n_state, P]``).
+
+    Raises FloatingPointError when the motion leaves the model.
+    """
+    static = model.static()
+    n_s = model.n_state
+    k_n = len(model.body_of_marker)
+    states = np.empty((n_frames, n_s))
+    mks = np.empty((n_frames, k_n, 3))
+    states[0] = y0
+    y = jnp.asarray(y0, float)
+    th = jnp.asarray(theta, float)
+    with_tan = tangent_theta is not None or tangent_y0 is not None
+    if with_tan:
+        p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
+        t_th = np.zeros((theta.size, p)) if tangent_theta is None else tangent_theta
+        t_y = np.zeros((n_s, p)) if tangent_y0 is None else tangent_y0
+        t_th, t_y = _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
+        tan = jnp.asarray(t_y)
+        t_th = jnp.asarray(t_th)
+        d_mks = np.empty((n_frames, k_n, 3, p))
+        m0, dm0 = _markers0(y, tan, th, t_th, static=static)
+        mks[0], d_mks[0] = np.asarray(m0), np.asarray(dm0)[..., :p]
+    else:
+        m0, _ = _markers0(y, jnp.zeros((n_s, 1)), th, jnp.zeros((theta.size, 1)), static=static)
+        mks[0] = np.asarray(m0)
+    k = 1
+    while k < n_frames:
+        m = min(CHUNK_FRAMES, n_frames - k)
+        if with_tan:
+            ys, ms, dms, tan = _chunk_tangents(y, tan, th, t_th, dt / substeps, static=static,
+                                          substeps=substeps, n=CHUNK_FRAMES)
+        else:
+            ys, ms = _chunk(y, th, dt / substeps, static=static, substeps=substeps,
+                            n=CHUNK_FRAMES)
+        ys_np = np.asarray(ys)
+        if not np.all(np.isfinite(ys_np[m - 1])):
+            raise FloatingPointError("the simulated motion diverged")
+        states[k:k + m] = ys_np[:m]
+        mks[k:k + m] = np.asarray(ms)[:m]
+        if with_tan:
+            d_mks[k:k + m] = np.asarray(dms)[:m, :, :, :p]
+        y = ys[CHUNK_FRAMES - 1]
+        k += m
+    return states, mks, (d_mks if with_tan else None)
+
+
+def energy(model: TreeModel, theta: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Kinetic + gravity + spring energy ``[T]`` (J) of states ``[T, n_state]`` (for the
+    conservation tests: with every damping zero it is constant)."""
+    static = model.static()
+
+    def one(y):
+        parents, _, _, anchor, att, g = static
+        nb = len(parents)
+        pi, jp, _, k, kl0, _, _ = _unpack(jnp.asarray(theta), static)
+        rot, org = _poses(y, jp, parents)
+        w = y[3 + 9 * nb + 3:].reshape(nb, 3)
+        v_p = y[3 + 9 * nb:3 + 9 * nb + 3]
+        # body origins' velocities along the tree
+        vel = [v_p]
+        for i in range(1, nb):
+            a = parents[i]
+            vel.append(vel[a] + jnp.cross(w[a], rot[a] @ jp[i]))
+        kin, pot = 0.0, 0.0
+        for b in range(nb):
+            m, h = pi[b, 0], rot[b] @ pi[b, 1:4]
+            six = pi[b, 4:]
+            i_body = jnp.array([[six[0], six[1], six[2]], [six[1], six[3], six[4]],
+                                [six[2], six[4], six[5]]])
+            i_o = rot[b] @ i_body @ rot[b].T
+            kin += (0.5 * m * vel[b] @ vel[b] + vel[b] @ jnp.cross(w[b], h)
+                    + 0.5 * w[b] @ i_o @ w[b])
+            pot -= (m * org[b] + h) @ jnp.array(g)
+        d = jnp.array(att) @ rot[0].T + y[0:3] - jnp.array(anchor)
+        length = jnp.sqrt(jnp.sum(d * d, axis=1))
+        pot += 0.5 * jnp.sum(k * (length - kl0 / k) ** 2)
+        return kin + pot
+
+    return np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(states)))
+
+
+__all__ = ["TreeModel", "theta_of", "rhs", "markers", "simulate", "energy"]
