@@ -43,8 +43,10 @@ residual RMS at the optimum is 0.1003 mm with the true rig and 0.1011 mm with th
 equation-error calibration, flat along the capture; a damping-scale nuisance moved the cost
 by 3e-5 and the estimate by < 0.1 standard error, so it is off by default.
 
-Jacobian: forward differences, computed in the same batched simulation as the residual
-(rigtool.identify._oe_model: the batch costs about as much as one run), and cached.
+Jacobian: exact, by forward-mode differentiation through the compiled integrator
+(rigtool.engine), computed with the residual and cached. With the object's markers in the fit
+their places are eliminated by variable projection and the Jacobian projected off their
+columns (Kaufman's form: the same stationary point as the joint problem).
 
 Uncertainty: the Gauss-Newton covariance ``s^2 (J^T J)^-1`` (marker noise, white: right as
 it is), plus, when given, the calibration's uncertainty (first-order sensitivity of the

@@ -9,7 +9,8 @@ platform's 10 inertial parameters (mass, COM, log-Cholesky of the COM-centred se
 so the platform stays physically consistent); per capture, its initial state (12). The known
 loads (reference bodies, placed from their markers) are added to the platform.
 
-With ``n`` captures the Jacobian has a block-arrow shape (shared columns dense, each
+Residual rows and their exact Jacobian come from rigtool.engine (forward-mode sensitivities
+through the compiled integrator). With ``n`` captures the Jacobian has a block-arrow shape (shared columns dense, each
 capture's state columns only in its own rows). The Levenberg-Marquardt iteration here
 accumulates the normal equations capture by capture (34 x 34 blocks) instead of holding a
 Jacobian of ``3 x markers x frames x captures`` rows, so memory stays small; scipy's

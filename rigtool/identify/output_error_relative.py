@@ -4,8 +4,10 @@ The equation-error stage (rigtool.identify.relative) filters the markers of the 
 differentiates them twice to build paper 002's eq. 16; noise then sits on both sides of the
 equation and the filter shapes the motion. Here nothing is filtered: the platform (with the
 base link bolted on) on its damped springs and every moving link on its spherical joint are
-*simulated* from an initial state (rigtool.identify._oe_tree_model, written independently of
-rigtool.sim and tested against it), every platform and link marker is predicted, and the sum
+*simulated* from an initial state (rigtool.engine.tree: articulated-body dynamics with exact
+forward-mode sensitivities, written independently of rigtool.sim and tested against it and
+against the Kane's-method model rigtool.identify._oe_tree_model), every platform and link
+marker is predicted, and the sum
 of squared raw-marker residuals is minimised (``scipy.optimize.least_squares``, trust-region
 reflective with bounds), starting from the equation-error :class:`RelativeResult`.
 
@@ -15,8 +17,8 @@ sits on its joint). Unknowns:
 
 - ``free="jyy"``: the moving links' ``J_yy`` (``Phi_B = G Phi_s + H u`` of
   rigtool.identify.relative.phi_b_affine), Phi_s held at the postures' estimate; its
-  covariance is propagated into the result to first order (``du/dPhi_s`` from one batched
-  simulation), as the equation-error two-step method does;
+  covariance is propagated into the result to first order (``du/dPhi_s`` from the exact
+  sensitivities), as the equation-error two-step method does;
 - ``free="phi_b"`` (default; see :func:`refine_relative` for the evidence): every entry of
   Phi_B, with the postures' Phi_s as a prior
   (``sigma_marker C_s^-1/2 (S Phi_B - Phi_s)`` rows appended to the marker residuals, so the
@@ -66,10 +68,8 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError, IdentifiabilityError
-from rigtool.identify import _oe_model as om
-from rigtool.identify import _oe_tree_model as tm
-from rigtool.identify.output_error import (_start_state, calibration_rows_jacobian,
-                                           window_frames)
+from rigtool.identify.output_error import _calibration_members, _start_state, window_frames
+from rigtool.identify.relative_problem import RelativeProblem
 from rigtool.identify.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
                                        link_lower_bounds, phi_b_affine)
@@ -187,140 +187,6 @@ class RelativeRefinement:
 
 
 # --------------------------------------------------------------------------- the problem
-
-@dataclass
-class _Problem:
-    """Residuals and cached finite-difference Jacobian of the swing's fit."""
-
-    rig: Rig
-    platform_pi: np.ndarray
-    parents: list[int]
-    joint_centres: np.ndarray
-    r_pb: np.ndarray
-    t_pb: np.ndarray
-    mass_kg: float
-    body_of_marker: np.ndarray              # [K]
-    markers_body: np.ndarray                # [K, 3] (base markers in the base-link frame)
-    on_base: np.ndarray                     # [K] marker of the base link
-    measured: np.ndarray                    # [T, K, 3] (0 where masked)
-    mask: np.ndarray                        # [T, K]
-    dt: float
-    substeps: int
-    rot_ref: np.ndarray                     # [n, 3, 3] reference rotations at frame 0
-    free: str
-    n_damp: int
-    phi_s: np.ndarray                       # Phi_s (jyy mode: fixed; phi_b mode: the prior)
-    theta_fixed: np.ndarray                 # [theta, damping, base] when not fitted
-    fit_base: bool = True                   # base pose on the platform among the unknowns
-    prior_rows: np.ndarray | None = None    # [8n+1, 9n] sigma C_s^-1/2 S (phi_b mode)
-    prior_rhs: np.ndarray | None = None     # sigma C_s^-1/2 Phi_s
-    n_frames: int = 0
-    fit_params: bool = True
-    cache: dict = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        return len(self.parents)
-
-    @property
-    def n_theta(self) -> int:
-        return self.n - 1 if self.free == "jyy" else 9 * self.n
-
-    @property
-    def n_params(self) -> int:
-        return self.n_theta + self.n_damp + (6 if self.fit_base else 0)
-
-    def steps(self) -> np.ndarray:
-        n = self.n
-        s = []
-        if self.fit_params:
-            s += [np.full(self.n_theta, 1e-6), np.full(self.n_damp, 1e-5)]
-            s += [np.full(6, 1e-7)] if self.fit_base else []
-        s += [np.full(3, 1e-7), np.full(3 * n, 1e-7), np.full(3, 1e-6), np.full(3 * n, 1e-6)]
-        return np.concatenate(s)
-
-    def split(self, x: np.ndarray):
-        i = 0
-        params = self.theta_fixed
-        if self.fit_params:
-            i = self.n_params
-            params = x[:i]
-        k = self.n_theta + self.n_damp
-        return params[:self.n_theta], params[self.n_theta:k], x[i:], params[k:k + 6]
-
-    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(R_pb, t_pb)`` of base unknowns ``[dt (3), rotation vector (3)]`` (about the
-        marker-fitted pose; empty: that pose)."""
-        if base.size == 0:
-            return self.r_pb, self.t_pb
-        return (Rotation.from_rotvec(base[3:6]).as_matrix() @ self.r_pb, self.t_pb + base[:3])
-
-    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
-        if self.free == "phi_b":
-            return theta
-        g, h = phi_b_affine(self.n)
-        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
-
-    def batch(self, xs: np.ndarray, calib: list[tuple] | None = None,
-              phi_s: np.ndarray | None = None) -> np.ndarray:
-        """Predicted markers ``[T, B, K, 3]`` for unknown vectors ``xs [B, p]``. ``calib``:
-        per member ``(platform_pi, k, L0, c)``; ``phi_s [B, 8n+1]``: per-member Phi_s."""
-        n = self.n
-        phis, damps, y0 = [], [], []
-        rvs, r_pb, t_pb = [], [], []
-        for b, x in enumerate(xs):
-            theta, damp, st, base = self.split(x)
-            phis.append(self.phi_b(theta, None if phi_s is None else phi_s[b]))
-            damps.append(np.broadcast_to(damp, (n - 1,)))
-            rvs.append(st[3:3 + 3 * n].reshape(n, 3))
-            rb, tb = self.base_pose(base)
-            r_pb.append(rb)
-            t_pb.append(tb)
-        r_pb, t_pb = np.array(r_pb), np.array(t_pb)
-        coords = np.repeat(self.markers_body[None], len(xs), 0)
-        coords[:, self.on_base] = (self.markers_body[self.on_base] @ np.swapaxes(r_pb, 1, 2)
-                                   + t_pb[:, None, :])
-        rot0 = (Rotation.from_rotvec(np.concatenate(rvs)).as_matrix().reshape(len(xs), n, 3, 3)
-                @ self.rot_ref)
-        for b, x in enumerate(xs):
-            st = self.split(x)[2]
-            y0.append(np.concatenate([st[:3], rot0[b].ravel(), st[3 + 3 * n:]]))
-        kw = {}
-        plat = self.platform_pi
-        if calib is not None:
-            plat = np.array([c[0] for c in calib])
-            kw = dict(stiffness=np.array([c[1] for c in calib]),
-                      free_length=np.array([c[2] for c in calib]),
-                      spring_damping=np.array([c[3] for c in calib]))
-        model = tm.tree_batch(self.rig, plat, self.parents, self.joint_centres, r_pb, t_pb,
-                              self.mass_kg, np.array(phis), np.array(damps), **kw)
-        states = tm.integrate(model, np.array(y0), self.n_frames, self.dt, self.substeps)
-        return tm.predict_markers(model, states, self.body_of_marker, coords)
-
-    def rows(self, xs: np.ndarray, calib: list[tuple] | None = None) -> np.ndarray:
-        """Marker residual rows ``[B, M]`` (mm) on the current horizon."""
-        return om.marker_rows_mm(self.batch(xs, calib), self.measured, self.mask)
-
-    def _eval(self, x: np.ndarray):
-        key = (self.n_frames, self.fit_params, x.tobytes())
-        if key not in self.cache:
-            n_rows = int(self.mask[:self.n_frames].sum()) * 3
-            r, jac = om.residual_and_jacobian(self.rows, x, self.steps(), n_rows)
-            if self.prior_rows is not None and self.fit_params:
-                theta = self.split(x)[0]
-                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
-                jp = np.zeros((self.prior_rows.shape[0], x.size))
-                jp[:, :self.n_theta] = self.prior_rows
-                jac = np.vstack([jac, jp])
-            self.cache = {key: (r, jac)}
-        return self.cache[key]
-
-    def residual(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[0]
-
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[1]
-
 
 # --------------------------------------------------------------------------- the stage
 
@@ -496,7 +362,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                          + [plat_st[6:9], plat_st[9:12]]
                          + [state0[b][9:12] for b in range(1, n)])
     # state layout: [p, rv_0..rv_{n-1}, v, w_0..w_{n-1}]
-    prob = _Problem(rig, platform.pi.astype(float), tree.parent_index(),
+    prob = RelativeProblem(rig, platform.pi.astype(float), tree.parent_index(),
                     np.array([tree.joint_center(i) for i in range(n)]), r_pb, t_pb,
                     float(total_mass_kg), body_of, mk_body, np.array(on_base),
                     np.where(mask[..., None], xyz, 0.0), mask, dt, substeps, rot_ref, free,
@@ -573,14 +439,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
     if free == "jyy":
-        # Phi_s: one batched run with each entry of Phi_s stepped
-        sd = np.sqrt(np.clip(np.diag(cov_s), 0, None)) if np.all(np.isfinite(cov_s)) \
-            else np.zeros(phi_s.size)
-        step = np.where(sd > 0, 1e-3 * sd, 1e-7)
-        phis = np.vstack([phi_s, phi_s + np.diag(step)])
-        rows = om.marker_rows_mm(prob.batch(np.repeat(x[None], len(phis), 0), phi_s=phis),
-                                 prob.measured, prob.mask)
-        j_s = om.forward_difference(rows, step)[1]                      # [M, 8n+1]
+        j_s = prob.phi_s_jacobian(x)                                    # [M, 8n+1]
         sens_s = -info_inv @ (jac[:n_mark].T @ j_s)                      # dx / dPhi_s
         d_theta = sens_s[:n_theta]
         jb_s = g_mat + h_mat @ d_theta
@@ -593,7 +452,9 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         cov_b_noise = cov_x[:n_theta, :n_theta].copy()
         cov_b = cov_b_noise.copy()
         map_b = np.eye(9 * n)
-    j_cal = calibration_rows_jacobian(prob.rows, x, rig, platform, calibration_std)
+    members = ([] if calibration_std is None
+               else _calibration_members(rig, platform, calibration_std))
+    j_cal = prob.calibration_jacobian(x, members)
     if j_cal is not None:
         sens = -info_inv @ (jac[:n_mark].T @ j_cal)
         cov_x = cov_x + sens @ sens.T

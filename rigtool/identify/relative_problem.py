@@ -1,0 +1,249 @@
+"""The relative-motion output-error problem on the engine: unknowns -> engine inputs (with
+exact Jacobians), residual rows and their exact Jacobian.
+
+Unknowns ``x = [theta (Phi_B, or the moving links' J_yy), joint damping, base pose (6, when
+fitted: dt, rotation vector about the marker-fitted pose), state]`` with the state
+``[p, phi_0..phi_{n-1}, v, omega_0..omega_{n-1}]`` (rotation vectors about each body's
+reference rotation). The map to the engine's inputs (rigtool.engine.tree: every body's
+parameters, joint centres, joint damping, springs, marker coordinates, initial state) is
+written once in JAX below and differentiated by ``jax.jacfwd``: with respect to ``x`` for the
+fit, to Phi_s for its propagation (``jyy`` mode) and to the calibration for its.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rigtool.engine._jax import jax, jnp
+from rigtool.engine import tree as et
+from rigtool.identify.relative import phi_b_affine
+from rigtool.rig import Rig
+
+
+def _skew(w):
+    z = jnp.zeros((), w.dtype)
+    return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
+
+
+def _transform(pi, rot, t):
+    """``pi`` (body frame about its origin) in a frame where ``x = R x_b + t`` (pseudo-inertia
+    congruence, as rigtool.inertia.transform_params)."""
+    m, h = pi[0], pi[1:4]
+    i_b = jnp.array([[pi[4], pi[5], pi[6]], [pi[5], pi[7], pi[8]], [pi[6], pi[8], pi[9]]])
+    sigma = 0.5 * jnp.trace(i_b) * jnp.eye(3) - i_b
+    tm = jnp.eye(4).at[:3, :3].set(rot).at[:3, 3].set(t)
+    pseudo = jnp.block([[sigma, h[:, None]], [h[None, :], m[None, None]]])
+    out = tm @ pseudo @ tm.T
+    s2 = out[:3, :3]
+    i_f = jnp.trace(s2) * jnp.eye(3) - s2
+    return jnp.concatenate([out[3, 3][None], out[:3, 3],
+                            jnp.stack([i_f[0, 0], i_f[0, 1], i_f[0, 2], i_f[1, 1], i_f[1, 2],
+                                       i_f[2, 2]])])
+
+
+@dataclass
+class RelativeProblem:
+    """Residuals and exact Jacobian of the swing's fit (see the module docstring)."""
+
+    rig: Rig
+    platform_pi: np.ndarray
+    parents: list[int]
+    joint_centres: np.ndarray
+    r_pb: np.ndarray
+    t_pb: np.ndarray
+    mass_kg: float
+    body_of_marker: np.ndarray              # [K]
+    markers_body: np.ndarray                # [K, 3] (base markers in the base-link frame)
+    on_base: np.ndarray                     # [K] marker of the base link
+    measured: np.ndarray                    # [T, K, 3] (0 where masked)
+    mask: np.ndarray                        # [T, K]
+    dt: float
+    substeps: int
+    rot_ref: np.ndarray                     # [n, 3, 3] reference rotations at frame 0
+    free: str
+    n_damp: int
+    phi_s: np.ndarray                       # Phi_s (jyy mode: fixed; phi_b mode: the prior)
+    theta_fixed: np.ndarray                 # [theta, damping, base] when not fitted
+    fit_base: bool = True                   # base pose on the platform among the unknowns
+    prior_rows: np.ndarray | None = None    # [8n+1, 9n] sigma C_s^-1/2 S (phi_b mode)
+    prior_rhs: np.ndarray | None = None     # sigma C_s^-1/2 Phi_s
+    n_frames: int = 0
+    fit_params: bool = True
+    cache: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.model = et.TreeModel.of(self.rig, self.parents, self.body_of_marker)
+        self._map = jax.jit(self._make_map())
+        self._map_jac = jax.jit(jax.jacfwd(self._make_map(), argnums=(0, 1, 2)))
+
+    @property
+    def n(self) -> int:
+        return len(self.parents)
+
+    @property
+    def n_theta(self) -> int:
+        return self.n - 1 if self.free == "jyy" else 9 * self.n
+
+    @property
+    def n_params(self) -> int:
+        return self.n_theta + self.n_damp + (6 if self.fit_base else 0)
+
+    def split(self, x: np.ndarray):
+        i = 0
+        params = self.theta_fixed
+        if self.fit_params:
+            i = self.n_params
+            params = x[:i]
+        k = self.n_theta + self.n_damp
+        return params[:self.n_theta], params[self.n_theta:k], x[i:], params[k:k + 6]
+
+    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(R_pb, t_pb)`` of base unknowns ``[dt (3), rotation vector (3)]`` (about the
+        marker-fitted pose; empty: that pose)."""
+        if base.size == 0:
+            return self.r_pb, self.t_pb
+        rot = np.asarray(jax.scipy.linalg.expm(_skew(jnp.asarray(base[3:6], float))))
+        return rot @ self.r_pb, self.t_pb + base[:3]
+
+    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
+        if self.free == "phi_b":
+            return theta
+        g, h = phi_b_affine(self.n)
+        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
+
+    def calib_vector(self, calib: tuple | None = None) -> np.ndarray:
+        """``[platform pi (10), k (S), L0 (S), c (S)]`` of the rig or of a member."""
+        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
+                          self.rig.damping) if calib is None else calib
+        return np.concatenate([np.asarray(v, float).ravel() for v in (plat, k, l0, c)])
+
+    # ---------------------------------------------------------------- the map (JAX)
+    def _make_map(self):
+        n, n_th, n_d = self.n, self.n_theta, self.n_damp
+        fit_base, free = self.fit_base, self.free
+        parents = list(self.parents)
+        g_mat, h_mat = (jnp.asarray(a) for a in phi_b_affine(n))
+        r_pb0, t_pb0 = jnp.asarray(self.r_pb, float), jnp.asarray(self.t_pb, float)
+        centres = jnp.asarray(self.joint_centres, float)
+        mk0 = jnp.asarray(self.markers_body, float)
+        on_base = jnp.asarray(self.on_base, bool)
+        rot_ref = jnp.asarray(self.rot_ref, float)
+        mass = float(self.mass_kg)
+        s_n = len(self.rig.springs)
+
+        def fmap(x, phi_s, calib):
+            theta = x[:n_th]
+            damp = x[n_th:n_th + n_d]
+            i = n_th + n_d
+            if fit_base:
+                base, i = x[i:i + 6], i + 6
+                rot_b = jax.scipy.linalg.expm(_skew(base[3:6])) @ r_pb0
+                t_b = t_pb0 + base[:3]
+            else:
+                rot_b, t_b = r_pb0, t_pb0
+            st = x[i:]
+            phi_b = theta if free == "phi_b" else g_mat @ phi_s + h_mat @ theta
+            per = phi_b.reshape(n, 9)
+            links = jnp.concatenate(
+                [jnp.zeros((n, 1)), per[:, :3],
+                 jnp.stack([per[:, 3], per[:, 8], per[:, 7], per[:, 4], per[:, 6], per[:, 5]],
+                           1)], 1)
+            base_pi = links[0].at[0].set(mass)
+            body0 = calib[:10] + _transform(base_pi, rot_b, t_b)
+            pis = jnp.concatenate([body0[None], links[1:]], 0)
+            jp = [jnp.zeros(3)]
+            for j in range(1, n):
+                jp.append(rot_b @ centres[j] + t_b if parents[j] == 0 else centres[j])
+            jd = jnp.concatenate([jnp.zeros(1), jnp.broadcast_to(damp, (n - 1,))])
+            k, l0, c = calib[10:10 + s_n], calib[10 + s_n:10 + 2 * s_n], calib[10 + 2 * s_n:]
+            mk = jnp.where(on_base[:, None], mk0 @ rot_b.T + t_b, mk0)
+            theta_e = jnp.concatenate([pis.ravel(), jnp.stack(jp).ravel(), jd, k, k * l0, c,
+                                       mk.ravel()])
+            rv = st[3:3 + 3 * n].reshape(n, 3)
+            rots = jnp.stack([jax.scipy.linalg.expm(_skew(rv[b])) @ rot_ref[b]
+                              for b in range(n)])
+            y0 = jnp.concatenate([st[:3], rots.ravel(), st[3 + 3 * n:]])
+            return theta_e, y0
+
+        return fmap
+
+    # ---------------------------------------------------------------- evaluation
+    def _full(self, x: np.ndarray) -> np.ndarray:
+        return x if self.fit_params else np.concatenate([self.theta_fixed, x])
+
+    def _simulate(self, full, tangent_theta=None, tangent_y0=None, phi_s=None, calib=None):
+        theta_e, y0 = self._map(jnp.asarray(full), jnp.asarray(
+            self.phi_s if phi_s is None else phi_s), jnp.asarray(self.calib_vector(calib)))
+        return et.simulate(self.model, np.asarray(theta_e), np.asarray(y0), self.n_frames,
+                           self.dt, substeps=self.substeps, tangent_theta=tangent_theta,
+                           tangent_y0=tangent_y0)
+
+    def _rows(self, mks: np.ndarray, d_mks: np.ndarray | None):
+        t_n = mks.shape[0]
+        m = self.mask[:t_n]
+        r = 1e3 * (mks - self.measured[:t_n])[m].ravel()
+        jac = None if d_mks is None else 1e3 * d_mks[m].reshape(-1, d_mks.shape[-1])
+        return r, jac
+
+    def directions(self, x: np.ndarray):
+        """Jacobians of the map at ``x``: ``(dtheta/dx, dy0/dx, dtheta/dPhi_s, dy0/dPhi_s,
+        dtheta/dcal, dy0/dcal)`` (``x`` the full unknown vector)."""
+        jt, jy = self._map_jac(jnp.asarray(x), jnp.asarray(self.phi_s),
+                               jnp.asarray(self.calib_vector()))
+        return tuple(np.asarray(a) for a in (jt[0], jy[0], jt[1], jy[1], jt[2], jy[2]))
+
+    def _eval(self, x: np.ndarray):
+        key = (self.n_frames, self.fit_params, x.tobytes())
+        if key not in self.cache:
+            full = self._full(x)
+            d_th, d_y, *_ = self.directions(full)
+            n_rows = int(self.mask[:self.n_frames].sum()) * 3
+            try:
+                _, mks, d_mks = self._simulate(full, d_th, d_y)
+                r, jac = self._rows(mks, d_mks)
+                if not self.fit_params:
+                    jac = jac[:, self.n_params:]
+                if not np.all(np.isfinite(r)) or not np.all(np.isfinite(jac)):
+                    raise FloatingPointError
+            except (FloatingPointError, np.linalg.LinAlgError):
+                r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
+            if self.prior_rows is not None and self.fit_params:
+                theta = self.split(x)[0]
+                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+                jp = np.zeros((self.prior_rows.shape[0], x.size))
+                jp[:, :self.n_theta] = self.prior_rows
+                jac = np.vstack([jac, jp])
+            self.cache = {key: (r, jac)}
+        return self.cache[key]
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        return self._eval(x)[0]
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        return self._eval(x)[1]
+
+    def marker_jacobian(self, x: np.ndarray, d_theta: np.ndarray, d_y0: np.ndarray
+                        ) -> np.ndarray:
+        """``[M, C]``: the marker rows' derivative along given input directions (for Phi_s
+        and calibration propagation)."""
+        _, mks, d_mks = self._simulate(self._full(x), d_theta, d_y0)
+        return self._rows(mks, d_mks)[1]
+
+    def phi_s_jacobian(self, x: np.ndarray) -> np.ndarray:
+        """``[M, 8n+1]``: marker rows' derivative with respect to Phi_s (``jyy`` mode)."""
+        _, _, d_th, d_y, _, _ = self.directions(self._full(x))
+        return self.marker_jacobian(x, d_th, d_y)
+
+    def calibration_jacobian(self, x: np.ndarray, members: list) -> np.ndarray | None:
+        """``[M, C]``: marker rows' change per calibration member (exact first order along
+        ``member - nominal``)."""
+        if not members:
+            return None
+        *_, d_th, d_y = self.directions(self._full(x))
+        delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members], 1)
+        return self.marker_jacobian(x, d_th @ delta, d_y @ delta)
+
+
+__all__ = ["RelativeProblem"]
