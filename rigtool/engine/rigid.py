@@ -84,13 +84,39 @@ def _skew(w):
     return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
 
 
+def _mv(a, x):
+    """``a @ x`` for a 3x3 and a 3-vector as one elementwise fusion (XLA's CPU backend emits
+    a small dot as a library call per tangent; this keeps the step one loop nest)."""
+    return jnp.sum(a * x[None, :], axis=1)
+
+
+def _mm(a, b):
+    return jnp.sum(a[:, :, None] * b[None, :, :], axis=1)
+
+
+def _solve3(a, b):
+    """``a^-1 b`` for a symmetric positive definite 3x3 by its adjugate (closed form: no
+    LAPACK call, which would split the compiled step and cost a triangular solve per
+    tangent)."""
+    c00 = a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]
+    c01 = a[0, 2] * a[2, 1] - a[0, 1] * a[2, 2]
+    c02 = a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]
+    c11 = a[0, 0] * a[2, 2] - a[0, 2] * a[2, 0]
+    c12 = a[0, 2] * a[1, 0] - a[0, 0] * a[1, 2]
+    c22 = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
+    det = a[0, 0] * c00 + a[0, 1] * (a[1, 2] * a[2, 0] - a[1, 0] * a[2, 2]) + a[0, 2] * (
+        a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0])
+    adj = jnp.array([[c00, c01, c02], [c01, c11, c12], [c02, c12, c22]])
+    return _mv(adj, b) / det
+
+
 def spring_wrench(y, theta, consts):
     """Total spring force and moment about the platform origin, lab ``(3,), (3,)``."""
     anchor, att, _ = consts
     s_n = anchor.shape[0]
     k, kl0, c = theta[10:10 + s_n], theta[10 + s_n:10 + 2 * s_n], theta[10 + 2 * s_n:]
     p, rot, v, w = y[0:3], y[3:12].reshape(3, 3), y[12:15], y[15:18]
-    r = att @ rot.T                                       # attachment from origin, lab
+    r = jnp.sum(att[:, None, :] * rot[None, :, :], axis=2)   # attachment from origin, lab
     d = r + p - anchor
     length = jnp.sqrt(jnp.sum(d * d, axis=1))
     rate = jnp.sum(d * (v + jnp.cross(w, r)), axis=1) / length
@@ -111,14 +137,14 @@ def rhs(y, theta, consts, free: tuple[int, ...]):
     m = pi[0]
     i_body = jnp.array([[pi[4], pi[5], pi[6]], [pi[5], pi[7], pi[8]], [pi[6], pi[8], pi[9]]])
     force, moment = spring_wrench(y, theta, consts)
-    w_dot_r = (_skew(w) @ rot).reshape(9)
+    w_dot_r = jnp.cross(w[None, :], rot.T).T.reshape(9)
     if len(free) == 6:
         c_body = pi[1:4] / m
         i_c = i_body - m * (c_body @ c_body * jnp.eye(3) - jnp.outer(c_body, c_body))
-        c = rot @ c_body
-        w_b = rot.T @ w
-        n_b = rot.T @ (moment - jnp.cross(c, force)) - jnp.cross(w_b, i_c @ w_b)
-        alpha = rot @ jnp.linalg.solve(i_c, n_b)
+        c = _mv(rot, c_body)
+        w_b = _mv(rot.T, w)
+        n_b = _mv(rot.T, moment - jnp.cross(c, force)) - jnp.cross(w_b, _mv(i_c, w_b))
+        alpha = _mv(rot, _solve3(i_c, n_b))
         acc = force / m + g - jnp.cross(alpha, c) - jnp.cross(w, jnp.cross(w, c))
         return jnp.concatenate([v, w_dot_r, acc, alpha])
     h = rot @ pi[1:4]

@@ -40,7 +40,7 @@ from functools import partial
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
-from rigtool.engine.rigid import CHUNK_FRAMES, _pad_columns
+from rigtool.engine.rigid import CHUNK_FRAMES, _mm, _mv, _pad_columns, _solve3
 from rigtool.rig import Rig
 
 
@@ -109,6 +109,24 @@ def _skew(w):
     return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
 
 
+def _inv3(a):
+    """Inverse of a symmetric positive definite 3x3 by its adjugate (closed form)."""
+    eye = jnp.eye(3)
+    return jnp.stack([_solve3(a, eye[:, j]) for j in range(3)], axis=1)
+
+
+def _solve_spd6(a, b):
+    """``a^-1 b`` for a symmetric positive definite 6x6 by 3x3 blocks (Schur complement,
+    closed-form 3x3 inverses; no LAPACK call inside the compiled step)."""
+    a11, a12, a22 = a[:3, :3], a[:3, 3:], a[3:, 3:]
+    inv11 = _inv3(a11)
+    t = _mm(inv11, a12)
+    schur = a22 - _mm(a12.T, t)
+    x2 = _solve3(schur, b[3:] - _mv(t.T, b[:3]))
+    x1 = _mv(inv11, b[:3]) - _mv(t, x2)
+    return jnp.concatenate([x1, x2])
+
+
 def _unpack(theta, static):
     parents, body_of_marker, free, anchor, att, g = static
     nb, s_n, k_n = len(parents), len(anchor), len(body_of_marker)
@@ -130,7 +148,7 @@ def _poses(y, jp, parents):
     org = [y[0:3]]
     for i in range(1, nb):
         a = parents[i]
-        org.append(org[a] + rot[a] @ jp[i])
+        org.append(org[a] + _mv(rot[a], jp[i]))
     return rot, jnp.stack(org)
 
 
@@ -150,20 +168,20 @@ def rhs(y, theta, static):
     inert, f_ext = [], []
     for b in range(nb):
         m = pi[b, 0]
-        h = rot[b] @ pi[b, 1:4]                      # first moment about the body origin
+        h = _mv(rot[b], pi[b, 1:4])                  # first moment about the body origin
         six = pi[b, 4:]
         i_body = jnp.array([[six[0], six[1], six[2]], [six[1], six[3], six[4]],
                             [six[2], six[4], six[5]]])
-        i_o = rot[b] @ i_body @ rot[b].T
+        i_o = _mm(_mm(rot[b], i_body), rot[b].T)
         o = org[b]
         so, sh = _skew(o), _skew(h)
-        i_lab = i_o - m * so @ so - so @ sh - sh @ so
+        i_lab = i_o - m * _mm(so, so) - _mm(so, sh) - _mm(sh, so)
         first = m * o + h                            # first moment about the lab origin
         sf = _skew(first)
         inert.append(jnp.block([[i_lab, sf], [sf.T, m * eye]]))
         f_ext.append(jnp.concatenate([jnp.cross(first, g), m * g]))
     # springs on body 0, moments about the lab origin
-    r = att @ rot[0].T
+    r = jnp.sum(att[:, None, :] * rot[0][None, :, :], axis=2)
     a_lab = r + p
     d = a_lab - anchor
     length = jnp.sqrt(jnp.sum(d * d, axis=1))
@@ -171,7 +189,9 @@ def rhs(y, theta, static):
     f_s = d * ((kl0 - c * rate) / length - k)[:, None]
     f_ext[0] = f_ext[0] + jnp.concatenate([jnp.cross(a_lab, f_s).sum(0), f_s.sum(0)])
     # ---- pass 1: velocities, bias accelerations, bias forces
-    s0 = jnp.block([[jnp.zeros((3, 3)), eye], [eye, _skew(p)]])[:, jnp.array(free)]
+    s0 = jnp.block([[jnp.zeros((3, 3)), eye], [eye, _skew(p)]])
+    if len(free) < 6:
+        s0 = s0[:, np.array(free)]
     vel = [jnp.concatenate([w[0], v_p + jnp.cross(p, w[0])])]
     bias = [jnp.concatenate([jnp.zeros(3), jnp.cross(v_p, w[0])])]
     subsp = [s0]
@@ -181,7 +201,7 @@ def rhs(y, theta, static):
         ci = org[i]
         q = w[i] - w[a]
         s_i = jnp.concatenate([eye, _skew(ci)], axis=0)
-        vel.append(vel[a] + s_i @ q)
+        vel.append(vel[a] + _mv(s_i, q))
         c_dot = vel[a][3:] + jnp.cross(vel[a][:3], ci)
         bias.append(jnp.concatenate([jnp.zeros(3), jnp.cross(c_dot, q)]))
         subsp.append(s_i)
@@ -192,32 +212,35 @@ def rhs(y, theta, static):
                                 jnp.cross(v[:3], f[3:])])
 
     art_i = list(inert)
-    art_p = [cross_force(vel[b], inert[b] @ vel[b]) - f_ext[b] for b in range(nb)]
+    art_p = [cross_force(vel[b], _mv(inert[b], vel[b])) - f_ext[b] for b in range(nb)]
     # ---- pass 2: articulated inertias, leaves to root
     u_mat, d_inv, u_vec = [None] * nb, [None] * nb, [None] * nb
     for i in range(nb - 1, 0, -1):
         a = parents[i]
         s_i = subsp[i]
-        u_i = art_i[i] @ s_i
-        dinv = jnp.linalg.inv(s_i.T @ u_i)
-        u_v = -jd[i] * qd[i] - s_i.T @ art_p[i]
-        i_a = art_i[i] - u_i @ dinv @ u_i.T
-        p_a = art_p[i] + i_a @ bias[i] + u_i @ (dinv @ u_v)
+        u_i = _mm(art_i[i], s_i)
+        dinv = _inv3(_mm(s_i.T, u_i))
+        u_v = -jd[i] * qd[i] - _mv(s_i.T, art_p[i])
+        i_a = art_i[i] - _mm(_mm(u_i, dinv), u_i.T)
+        p_a = art_p[i] + _mv(i_a, bias[i]) + _mv(u_i, _mv(dinv, u_v))
         art_i[a] = art_i[a] + i_a
         art_p[a] = art_p[a] + p_a
         u_mat[i], d_inv[i], u_vec[i] = u_i, dinv, u_v
     # ---- pass 3: accelerations, root to leaves
-    u0 = art_i[0] @ s0
-    qdd0 = jnp.linalg.solve(s0.T @ u0, -s0.T @ (art_p[0] + art_i[0] @ bias[0]))
-    acc = [bias[0] + s0 @ qdd0]
+    u0 = _mm(art_i[0], s0)
+    d0 = _mm(s0.T, u0)
+    rhs0 = -_mv(s0.T, art_p[0] + _mv(art_i[0], bias[0]))
+    qdd0 = _solve_spd6(d0, rhs0) if len(free) == 6 else jnp.linalg.solve(d0, rhs0)
+    acc = [bias[0] + _mv(s0, qdd0)]
     for i in range(1, nb):
         a = parents[i]
         a_i = acc[a] + bias[i]
-        qdd = d_inv[i] @ (u_vec[i] - u_mat[i].T @ a_i)
-        acc.append(a_i + subsp[i] @ qdd)
-    gen = jnp.zeros(6, y.dtype).at[jnp.array(free)].set(qdd0)       # [a_p, omega_0 dot]
+        qdd = _mv(d_inv[i], u_vec[i] - _mv(u_mat[i].T, a_i))
+        acc.append(a_i + _mv(subsp[i], qdd))
+    gen = qdd0 if len(free) == 6 else jnp.zeros(6, y.dtype).at[np.array(free)].set(qdd0)
     w_dot = jnp.concatenate([gen[3:]] + [acc[i][:3] for i in range(1, nb)])
-    rot_dot = jnp.einsum("bij,bjk->bik", jax.vmap(_skew)(w), rot)
+    # dR/dt = [w x] R: each column of R crossed by w
+    rot_dot = jnp.swapaxes(jnp.cross(w[:, None, :], jnp.swapaxes(rot, 1, 2)), 1, 2)
     return jnp.concatenate([v_p, rot_dot.reshape(9 * nb), gen[:3], w_dot])
 
 
@@ -227,7 +250,7 @@ def markers(y, theta, static):
     _, jp, *_, mk = _unpack(theta, static)
     rot, org = _poses(y, jp, parents)
     b = jnp.array(body_of_marker)
-    return jnp.einsum("kij,kj->ki", rot[b], mk) + org[b]
+    return jnp.sum(rot[b] * mk[:, None, :], axis=2) + org[b]
 
 
 def _step(y, theta, static, h, substeps):
