@@ -198,7 +198,7 @@ def _pad_columns(a: np.ndarray) -> np.ndarray:
 
 def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
              dt: float, *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
-             tangent_y0: np.ndarray | None = None):
+             tangent_y0: np.ndarray | None = None, consume=None):
     """States at ``t = k dt`` (k = 0..n_frames-1) and, when tangents are given, their exact
     derivatives along them.
 
@@ -216,12 +216,16 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         RK4 steps per frame.
     tangent_theta, tangent_y0 : ndarray [10 + 3S, P], [18, P], optional
         Directions of the derivative (one column per unknown): ``d theta/d x``, ``d y0/d x``.
+    consume : callable, optional
+        ``consume(k0, states [m, 18], tangents [m, 18, P])`` is called for each run of frames
+        ``k0 .. k0+m-1`` as they come, and the tangents are not kept (memory bounded by one
+        chunk whatever the capture's length).
 
     Returns
     -------
     states : ndarray [T, 18]
     tangents : ndarray [T, 18, P] or None
-        ``d states / d x``.
+        ``d states / d x`` (None with ``consume``).
 
     Raises
     ------
@@ -239,8 +243,12 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         t_th = np.zeros((theta.size, p)) if tangent_theta is None else tangent_theta
         t_y = np.zeros((STATE, p)) if tangent_y0 is None else tangent_y0
         t_th, t_y = _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
-        tangents = np.empty((n_frames, STATE, p))
-        tangents[0] = t_y[:, :p]
+        keep = consume is None
+        tangents = np.empty((n_frames, STATE, p)) if keep else None
+        if keep:
+            tangents[0] = t_y[:, :p]
+        else:
+            consume(0, states[:1], t_y[None, :, :p])
         tan = jnp.asarray(t_y)
         t_th = jnp.asarray(t_th)
     k = 1
@@ -258,10 +266,14 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         states[k:k + m] = ys_np[:m]
         y = ys[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
         if with_tan:
-            tangents[k:k + m] = np.asarray(ts)[:m, :, :p]
+            ts_np = np.asarray(ts)[:m, :, :p]
+            if keep:
+                tangents[k:k + m] = ts_np
+            else:
+                consume(k, states[k:k + m], ts_np)
             tan = ts[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
         k += m
-    return states, (tangents if with_tan else None)
+    return states, (tangents if with_tan and keep else None)
 
 
 __all__ = ["RigidModel", "STATE", "CHUNK_FRAMES", "theta_of", "rhs", "rk4_step", "simulate",

@@ -62,10 +62,11 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from rigtool.engine.capture import RigidCapture
+from rigtool.engine.lm import Normal, levenberg_marquardt
+from rigtool.engine.markers import marker_rows
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
 from rigtool.errors import ConfigError, InputError
@@ -212,6 +213,7 @@ class _Problem:
     attached_seen: np.ndarray | None = None  # [T, E]
     base_defs: np.ndarray | None = None     # [n_b, 3] base-link coordinates of the first n_b
     project: bool = False
+    n_attached: int = 0                     # attached markers at the end of markers_body
 
     def __post_init__(self) -> None:
         self.model = RigidModel.of(self.rig)
@@ -334,6 +336,101 @@ class _Problem:
                                   tangent_y0=np.zeros((STATE, dirs.shape[1])))
         return out.jac
 
+    # ------------------------------------------------------------ streaming (bounded memory)
+    def _nuisance(self, states: np.ndarray):
+        """``(n_base, pose_cols)`` of the attached markers at ``states`` (placed)."""
+        n_b = 0 if self.base_defs is None else len(self.base_defs)
+        if not n_b:
+            return 0, None
+        e_n = self.n_attached
+        body = self._placed(states) if self.project else self.markers_body
+        _, r_b = _cluster_pose(body[-e_n:][:n_b], self.base_defs)
+        return n_b, pose_columns(self.base_defs, r_b)
+
+    def cost(self, x: np.ndarray) -> float:
+        """``r^T r`` (mm^2) at ``x`` from one primal simulation (inf where the motion leaves
+        the model)."""
+        full = x if self.fit_object else np.concatenate([self.z_obj, x])
+        fit_object, self.fit_object = self.fit_object, True
+        try:
+            theta, _, y0, _ = self.inputs(full)
+        finally:
+            self.fit_object = fit_object
+        out = self.capture().rows(theta, y0, self.markers_body,
+                                  markers_of_states=self._placed if self.project else None)
+        return float(out.r @ out.r) if out.ok else np.inf
+
+    def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None
+               ) -> "_PostureNormal":
+        """Cost and normal equations at ``x`` on the current horizon, accumulated chunk by
+        chunk (nothing of size frames x unknowns is kept). With attached markers their
+        products with the Jacobian are accumulated too; with ``project`` the normal
+        equations are reduced by them (the Schur complement of the joint problem: what
+        Kaufman's projected Jacobian gives). ``extra_theta [n_theta, C]``: more directions
+        (calibration members), carried as extra columns."""
+        full = x if self.fit_object else np.concatenate([self.z_obj, x])
+        fit_object, self.fit_object = self.fit_object, True
+        try:
+            theta, d_theta, y0, d_y0 = self.inputs(full)
+        finally:
+            self.fit_object = fit_object
+        keep = np.arange(d_theta.shape[1]) if fit_object else np.arange(9, d_theta.shape[1])
+        if extra_theta is not None:
+            keep = np.concatenate([keep, d_theta.shape[1] + np.arange(extra_theta.shape[1])])
+            d_theta = np.hstack([d_theta, extra_theta])
+            d_y0 = np.hstack([d_y0, np.zeros((STATE, extra_theta.shape[1]))])
+        body = self.markers_body
+        if self.project:
+            states0, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
+                                  substeps=self.substeps)
+            body = self._placed(states0)
+        n_c = keep.size
+        e_n = self.n_attached
+        k_n = self.mask.shape[1]
+        att = np.arange(k_n - e_n, k_n)
+        acc = {"jtj": np.zeros((n_c, n_c)), "jtr": np.zeros(n_c), "cost": 0.0,
+               "prods": np.zeros((e_n, 3, n_c)), "prods_r": np.zeros((e_n, 3)),
+               "ss": np.zeros(self.n_frames)}
+
+        def consume(k0, st, tan):
+            m = st.shape[0]
+            mask_c = self.mask[k0:k0 + m]
+            r, jac = marker_rows(st, tan, body, self.measured[k0:k0 + m], mask_c)
+            jac = jac[:, keep]
+            acc["jtj"] += jac.T @ jac
+            acc["jtr"] += jac.T @ r
+            acc["cost"] += float(r @ r)
+            res = np.zeros(mask_c.shape + (3,))
+            res[mask_c] = r.reshape(-1, 3)
+            acc["ss"][k0:k0 + m] = (res ** 2).sum((1, 2))
+            if e_n:
+                rot_c = st[:, 3:12].reshape(m, 3, 3)
+                acc["prods"] += position_products(jac, mask_c, rot_c, att)
+                acc["prods_r"] += position_products(r[:, None], mask_c, rot_c, att)[..., 0]
+
+        try:
+            states, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
+                                 substeps=self.substeps, tangent_theta=d_theta,
+                                 tangent_y0=d_y0, consume=consume)
+        except (FloatingPointError, np.linalg.LinAlgError):
+            return _PostureNormal(np.inf, np.eye(n_c), np.zeros(n_c), np.eye(n_c),
+                                  np.zeros(n_c), None, None, None, None, 0)
+        n_seen = self.mask[:self.n_frames][:, att].sum(0) if e_n else None
+        jtj, jtr = acc["jtj"], acc["jtr"]
+        jtj_red, jtr_red = jtj, jtr
+        if e_n:
+            n_base, pose_cols = self._nuisance(states)
+            info = joint_information(jtj, acc["prods"], n_seen, n_base, pose_cols)
+            g_nuis = nuisance_products(acc["prods_r"][..., None], n_base, pose_cols)[:, 0]
+            if self.project:
+                x_n = info[:n_c, n_c:]
+                nn = info[n_c:, n_c:]
+                jtj_red = jtj - x_n @ np.linalg.solve(nn, x_n.T)
+                jtr_red = jtr - x_n @ np.linalg.solve(nn, g_nuis)
+        return _PostureNormal(acc["cost"], jtj_red, jtr_red, jtj, jtr, acc["prods"],
+                              n_seen, acc["ss"], states,
+                              int(self.mask[:self.n_frames].sum()) * 3)
+
     def residual(self, x: np.ndarray) -> np.ndarray:
         return self._eval(x).r
 
@@ -349,6 +446,28 @@ def _cluster_pose(placed_base: np.ndarray, defs: np.ndarray):
     u, _, vt = np.linalg.svd((placed_base - c_p).T @ (defs - c_d))
     rot = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
     return c_p - rot @ c_d, rot
+
+
+@dataclass(frozen=True)
+class _PostureNormal:
+    """One streaming evaluation of the posture fit: the cost (mm^2), the normal equations
+    the solver uses (``jtj``/``jtr``: reduced by the attached markers' places under variable
+    projection), the raw ones, the attached markers' products with the Jacobian (``[E, 3,
+    n]``), their frames seen, the squared residual per frame and the simulated states."""
+
+    cost: float
+    jtj: np.ndarray
+    jtr: np.ndarray
+    jtj_raw: np.ndarray
+    jtr_raw: np.ndarray
+    prods: np.ndarray | None
+    n_seen: np.ndarray | None
+    ss_frame: np.ndarray | None
+    states: np.ndarray | None
+    n_rows: int
+
+    def lm(self) -> Normal:
+        return Normal(self.cost, self.jtj, self.jtr)
 
 
 def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
@@ -597,21 +716,19 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     prob.fit_object = False
     prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
     x = np.concatenate([state0, extra])
-    sol = least_squares(prob.residual, x, jac=prob.jacobian, method="trf", x_scale="jac",
-                        ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=50)
-    iterations = sol.nfev
+    sol = _solve(prob, x, ftol=1e-10)
+    iterations = sol.n_cost + sol.n_normal
     # 2) everything, on a growing horizon
     prob.fit_object = True
     x = np.concatenate([z_obj, sol.x])
     horizons = []
-    stage_log = [(prob.n_frames * dt, sol.nfev, sol.njev)]
+    stage_log = [(prob.n_frames * dt, sol.n_cost, sol.n_normal)]
     while True:
         prob.n_frames = min(n_total, int(round(prob.n_frames * horizon_factor)))
         horizons.append(prob.n_frames * dt)
-        sol = least_squares(prob.residual, x, jac=prob.jacobian, method="trf", x_scale="jac",
-                            ftol=ftol, xtol=1e-10, gtol=1e-10, max_nfev=50)
-        iterations += sol.nfev
-        stage_log.append((prob.n_frames * dt, sol.nfev, sol.njev))
+        sol = _solve(prob, x, ftol=ftol)
+        iterations += sol.n_cost + sol.n_normal
+        stage_log.append((prob.n_frames * dt, sol.n_cost, sol.n_normal))
         x = sol.x
         if prob.n_frames >= n_total:
             break
@@ -625,26 +742,26 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         iterations += att["nfev"]
         stage_log += att["stages"]
     mask = prob.mask
-    r, jac = prob.residual(x), prob.jacobian(x)
     n_x = x.size
-    jtj = jac.T @ jac
     members = ([] if calibration_std is None
                else _calibration_members(rig, platform, calibration_std))
-    j_cal = prob.calibration_jacobian(x, members)
-    if att is not None:
-        att_idx = np.arange(len(mk), prob.markers_body.shape[0])
-        n_seen = mask[:, att_idx].sum(0)
-        prods = position_products(jac, mask, att["rotation_lab"], att_idx)
-        info = joint_information(jtj, prods, n_seen, att["n_base"], att["pose_cols"])
-        cross_cal = None if j_cal is None else np.vstack([
-            jac.T @ j_cal, nuisance_products(position_products(j_cal, mask, att["rotation_lab"],
-                                                               att_idx),
-                                             att["n_base"], att["pose_cols"])])
+    extra_dirs = None
+    if members:
+        theta_nom = prob.inputs(x)[0]
+        extra_dirs = np.stack([prob.inputs(x, m[2])[0] - theta_nom for m in members], axis=1)
+    ne = prob.normal(x, extra_theta=extra_dirs)
+    jtj = ne.jtj_raw[:n_x, :n_x]
+    jtj_cal = ne.jtj_raw[:n_x, n_x:] if members else None          # J^T J_cal
+    if att is not None and prob.n_attached:
+        info = joint_information(jtj, ne.prods[:, :, :n_x], ne.n_seen, att["n_base"],
+                                 att["pose_cols"])
+        cross_cal = None if jtj_cal is None else np.vstack([
+            jtj_cal, nuisance_products(ne.prods[:, :, n_x:], att["n_base"], att["pose_cols"])])
     else:
-        info, cross_cal = jtj, (None if j_cal is None else jac.T @ j_cal)
-    n_res, n_par = r.size, info.shape[0]
+        info, cross_cal = jtj, jtj_cal
+    n_res, n_par = ne.n_rows, info.shape[0]
     dof = max(n_res - n_par, 1)
-    s2 = float(r @ r) / dof
+    s2 = ne.cost / dof
     info_inv = np.linalg.pinv(info)
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
     cov_all = cov_noise.copy()
@@ -694,11 +811,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     _, st, scale = prob.split(x)
     rot0 = Rotation.from_rotvec(st[3:6]).as_matrix() @ rot_ref
     per_frame = np.full(n_total, np.nan)
-    resid = np.zeros(mask.shape)
-    resid[mask] = np.sqrt((r.reshape(-1, 3) ** 2).sum(1))
     seen = mask.sum(1)
-    per_frame[seen > 0] = np.sqrt((resid[seen > 0] ** 2).sum(1) / (3 * seen[seen > 0]))
-    rms = float(np.sqrt(np.mean(r ** 2)))
+    per_frame[seen > 0] = np.sqrt(ne.ss_frame[seen > 0] / (3 * seen[seen > 0]))
+    rms = float(np.sqrt(ne.cost / n_res))
     sigma = float(np.sqrt(s2))
     # a model that tracks the data leaves white residuals: compare the first and last tenth
     tenth = max(1, n_total // 10)
@@ -747,7 +862,7 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
     n_base = len(base_markers)
     xyz = data.select(names)[idx]
     seen = np.all(np.isfinite(xyz), axis=2)
-    sigma_mm = float(np.sqrt(np.mean(prob.residual(x) ** 2)))
+    sigma_mm = float(np.sqrt(prob.cost(x) / (3 * prob.mask[:prob.n_frames].sum())))
     rot, pos = prob.trajectory(x)
     _, scatter = platform_frame_positions(rot, pos, xyz, seen)
     # a rigidly attached marker scatters by its noise: sqrt(3) sigma in 3-D
@@ -780,12 +895,11 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
     prob.mask = np.concatenate([prob.mask[:, :n_plat], seen], axis=1)
     prob.markers_body = np.vstack([mk_platform, np.zeros((len(names), 3))])
     prob.attached_xyz, prob.attached_seen, prob.base_defs = xyz0, seen, defs
-    prob.project, prob.cache = True, {}
-    sol = least_squares(prob.residual, x, jac=prob.jacobian, method="trf", x_scale="jac",
-                        ftol=ftol, xtol=1e-10, gtol=1e-10, max_nfev=50)
+    prob.project, prob.cache, prob.n_attached = True, {}, len(names)
+    sol = _solve(prob, x, ftol=ftol)
     x = sol.x
-    out["nfev"] = sol.nfev
-    out["stages"].append((prob.n_frames * prob.dt, sol.nfev, sol.njev))
+    out["nfev"] = sol.n_cost + sol.n_normal
+    out["stages"].append((prob.n_frames * prob.dt, sol.n_cost, sol.n_normal))
     rot, pos = prob.trajectory(x)
     placed = attached_positions(rot, pos, xyz0, seen, defs)
     prob.markers_body = np.vstack([mk_platform, placed.positions_m])
@@ -794,6 +908,12 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
                base_rotation=placed.base_rotation, base_position_m=placed.base_position_m,
                pose_cols=None if not n_base else pose_columns(defs, placed.base_rotation))
     return out
+
+
+def _solve(prob: _Problem, x: np.ndarray, *, ftol: float, max_iterations: int = 50):
+    """Levenberg-Marquardt on the streamed normal equations (rigtool.engine.lm)."""
+    return levenberg_marquardt(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol,
+                               max_iterations=max_iterations)
 
 
 def _jac(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:

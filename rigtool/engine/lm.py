@@ -1,0 +1,96 @@
+"""Levenberg-Marquardt on normal equations: the output-error fits' solver when the Jacobian
+is never held whole.
+
+The engine accumulates ``J^T J`` and ``J^T r`` chunk by chunk over the frames (memory of one
+chunk, whatever the capture's length), so the solver works on those: Marquardt's scaling by
+the diagonal of ``J^T J``, a trial point judged by its cost alone (the cheap primal
+simulation), the normal equations recomputed only at accepted points. scipy's
+``least_squares`` needs the whole Jacobian (and its SVD), which is what bounded memory rules
+out; this is the few lines of the textbook algorithm that replace it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Normal:
+    """Normal equations at a point: ``cost = r^T r``, ``jtj = J^T J``, ``jtr = J^T r``."""
+
+    cost: float
+    jtj: np.ndarray
+    jtr: np.ndarray
+
+
+@dataclass(frozen=True)
+class LMResult:
+    """``x``, its cost with the last normal equations computed (at ``x``, or at the point
+    before the final, converging step), and the evaluation counts (costs, normal
+    equations)."""
+
+    x: np.ndarray
+    normal: Normal
+    n_cost: int
+    n_normal: int
+
+
+def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
+                        cost_at: Callable[[np.ndarray], float], x0: np.ndarray, *,
+                        ftol: float = 1e-8, max_iterations: int = 50,
+                        lam0: float = 1e-3, start: Normal | None = None) -> LMResult:
+    """Minimise ``r(x)^T r(x)`` from ``x0``.
+
+    Parameters
+    ----------
+    normal_at : callable
+        ``x -> Normal`` (cost and normal equations).
+    cost_at : callable
+        ``x -> cost`` (``inf`` when the model cannot be evaluated there).
+    x0 : ndarray
+    ftol : float
+        Stop when an accepted step lowers the cost by less than ``ftol`` times the cost.
+    max_iterations : int
+        Trial steps at most.
+    lam0 : float
+        Starting damping (relative to the scaled diagonal).
+    start : Normal, optional
+        The normal equations at ``x0`` when already known.
+    """
+    x = np.asarray(x0, float).copy()
+    cur = normal_at(x) if start is None else start
+    n_cost, n_normal = 0, int(start is None)
+    lam = lam0
+    for _ in range(max_iterations):
+        diag = np.maximum(np.diag(cur.jtj), 1e-30)
+        scale = 1.0 / np.sqrt(diag)
+        a = cur.jtj * scale[:, None] * scale[None, :] + lam * np.eye(x.size)
+        try:
+            step = -scale * np.linalg.solve(a, cur.jtr * scale)
+        except np.linalg.LinAlgError:
+            lam *= 10.0
+            continue
+        trial = x + step
+        cost = cost_at(trial)
+        n_cost += 1
+        if np.isfinite(cost) and cost < cur.cost:
+            x = trial
+            if (cur.cost - cost) < ftol * cur.cost:
+                # converged: the normal equations at the last point are not needed (the
+                # caller evaluates what its covariance needs there)
+                cur = Normal(cost, cur.jtj, cur.jtr)
+                break
+            cur = normal_at(x)
+            n_normal += 1
+            lam = max(lam / 10.0, 1e-12)
+        else:
+            lam *= 10.0
+            if lam > 1e10:
+                break
+    return LMResult(x, cur, n_cost, n_normal)
+
+
+__all__ = ["Normal", "LMResult", "levenberg_marquardt"]
