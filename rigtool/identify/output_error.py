@@ -724,7 +724,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     horizons = []
     stage_log = [(prob.n_frames * dt, sol.n_cost, sol.n_normal)]
     while True:
-        prob.n_frames = min(n_total, int(round(prob.n_frames * horizon_factor)))
+        prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
         horizons.append(prob.n_frames * dt)
         sol = _solve(prob, x, ftol=ftol)
         iterations += sol.n_cost + sol.n_normal
@@ -910,6 +910,18 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
     return out
 
 
+def next_horizon(n_frames: int, n_total: int, factor: float, dt: float,
+                 settled_s: float = 30.0) -> int:
+    """The next horizon of the growing-horizon schedule: ``factor`` times longer, or the whole
+    window once the current horizon is at least ``settled_s`` long and the next would cover
+    more than half of it (a fit over 30 s fixes the frequencies to far better than a phase
+    error could build up over any capture; the intermediate stage would only cost time)."""
+    nxt = int(round(n_frames * factor))
+    if n_frames * dt >= settled_s and nxt > n_total / 2:
+        nxt = n_total
+    return min(n_total, nxt)
+
+
 def _solve(prob: _Problem, x: np.ndarray, *, ftol: float, max_iterations: int = 50):
     """Levenberg-Marquardt on the streamed normal equations (rigtool.engine.lm)."""
     return levenberg_marquardt(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol,
@@ -926,6 +938,6 @@ def _jac(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-__all__ = ["OutputErrorResult", "refine_posture", "calibration_std_from_rigfile",
+__all__ = ["OutputErrorResult", "refine_posture", "next_horizon", "calibration_std_from_rigfile",
            "base_pose_covariance", "object_to_z", "object_in_base_frame",
            "z_to_params", "NUISANCE"]

@@ -28,6 +28,7 @@ import numpy as np
 
 from rigtool.errors import InputError
 from rigtool.engine.capture import CaptureRows, RigidCapture
+from rigtool.engine.lm import Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import RigidModel, theta_of
 from rigtool.identify.calibration_covariance import calibration_members
@@ -233,39 +234,42 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         return cost, mat, grad
 
     iterations = 0
+    def unpack(z: np.ndarray):
+        return z[:n_sh], [z[n_sh + 12 * i:n_sh + 12 * (i + 1)] for i in range(len(caps))]
+
+    def normal_at(z: np.ndarray) -> Normal:
+        blocks = evaluate(*unpack(z))
+        if blocks is None:
+            return Normal(np.inf, np.eye(z.size), np.zeros(z.size))
+        return Normal(*normal(blocks))
+
+    def capture_costs(z: np.ndarray) -> list[float]:
+        """Each capture's ``r^T r`` from a primal simulation (inf where it diverges)."""
+        s, xs = unpack(z)
+        out = []
+        for capture, cap, x, rot_ref in zip(caps, captures, xs, rot_refs):
+            rows = capture.rows(shared_inputs(s, cap.load)[0], initial_state(x, rot_ref)[0], mk)
+            out.append(float(rows.r @ rows.r) if rows.ok else np.inf)
+        return out
+
+    z = np.concatenate([shared] + states)
     schedule_done = False
     while True:
-        blocks = evaluate(shared, states)
-        if blocks is None:
+        start_normal = normal_at(z)
+        if not np.isfinite(start_normal.cost):
             raise InputError("the start calibration cannot be simulated over the captures")
-        cost, mat, grad = normal(blocks)
-        lam = 1e-3
-        for _ in range(max_iterations):
-            diag = np.maximum(np.diag(mat), 1e-30)
-            scale = 1.0 / np.sqrt(diag)
-            a = (mat * scale[:, None] * scale[None, :]) + lam * np.eye(len(diag))
-            step = -scale * np.linalg.solve(a, grad * scale)
-            s_new = shared + step[:n_sh]
-            xs_new = [x + step[n_sh + 12 * i: n_sh + 12 * (i + 1)] for i, x in enumerate(states)]
-            iterations += 1
-            new = evaluate(s_new, xs_new)
-            new_cost = normal(new)[0] if new is not None else np.inf
-            if new_cost < cost:
-                done = (cost - new_cost) < ftol * cost
-                shared, states, blocks = s_new, xs_new, new
-                cost, mat, grad = normal(blocks)
-                lam = max(lam / 10, 1e-9)
-                if done:
-                    break
-            else:
-                lam *= 10
-                if lam > 1e8:
-                    break
+        sol = levenberg_marquardt(normal_at, lambda v: sum(capture_costs(v)), z, ftol=ftol,
+                                  max_iterations=max_iterations, start=start_normal)
+        z = sol.x
+        iterations += sol.n_cost
         if schedule_done:
             break
         for capture, n_tot in zip(caps, totals):
             capture.n_frames = min(n_tot, int(round(capture.n_frames * horizon_factor)))
         schedule_done = all(c.n_frames >= n for c, n in zip(caps, totals))
+    shared, states = unpack(z)
+    blocks = evaluate(shared, states)
+    cost, mat, grad = normal(blocks)
     n_res = sum(b[0].size for b in blocks)
     dof = max(n_res - len(grad), 1)
     s2 = cost / dof

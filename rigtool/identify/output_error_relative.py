@@ -68,7 +68,8 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError, IdentifiabilityError
-from rigtool.identify.output_error import _calibration_members, _start_state, window_frames
+from rigtool.identify.output_error import (_calibration_members, _start_state, next_horizon,
+                                           window_frames)
 from rigtool.identify.relative_problem import RelativeProblem
 from rigtool.identify.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
@@ -395,7 +396,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     hi = np.concatenate([hi_t, np.full(n_damp, np.inf), np.full(n_free, np.inf)])
     horizons = []
     while True:
-        prob.n_frames = min(n_total, int(round(prob.n_frames * horizon_factor)))
+        prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
         horizons.append(prob.n_frames * dt)
         sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
                             method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
