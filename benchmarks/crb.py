@@ -27,7 +27,7 @@ Three bounds per posture:
   estimator, since it assumes the posture known exactly.
 
 ``J`` is computed by central differences in one batched simulation (rigtool.identify.
-_oe_model, two RK4 steps per frame) and the COM/inertia are reached through the output-error
+rigtool.engine, two RK4 steps per frame) and the COM/inertia are reached through the output-error
 parameterisation (COM + log-Cholesky of the second moment about the COM; a local bijection,
 so the bound does not depend on it).
 

@@ -5,12 +5,13 @@ finite differences of its sensitivities."""
 from dataclasses import replace
 from pathlib import Path
 
+import _ref_rigid_batch as om            # independent numpy references (tests/)
+import _ref_tree_kane as tm
+
 import numpy as np
 import pytest
 
 from rigtool.engine import rigid, tree as et
-from rigtool.identify import _oe_model as om
-from rigtool.identify import _oe_tree_model as tm
 from rigtool.inertia import InertialParams, inertia_vector
 from rigtool.rig import Platform, Rig, Spring
 from rigtool.sim import dynamics as dyn
@@ -41,7 +42,7 @@ def _rigid_case(locked=()):
 
 @pytest.mark.parametrize("locked", [(), ("rz", "x")])
 def test_rigid_engine_matches_the_batched_model(locked):
-    """The same RK4 grid as rigtool.identify._oe_model (written independently, numpy): the
+    """The same RK4 grid as the numpy reference model (tests/_ref_rigid_batch.py, written independently): the
     states agree to rounding over 10 s (free: the same COM-form equations; locked: the
     spatial solve on the free rows)."""
     rig, pi, y0 = _rigid_case(locked)

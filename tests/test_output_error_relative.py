@@ -1,5 +1,5 @@
 """Output-error refinement of the relative-motion stage (rigtool.identify.output_error_relative)
-and its tree model (rigtool.identify._oe_tree_model), checked against the simulator."""
+and the Kane's-method reference tree model (tests/_ref_tree_kane.py), checked against the simulator."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rigtool.errors import InputError
-from rigtool.identify import _oe_tree_model as tm
+import _ref_tree_kane as tm              # the Kane's-method reference model (tests/)
 from rigtool.identify.output_error_relative import RelativeRefinement, refine_relative
 from rigtool.identify.relative import RelativeResult, resolve_relative
 from rigtool.config import FilterSettings

@@ -3,7 +3,7 @@
 ``x_k(t) = R(t) m_k + p(t)`` for markers ``m_k [K, 3]`` in the body frame and the engine's
 states ``[T, 18]`` (``p = y[0:3]``, ``R = y[3:12]`` row-major); with tangents ``[T, 18, P]``
 the derivative is ``dR m_k + dp``. Residual rows are in mm, frame-major, three per seen marker
-(the order of rigtool.identify._oe_model.marker_rows_mm).
+(frame-major, seen markers in order).
 """
 
 from __future__ import annotations

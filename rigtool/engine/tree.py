@@ -2,7 +2,7 @@
 dynamics (O(n) in the links), RK4, exact sensitivities, markers.
 
 Written for the relative-motion output-error fit and independent of rigtool.sim and of the
-Kane's-method model of rigtool.identify._oe_tree_model (tests compare the three).
+Kane's-method reference model of tests/_ref_tree_kane.py (tests compare the three).
 
 Bodies: 0 is the platform with the base link bolted on (platform frame, origin the platform
 origin); 1..nb-1 are the moving links in tree order, each with its origin at its joint
@@ -262,14 +262,16 @@ def _step(y, theta, static, h, substeps):
     right-hand side (the articulated-body algorithm is long: tracing and compiling it once
     instead of four times cuts the compile time about fourfold)."""
     def stage(carry, cb):
-        k_prev, acc = carry
-        k = rhs(y_sub + cb[0] * h * k_prev, theta, static)
-        return (k, acc + cb[1] * k), None
+        # the step's start travels in the carry: a closed-over value would be frozen by
+        # scan's trace cache at its first use (wrong from the second substep on)
+        y_base, k_prev, acc = carry
+        k = rhs(y_base + cb[0] * h * k_prev, theta, static)
+        return (y_base, k, acc + cb[1] * k), None
 
+    coef = jnp.asarray(np.stack([_RK4_C, _RK4_B], 1))
     for _ in range(substeps):
-        y_sub = y
         zero = jnp.zeros_like(y)
-        (_, acc), _ = jax.lax.scan(stage, (zero, zero), jnp.asarray(np.stack([_RK4_C, _RK4_B], 1)))
+        (_, _, acc), _ = jax.lax.scan(stage, (y, zero, zero), coef)
         y = y + h * acc
     return y
 

@@ -123,7 +123,7 @@ def position_products(rows: np.ndarray, mask: np.ndarray, rot_lab: np.ndarray,
     """``[E, 3, n]``: for each attached marker ``k``, ``sum_t (1e3 R_t)^T A[rows(t, k)]``,
     the products of its position's columns (mm per m) with the columns of ``rows [M, n]``,
     whose rows follow ``mask [T, K]`` (frame-major, 3 per seen marker, as
-    rigtool.identify._oe_model.marker_rows_mm orders them). ``attached``: the marker
+    rigtool.engine.markers.marker_rows orders them). ``attached``: the marker
     indices (in ``K``) of the attached markers."""
     t_n, k_n = mask.shape
     full = np.zeros((t_n, k_n, 3, rows.shape[1]))

@@ -6,13 +6,13 @@ equation and the filter shapes the motion. Here nothing is filtered: the platfor
 base link bolted on) on its damped springs and every moving link on its spherical joint are
 *simulated* from an initial state (rigtool.engine.tree: articulated-body dynamics with exact
 forward-mode sensitivities, written independently of rigtool.sim and tested against it and
-against the Kane's-method model rigtool.identify._oe_tree_model), every platform and link
+against an independent Kane's-method model in the tests), every platform and link
 marker is predicted, and the sum
 of squared raw-marker residuals is minimised (``scipy.optimize.least_squares``, trust-region
 reflective with bounds), starting from the equation-error :class:`RelativeResult`.
 
 Parameters: the motion depends on the object only through ``Phi_B`` and ``M0`` (module
-docstring of _oe_tree_model: each moving link carries ``[0, MS_j, J_j]``, its subtree mass
+docstring of rigtool.engine.tree: each moving link carries ``[0, MS_j, J_j]``, its subtree mass
 sits on its joint). Unknowns:
 
 - ``free="jyy"``: the moving links' ``J_yy`` (``Phi_B = G Phi_s + H u`` of

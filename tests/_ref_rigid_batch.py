@@ -1,4 +1,4 @@
-"""Batched forward model for output-error fits: one rigid assembly on axial springs.
+"""Reference model for the tests (was rigtool's posture model before the engine): one rigid assembly on axial springs.
 
 The output-error fit (rigtool.identify.output_error) simulates the platform with its locked
 load many times per iteration: once at the estimate and once per finite-difference

@@ -1,4 +1,4 @@
-"""Batched forward model for the relative-motion output-error fit: the platform (with the
+"""Reference model for the tests (was rigtool's relative-motion model before the engine): the platform (with the
 base link bolted on) on damped axial springs, and every moving link on a spherical joint
 with viscous joint damping.
 
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.identify._oe_model import cross, rk4_samples, spring_arrays
-from rigtool.identify._oe_model import skew_batch as skew
+from _ref_rigid_batch import cross, rk4_samples, spring_arrays
+from _ref_rigid_batch import skew_batch as skew
 from rigtool.inertia import inertia_matrix, transform_params
 from rigtool.rig import Rig
 
