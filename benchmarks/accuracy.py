@@ -79,11 +79,18 @@ POSTURE_PARAMS = ["c_x", "c_y", "c_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "
 def prepare(name: str, path: Path, with_crb: bool = True) -> SimpleNamespace:
     """Simulate a scenario's postures and swing once; truth values and the posture CRBs."""
     p = simulate_object(path)
-    t0 = time.perf_counter()
-    crb = ({j.name: posture_crb(p.sc, j, p.trajs[j.name], sigma_m=1e-4) for j in p.postures}
-           if with_crb else {})
-    p.name, p.crb, p.crb_s = name, crb, time.perf_counter() - t0
+    p.name, p.crb, p.crb_s = name, {}, 0.0
+    if with_crb:
+        add_crb(p)
     return p
+
+
+def add_crb(p: SimpleNamespace) -> None:
+    """The posture CRBs (rigtool.engine: JAX). Run after the worker pool: a process forked
+    after JAX has started its threads can deadlock."""
+    t0 = time.perf_counter()
+    p.crb = {j.name: posture_crb(p.sc, j, p.trajs[j.name], sigma_m=1e-4) for j in p.postures}
+    p.crb_s = time.perf_counter() - t0
 
 
 # ------------------------------------------------------------------------------- procedures
@@ -453,6 +460,9 @@ def main() -> None:
     if unknown:
         ap.error(f"--methods: unknown {', '.join(sorted(unknown))}; expected some of "
                  + ", ".join(METHODS))
+    if args.jobs > 1 and "," in args.scenarios:
+        ap.error("--jobs > 1 takes one scenario per run (worker processes are forked, and a "
+                 "fork after the first scenario's bound, computed with JAX, can deadlock)")
     sigmas = [float(s) for s in args.sigmas.split(",")]
     settings = FilterSettings()
     t_start = time.perf_counter()
@@ -460,10 +470,10 @@ def main() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     for sname in args.scenarios.split(","):
-        p = prepare(sname, SCENARIOS[sname])
+        p = prepare(sname, SCENARIOS[sname], with_crb=args.jobs <= 1)
         print(f"\n## {sname}: {len(p.tree.links)} links, {len(p.postures)} postures, "
-              f"M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2 (simulated in {p.sim_s:.1f} s, "
-              f"CRB in {p.crb_s:.1f} s); {args.seeds} seeds ({args.oe_seeds} with output "
+              f"M0 = {p.mass:.3f} kg, Im = {p.i_max:.4f} kg m^2 (simulated in {p.sim_s:.1f} s); "
+              f"{args.seeds} seeds ({args.oe_seeds} with output "
               f"error), methods {', '.join(methods)}, true rig, white noise only\n", flush=True)
         tasks = [(sg, seed) for sg in sigmas for seed in range(args.seeds)]
         done: dict = {}
@@ -478,6 +488,8 @@ def main() -> None:
                 else:
                     done[(sg, seed)] = res
                 print(f"<!-- {sname} sigma {sg} seed {seed}: {sec:.1f} s -->", flush=True)
+        if not p.crb:
+            add_crb(p)
         rows: dict[float, dict[str, list]] = {}
         for sg, seed in tasks:                 # seed order, whatever order they finished in
             for meth, m in done.get((sg, seed), {}).items():

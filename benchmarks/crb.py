@@ -49,7 +49,9 @@ import numpy as np
 
 from rigtool.identify.attached_markers import (joint_information, pose_columns,
                                                position_products)
-from rigtool.identify.output_error import _jac, _Problem, object_in_base_frame, object_to_z
+from rigtool.identify.output_error_common import central_jacobian as _jac
+from rigtool.identify.output_error_common import object_in_base_frame
+from rigtool.identify.posture_problem import PostureProblem as _Problem, object_to_z
 from rigtool.identify.overall import transform_matrix
 from rigtool.inertia import InertialParams
 from rigtool.tree import composite_params

@@ -37,8 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    from rigtool.identify.output_error import (base_pose_covariance,
-                                               calibration_std_from_rigfile, refine_posture)
+    from rigtool.identify.output_error import refine_posture
+    from rigtool.identify.output_error_common import (base_pose_covariance,
+                                                      calibration_std_from_rigfile)
     from rigtool.kinematics.pose import body_trajectory
     from rigtool.pipeline.session import fit_one_posture
     from rigtool.sim.markers import synthesize_markers

@@ -12,7 +12,7 @@ from rigtool.cli import main
 from rigtool.config import load_rig
 from rigtool.errors import ConfigError
 from rigtool.identify.calibration_covariance import calibration_vector, parameter_names
-from rigtool.identify.output_error import calibration_std_from_rigfile
+from rigtool.identify.output_error_common import calibration_std_from_rigfile
 from rigtool.tomlwrite import dumps
 
 

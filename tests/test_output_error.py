@@ -16,7 +16,8 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.engine import rigid
 from rigtool.engine.markers import predicted_markers
-from rigtool.identify.output_error import object_to_z, refine_posture, z_to_params
+from rigtool.identify.output_error import refine_posture
+from rigtool.identify.posture_problem import object_to_z, z_to_params
 from rigtool.identify.overall import PostureResult
 from rigtool.inertia import InertialParams
 from rigtool.sim.dynamics import FixedBody, System, simulate

@@ -11,7 +11,6 @@ The Jacobians come from ``jax.jacfwd`` of the same functions, so they are exact.
 
 from __future__ import annotations
 
-from functools import partial
 
 import numpy as np
 

@@ -64,19 +64,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.engine.capture import RigidCapture
-from rigtool.engine.lm import Normal, levenberg_marquardt
-from rigtool.engine.markers import marker_rows
-from rigtool.engine.params import body_params, initial_state
-from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
-from rigtool.errors import ConfigError, InputError
+from rigtool.engine.lm import levenberg_marquardt
 from rigtool.identify.attached_markers import (attached_positions, joint_information,
-                                               nuisance_products, placed_positions,
-                                               platform_frame_positions, pose_columns,
-                                               position_products)
-from rigtool.identify.calibration_covariance import (_calibration_table, calibration_members,
-                                                     covariance_from_raw)
+                                               nuisance_products, platform_frame_positions,
+                                               pose_columns)
+from rigtool.identify.output_error_common import (base_pose_covariance,  # noqa: F401 (re-export)
+                                                  calibration_members_of,
+                                                  calibration_std_from_rigfile,  # noqa: F401
+                                                  central_jacobian, next_horizon,
+                                                  object_in_base_frame, start_state,
+                                                  window_frames)
 from rigtool.identify.overall import PostureResult, transform_matrix
+from rigtool.identify.posture_problem import PostureProblem, object_to_z
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -84,42 +83,7 @@ from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
 
 NUISANCE = ("none", "damping-scale")
-_TRIL = np.tril_indices(3)
 _PERM9 = [0, 1, 2, 3, 6, 8, 7, 5, 4]          # pi[1:] -> [h, J0 xx yy zz yz zx xy]
-
-
-# --------------------------------------------------------------------------- parameterisation
-
-def object_to_z(com_m: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
-    """``[c (3), log-Cholesky of Sigma_c (6)]`` from a COM and an inertia about it.
-
-    A start that is not physically consistent is moved to the nearest consistent one
-    (eigenvalues of ``Sigma_c`` clipped to 1e-6 of the largest).
-    """
-    i_c = 0.5 * (np.asarray(inertia_com, float) + np.asarray(inertia_com, float).T)
-    sigma = 0.5 * np.trace(i_c) * np.eye(3) - i_c
-    ev, vec = np.linalg.eigh(sigma)
-    ev = np.maximum(ev, 1e-6 * max(ev[-1], 1e-12))
-    chol = np.linalg.cholesky((vec * ev) @ vec.T)
-    low = chol[_TRIL].copy()
-    diag = _TRIL[0] == _TRIL[1]
-    low[diag] = np.log(low[diag])
-    return np.concatenate([np.asarray(com_m, float), low])
-
-
-def z_to_params(z: np.ndarray, mass_kg: float) -> np.ndarray:
-    """Standard parameters ``pi [10]`` (about the base-link origin) of ``z [9]``."""
-    com = z[:3]
-    low = np.zeros((3, 3))
-    vals = z[3:9].copy()
-    diag = _TRIL[0] == _TRIL[1]
-    vals[diag] = np.exp(vals[diag])
-    low[_TRIL] = vals
-    sigma = low @ low.T
-    i_o = (np.trace(sigma) * np.eye(3) - sigma
-           + mass_kg * (com @ com * np.eye(3) - np.outer(com, com)))
-    return np.array([mass_kg, *(mass_kg * com), i_o[0, 0], i_o[0, 1], i_o[0, 2], i_o[1, 1],
-                     i_o[1, 2], i_o[2, 2]])
 
 
 # --------------------------------------------------------------------------- result
@@ -175,447 +139,6 @@ class OutputErrorResult:
                        residual_rms={**self.start.residual_rms,
                                      "marker_mm": self.residual_rms_mm},
                        warnings=list(self.start.warnings) + list(self.warnings))
-
-
-# --------------------------------------------------------------------------- the problem
-
-@dataclass
-class _Problem:
-    """Residuals and exact Jacobian of one capture's posture fit (rigtool.engine).
-
-    Unknowns ``x = [z_obj (9) if fit_object] + state (12) + [damping scale]``; the engine's
-    inputs are ``theta = [platform + tmat pi(z_obj), k, k L0, scale c]`` and ``y0`` of the
-    state about ``rot_ref``, each with its exact Jacobian (rigtool.engine.params), so the
-    Jacobian of the marker rows is exact (forward-mode through the integrator).
-    """
-
-    rig: Rig
-    platform_pi: np.ndarray
-    tmat: np.ndarray
-    mass_kg: float
-    markers_body: np.ndarray                # [K, 3]
-    measured: np.ndarray                    # [T, K, 3] m, window frames
-    mask: np.ndarray                        # [T, K] marker seen and used
-    dt: float
-    rot_ref: np.ndarray
-    substeps: int
-    z_obj: np.ndarray                       # fixed object unknowns when not fitted
-    nuisance: str
-    n_frames: int = 0                       # current horizon
-    fit_object: bool = True
-    cache: dict = field(default_factory=dict)
-    # markers attached to the platform at unknown places (the last E of markers_body): when
-    # ``project`` is on, each trajectory places them at their maximum-likelihood positions
-    # (variable projection) and the Jacobian is projected off their columns (Kaufman's
-    # form, whose stationary point is the joint maximum-likelihood estimate's); off,
-    # markers_body holds them
-    attached_xyz: np.ndarray | None = None  # [T, E, 3] m (0 where unseen)
-    attached_seen: np.ndarray | None = None  # [T, E]
-    base_defs: np.ndarray | None = None     # [n_b, 3] base-link coordinates of the first n_b
-    project: bool = False
-    n_attached: int = 0                     # attached markers at the end of markers_body
-
-    def __post_init__(self) -> None:
-        self.model = RigidModel.of(self.rig)
-
-    def split(self, x: np.ndarray):
-        i = 0
-        z_obj = self.z_obj
-        if self.fit_object:
-            z_obj, i = x[:9], 9
-        state = x[i:i + 12]
-        scale = x[i + 12] if self.nuisance == "damping-scale" else 1.0
-        return z_obj, state, scale
-
-    def inputs(self, x: np.ndarray, calib: tuple | None = None):
-        """``(theta, d theta/dx, y0, d y0/dx)`` at ``x``; ``calib = (platform_pi, k, L0,
-        c)`` replaces the rig's calibration."""
-        z_obj, st, scale = self.split(x)
-        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
-                          self.rig.damping) if calib is None else calib
-        pi_obj, dpi_dz, _ = body_params(z_obj, self.mass_kg)
-        theta = theta_of(plat + self.tmat @ pi_obj, k, l0, scale * np.asarray(c, float))
-        n = x.size
-        d_theta = np.zeros((theta.size, n))
-        i = 0
-        if self.fit_object:
-            d_theta[:10, :9] = self.tmat @ dpi_dz
-            i = 9
-        y0, dy0_ds = initial_state(st, self.rot_ref)
-        d_y0 = np.zeros((STATE, n))
-        d_y0[:, i:i + 12] = dy0_ds
-        if self.nuisance == "damping-scale":
-            s_n = len(self.rig.springs)
-            d_theta[10 + 2 * s_n:, i + 12] = c
-        return theta, d_theta, y0, d_y0
-
-    def capture(self) -> RigidCapture:
-        return RigidCapture(self.model, self.measured, self.mask, self.dt, self.substeps,
-                            self.n_frames)
-
-    def _placed(self, states: np.ndarray) -> np.ndarray:
-        """Markers ``[K, 3]`` with the attached ones at their best places on ``states``."""
-        t_n = states.shape[0]
-        rot = states[:, 3:12].reshape(t_n, 1, 3, 3)
-        body = self.markers_body.copy()
-        e_n = self.attached_xyz.shape[1]
-        body[-e_n:] = placed_positions(rot, states[:, None, 0:3], self.attached_xyz[:t_n],
-                                       self.attached_seen[:t_n], self.base_defs)[0]
-        return body
-
-    def _eval(self, x: np.ndarray):
-        key = (self.n_frames, self.project, self.markers_body.shape[0], x.tobytes())
-        if key not in self.cache:
-            # the object's columns are always carried (one compiled width serves every stage)
-            # and dropped when the object is held
-            full = x if self.fit_object else np.concatenate([self.z_obj, x])
-            fit_object, self.fit_object = self.fit_object, True
-            try:
-                theta, d_theta, y0, d_y0 = self.inputs(full)
-            finally:
-                self.fit_object = fit_object
-            out = self.capture().rows(theta, y0, self.markers_body, tangent_theta=d_theta,
-                                      tangent_y0=d_y0,
-                                      markers_of_states=self._placed if self.project else None)
-            if not fit_object and out.jac is not None:
-                out.jac = out.jac[:, 9:]
-            if self.project and out.ok:
-                out.jac = self._project_attached(out.jac, out.states)
-            self.cache = {key: out}
-        return self.cache[key]
-
-    def _project_attached(self, jac: np.ndarray, states: np.ndarray) -> np.ndarray:
-        """Kaufman's variable-projection Jacobian: ``(1 - A (A^T A)^-1 A^T) J`` with ``A``
-        the columns of the attached markers' places (``1e3 R_t`` per free marker, times
-        the pose columns for the base cluster)."""
-        t_n = states.shape[0]
-        mask = self.mask[:t_n]
-        rot = states[:, 3:12].reshape(t_n, 3, 3)
-        k_n, e_n = mask.shape[1], self.attached_xyz.shape[1]
-        att = np.arange(k_n - e_n, k_n)
-        full = np.zeros((t_n, k_n, 3, jac.shape[1]))
-        full[mask] = jac.reshape(-1, 3, jac.shape[1])
-        prods = position_products(jac, mask, rot, att)          # [E, 3, n] = A_e^T J
-        n_seen = mask[:, att].sum(0)
-        n_b = 0 if self.base_defs is None else len(self.base_defs)
-        coef = prods / (1e6 * np.maximum(n_seen, 1))[:, None, None]   # free markers
-        if n_b:
-            body = self._placed(states)[att[:n_b]]
-            _, r_b = _cluster_pose(body, self.base_defs)
-            cols = pose_columns(self.base_defs, r_b)                  # [n_b, 3, 6]
-            info_pp = 1e6 * np.einsum("k,kip,kiq->pq", n_seen[:n_b], cols, cols)
-            pose = np.linalg.solve(info_pp, np.einsum("kin,kip->pn", prods[:n_b], cols))
-            coef[:n_b] = np.einsum("kip,pn->kin", cols, pose)
-        full[:, att] -= 1e3 * np.einsum("tij,kjn->tkin", rot, coef)
-        return full[mask].reshape(-1, jac.shape[1])
-
-    def states(self, x: np.ndarray, calib: tuple | None = None) -> np.ndarray:
-        """Simulated platform states ``[T, 18]`` at ``x`` (a calibration ``calib`` as in
-        :meth:`inputs`)."""
-        theta, _, y0, _ = self.inputs(x, calib)
-        return simulate(self.model, theta, y0, self.n_frames, self.dt,
-                        substeps=self.substeps)[0]
-
-    def trajectory(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The platform's simulated rotation ``[T, 3, 3]`` and position ``[T, 3]`` at ``x``
-        on the current horizon (the last evaluation's when it was at ``x``)."""
-        key = (self.n_frames, self.project, self.markers_body.shape[0], x.tobytes())
-        out = self.cache.get(key)
-        st = out.states if out is not None and out.ok else self.states(x)
-        return st[:, 3:12].reshape(-1, 3, 3), st[:, :3]
-
-    def calibration_jacobian(self, x: np.ndarray, members: list) -> np.ndarray | None:
-        """``[M, C]``: change of the residual rows at ``x`` per calibration member, i.e.
-        along ``theta(member) - theta(nominal)`` (exact first order; members as
-        :func:`_calibration_members`), or None without members."""
-        if not members:
-            return None
-        theta, _, y0, _ = self.inputs(x)
-        dirs = np.stack([self.inputs(x, m[2])[0] - theta for m in members], axis=1)
-        out = self.capture().rows(theta, y0, self.markers_body, tangent_theta=dirs,
-                                  tangent_y0=np.zeros((STATE, dirs.shape[1])))
-        return out.jac
-
-    # ------------------------------------------------------------ streaming (bounded memory)
-    def _nuisance(self, states: np.ndarray):
-        """``(n_base, pose_cols)`` of the attached markers at ``states`` (placed)."""
-        n_b = 0 if self.base_defs is None else len(self.base_defs)
-        if not n_b:
-            return 0, None
-        e_n = self.n_attached
-        body = self._placed(states) if self.project else self.markers_body
-        _, r_b = _cluster_pose(body[-e_n:][:n_b], self.base_defs)
-        return n_b, pose_columns(self.base_defs, r_b)
-
-    def cost(self, x: np.ndarray) -> float:
-        """``r^T r`` (mm^2) at ``x`` from one primal simulation (inf where the motion leaves
-        the model)."""
-        full = x if self.fit_object else np.concatenate([self.z_obj, x])
-        fit_object, self.fit_object = self.fit_object, True
-        try:
-            theta, _, y0, _ = self.inputs(full)
-        finally:
-            self.fit_object = fit_object
-        out = self.capture().rows(theta, y0, self.markers_body,
-                                  markers_of_states=self._placed if self.project else None)
-        return float(out.r @ out.r) if out.ok else np.inf
-
-    def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None
-               ) -> "_PostureNormal":
-        """Cost and normal equations at ``x`` on the current horizon, accumulated chunk by
-        chunk (nothing of size frames x unknowns is kept). With attached markers their
-        products with the Jacobian are accumulated too; with ``project`` the normal
-        equations are reduced by them (the Schur complement of the joint problem: what
-        Kaufman's projected Jacobian gives). ``extra_theta [n_theta, C]``: more directions
-        (calibration members), carried as extra columns."""
-        full = x if self.fit_object else np.concatenate([self.z_obj, x])
-        fit_object, self.fit_object = self.fit_object, True
-        try:
-            theta, d_theta, y0, d_y0 = self.inputs(full)
-        finally:
-            self.fit_object = fit_object
-        keep = np.arange(d_theta.shape[1]) if fit_object else np.arange(9, d_theta.shape[1])
-        if extra_theta is not None:
-            keep = np.concatenate([keep, d_theta.shape[1] + np.arange(extra_theta.shape[1])])
-            d_theta = np.hstack([d_theta, extra_theta])
-            d_y0 = np.hstack([d_y0, np.zeros((STATE, extra_theta.shape[1]))])
-        body = self.markers_body
-        if self.project:
-            states0, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
-                                  substeps=self.substeps)
-            body = self._placed(states0)
-        n_c = keep.size
-        e_n = self.n_attached
-        k_n = self.mask.shape[1]
-        att = np.arange(k_n - e_n, k_n)
-        acc = {"jtj": np.zeros((n_c, n_c)), "jtr": np.zeros(n_c), "cost": 0.0,
-               "prods": np.zeros((e_n, 3, n_c)), "prods_r": np.zeros((e_n, 3)),
-               "ss": np.zeros(self.n_frames)}
-
-        def consume(k0, st, tan):
-            m = st.shape[0]
-            mask_c = self.mask[k0:k0 + m]
-            r, jac = marker_rows(st, tan, body, self.measured[k0:k0 + m], mask_c)
-            jac = jac[:, keep]
-            acc["jtj"] += jac.T @ jac
-            acc["jtr"] += jac.T @ r
-            acc["cost"] += float(r @ r)
-            res = np.zeros(mask_c.shape + (3,))
-            res[mask_c] = r.reshape(-1, 3)
-            acc["ss"][k0:k0 + m] = (res ** 2).sum((1, 2))
-            if e_n:
-                rot_c = st[:, 3:12].reshape(m, 3, 3)
-                acc["prods"] += position_products(jac, mask_c, rot_c, att)
-                acc["prods_r"] += position_products(r[:, None], mask_c, rot_c, att)[..., 0]
-
-        try:
-            states, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
-                                 substeps=self.substeps, tangent_theta=d_theta,
-                                 tangent_y0=d_y0, consume=consume)
-        except (FloatingPointError, np.linalg.LinAlgError):
-            return _PostureNormal(np.inf, np.eye(n_c), np.zeros(n_c), np.eye(n_c),
-                                  np.zeros(n_c), None, None, None, None, 0)
-        n_seen = self.mask[:self.n_frames][:, att].sum(0) if e_n else None
-        jtj, jtr = acc["jtj"], acc["jtr"]
-        jtj_red, jtr_red = jtj, jtr
-        if e_n:
-            n_base, pose_cols = self._nuisance(states)
-            info = joint_information(jtj, acc["prods"], n_seen, n_base, pose_cols)
-            g_nuis = nuisance_products(acc["prods_r"][..., None], n_base, pose_cols)[:, 0]
-            if self.project:
-                x_n = info[:n_c, n_c:]
-                nn = info[n_c:, n_c:]
-                jtj_red = jtj - x_n @ np.linalg.solve(nn, x_n.T)
-                jtr_red = jtr - x_n @ np.linalg.solve(nn, g_nuis)
-        return _PostureNormal(acc["cost"], jtj_red, jtr_red, jtj, jtr, acc["prods"],
-                              n_seen, acc["ss"], states,
-                              int(self.mask[:self.n_frames].sum()) * 3)
-
-    def residual(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x).r
-
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        out = self._eval(x)
-        return out.jac if out.jac is not None else np.zeros((out.r.size, x.size))
-
-
-def _cluster_pose(placed_base: np.ndarray, defs: np.ndarray):
-    """``(t, R)``: the rigid map of the base-link coordinates ``defs`` onto their placed
-    positions (exact: the places are that map's image)."""
-    c_d, c_p = defs.mean(0), placed_base.mean(0)
-    u, _, vt = np.linalg.svd((placed_base - c_p).T @ (defs - c_d))
-    rot = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
-    return c_p - rot @ c_d, rot
-
-
-@dataclass(frozen=True)
-class _PostureNormal:
-    """One streaming evaluation of the posture fit: the cost (mm^2), the normal equations
-    the solver uses (``jtj``/``jtr``: reduced by the attached markers' places under variable
-    projection), the raw ones, the attached markers' products with the Jacobian (``[E, 3,
-    n]``), their frames seen, the squared residual per frame and the simulated states."""
-
-    cost: float
-    jtj: np.ndarray
-    jtr: np.ndarray
-    jtj_raw: np.ndarray
-    jtr_raw: np.ndarray
-    prods: np.ndarray | None
-    n_seen: np.ndarray | None
-    ss_frame: np.ndarray | None
-    states: np.ndarray | None
-    n_rows: int
-
-    def lm(self) -> Normal:
-        return Normal(self.cost, self.jtj, self.jtr)
-
-
-def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
-                                 ) -> dict[str, np.ndarray] | None:
-    """Uncertainty of the calibrated rig as written by ``rigtool calibrate``, or None.
-
-    Standard errors from ``[calibration.std]`` of the rig file's raw TOML; when the file also
-    has ``[calibration.covariance]`` (output-error calibration), ``"members"``: the
-    calibration perturbed along the covariance's principal axes, so the posture fit
-    propagates its correlations (rigtool.identify.calibration_covariance).
-    """
-    cov = covariance_from_raw(raw, rig, path=path)     # checked even when std is incomplete
-    std = _calibration_table(raw, path).get("std")
-    if not std:
-        return None
-    if not isinstance(std, dict):
-        raise ConfigError("expected a table of standard errors", path=path,
-                          field="calibration.std")
-    springs = std.get("springs", {})
-    names = [sp.name for sp in rig.springs]
-    try:
-        out = {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
-               "free_length": np.array([springs[n]["free_length"] for n in names], float),
-               "damping": np.array([springs[n]["damping"] for n in names], float),
-               "platform_mass": float(std["platform"]["mass"]),
-               "platform_com": np.asarray(std["platform"]["com"], float),
-               "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
-    except (KeyError, TypeError):
-        return None
-    if cov is not None:
-        out["members"] = calibration_members(rig, rig.platform.params, cov)
-    return out
-
-
-def _calibration_members(rig: Rig, platform: InertialParams, cal_std: dict):
-    """One perturbed calibration per principal axis: ``(label, step, (platform_pi, k, L0,
-    c))`` (:func:`rigtool.identify.calibration_covariance.calibration_members`).
-
-    With a full covariance the members are given (``cal_std["members"]``). With standard
-    errors alone (a rig file without ``[calibration.covariance]``) the covariance is taken
-    diagonal: each calibrated number is stepped alone by its standard error (the maps are
-    smooth; the sensitivity is the slope over that step), the calibration's own correlations
-    being unknown.
-    """
-    if cal_std.get("members"):
-        return list(cal_std["members"])
-    sd = np.concatenate([cal_std["stiffness"], cal_std["free_length"], cal_std["damping"],
-                         [cal_std["platform_mass"]], cal_std["platform_com"],
-                         np.asarray(cal_std["platform_inertia_com"])[np.triu_indices(3)]])
-    sd = np.where(np.asarray(sd, float) > 0, sd, 0.0)          # NaN or 0: not stepped
-    return calibration_members(rig, platform, np.diag(sd ** 2))
-
-
-def calibration_rows_jacobian(rows_of, x: np.ndarray, rig: Rig, platform: InertialParams,
-                              calibration_std: dict | None) -> np.ndarray | None:
-    """``[M, C]``: change of the marker residual rows at ``x`` when the calibration moves by
-    one step along each of its ``C`` members (:func:`_calibration_members`), or None without
-    a calibration uncertainty. ``rows_of(xs, calib) -> [B, M]`` simulates ``xs`` with a
-    calibration ``(platform_pi, k, L0, c)`` per member. The estimate's sensitivity is then
-    ``-(J^T J)^-1 J^T`` times this, one column per standard step."""
-    if calibration_std is None:
-        return None
-    members = _calibration_members(rig, platform, calibration_std)
-    if not members:
-        return None
-    calib = [(platform.pi.astype(float), rig.stiffness, rig.free_length, rig.damping)]
-    calib += [m[2] for m in members]
-    rows = rows_of(np.repeat(x[None], len(calib), 0), calib)
-    return (rows[1:] - rows[0]).T
-
-
-def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
-                         base_rotation: np.ndarray, base_position_m: np.ndarray,
-                         valid: np.ndarray | None = None
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean pose of the base link on the platform and the 6x6 covariance of that mean.
-
-    From per-frame marker-fitted poses (``[T, 3, 3]``, ``[T, 3]``, lab; NaN where unseen):
-    ``R_pb = R_p^T R_b``, ``t_pb = R_p^T (p_b - p_p)``, averaged (as
-    rigtool.identify.platform_motion.relative_pose). The covariance is of ``[t_pb (3),
-    delta (3)]`` with ``R_pb = R_mean exp([delta x])``: the per-frame scatter over the number
-    of frames (marker noise is white, so frames are independent). On a 25 s capture at 120 Hz
-    it is a few micrometres, as large as the output-error COM standard error, so it belongs
-    in the reported uncertainty (``refine_posture(base_pose_cov=...)``).
-    """
-    ok = (np.all(np.isfinite(platform_position_m), axis=1)
-          & np.all(np.isfinite(base_position_m), axis=1))
-    if valid is not None:
-        ok &= valid
-    if ok.sum() < 3:
-        raise InputError("the base link and the platform are seen together in fewer than 3 "
-                         "frames")
-    rt = np.swapaxes(platform_rotation[ok], -1, -2)
-    r_pb = rt @ base_rotation[ok]
-    t_pb = np.einsum("tij,tj->ti", rt, base_position_m[ok] - platform_position_m[ok])
-    mean = Rotation.from_matrix(r_pb).mean()
-    delta = (mean.inv() * Rotation.from_matrix(r_pb)).as_rotvec()
-    dev = np.concatenate([t_pb - t_pb.mean(0), delta], axis=1)
-    cov = np.cov(dev.T) / ok.sum()
-    return mean.as_matrix(), t_pb.mean(0), cov
-
-
-def object_in_base_frame(v: np.ndarray, base_rotation: np.ndarray, base_position_m: np.ndarray,
-                         tmat_fit: np.ndarray, mass_kg: float) -> np.ndarray:
-    """The object's ``pi`` (10) in the base-link frame from ``v = [z (9), dt (3), delta (3)]``.
-
-    ``z`` is the fit's object parameterisation in the frame that ``tmat_fit`` carries to the
-    platform frame (:func:`z_to_params`); the base link's pose on the platform is ``R =
-    R_b exp([delta x])``, ``t = t_b + dt`` about ``(base_rotation, base_position_m)``. Its
-    derivative at ``dt = delta = 0`` carries the covariance of ``[z, pose]`` to the reported
-    body."""
-    rot = base_rotation @ Rotation.from_rotvec(v[12:15]).as_matrix()
-    tinv = np.linalg.inv(transform_matrix(rot, base_position_m + v[9:12]))
-    return tinv @ (tmat_fit @ z_to_params(v[:9], mass_kg))
-
-
-def window_frames(data: MarkerData, window: tuple[float, float] | None, what: str,
-                  min_frames: int = 20) -> np.ndarray:
-    """Consecutive frame indices of ``data`` from the first to the last inside ``window``
-    (s; the whole capture when None). InputError naming the file and ``window`` when fewer
-    than ``min_frames``: ``what`` says which capture was expected (e.g. "a relative-motion
-    capture")."""
-    sel = np.ones(data.n_frames, bool)
-    if window is not None:
-        sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
-    idx = np.flatnonzero(sel)
-    if idx.size < min_frames:
-        raise InputError(f"the window holds {idx.size} frames; expected {what} of at least "
-                         f"{min_frames} frames", path=data.source, field="window")
-    return np.arange(idx[0], idx[-1] + 1)
-
-
-def _start_state(pose_rot: np.ndarray, pose_pos: np.ndarray, valid: np.ndarray, dt: float
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(rot_ref, state [12])`` at frame 0 from a quadratic fit of the first ~0.15 s of
-    marker-fitted poses (position and rotation vector about the first good pose)."""
-    good = np.flatnonzero(valid[: max(8, int(round(0.15 / dt)))])
-    if good.size < 4:
-        good = np.flatnonzero(valid)[:8]
-    if good.size < 4:
-        raise InputError("fewer than 4 frames with a platform pose at the start of the window")
-    rot_ref = pose_rot[good[0]]
-    t = good * dt
-    phi = (Rotation.from_matrix(pose_rot[good]) * Rotation.from_matrix(rot_ref).inv()).as_rotvec()
-    design = np.stack([np.ones_like(t), t, t * t], axis=1)
-    cp_, *_ = np.linalg.lstsq(design, pose_pos[good], rcond=None)
-    cr, *_ = np.linalg.lstsq(design, phi, rcond=None)
-    return rot_ref, np.concatenate([cp_[0], cr[0], cp_[1], cr[1]])
 
 
 def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
@@ -704,9 +227,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     traj = fit_pose(xyz, mk, marker_names=tuple(names), time_s=data.time_s[idx])
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)
     dt = 1.0 / data.rate_hz
-    rot_ref, state0 = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
+    rot_ref, state0 = start_state(traj.rotation, traj.position_m, traj.valid, dt)
     z_obj = object_to_z(start.com, start.inertia_com)
-    prob = _Problem(rig, platform.pi.astype(float),
+    prob = PostureProblem(rig, platform.pi.astype(float),
                     transform_matrix(base_rotation_platform, base_position_platform),
                     float(total_mass_kg), mk, np.where(mask[..., None], xyz, 0.0), mask, dt,
                     rot_ref, substeps, z_obj, nuisance)
@@ -744,7 +267,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     mask = prob.mask
     n_x = x.size
     members = ([] if calibration_std is None
-               else _calibration_members(rig, platform, calibration_std))
+               else calibration_members_of(rig, platform, calibration_std))
     extra_dirs = None
     if members:
         theta_nom = prob.inputs(x)[0]
@@ -795,7 +318,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
 
     v_hat = np.concatenate([x[:9], np.zeros(6)])
     pi_hat = in_base(v_hat)
-    g = _jac(lambda v: in_base(v)[1:], v_hat, step=1e-7)
+    g = central_jacobian(lambda v: in_base(v)[1:], v_hat, step=1e-7)
     cov9 = g @ pose_block(cov_all) @ g.T
     cov9_noise = g @ pose_block(cov_noise) @ g.T
     params = InertialParams(pi_hat)
@@ -843,7 +366,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
 )
 
 
-def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarray,
+def _fit_attached(prob: PostureProblem, x: np.ndarray, data: MarkerData, idx: np.ndarray,
                   mk_platform: np.ndarray, base_markers: dict[str, np.ndarray],
                   object_markers: list[str], ftol: float, label: str,
                   warnings: list[str]) -> dict:
@@ -910,34 +433,10 @@ def _fit_attached(prob: _Problem, x: np.ndarray, data: MarkerData, idx: np.ndarr
     return out
 
 
-def next_horizon(n_frames: int, n_total: int, factor: float, dt: float,
-                 settled_s: float = 30.0) -> int:
-    """The next horizon of the growing-horizon schedule: ``factor`` times longer, or the whole
-    window once the current horizon is at least ``settled_s`` long and the next would cover
-    more than half of it (a fit over 30 s fixes the frequencies to far better than a phase
-    error could build up over any capture; the intermediate stage would only cost time)."""
-    nxt = int(round(n_frames * factor))
-    if n_frames * dt >= settled_s and nxt > n_total / 2:
-        nxt = n_total
-    return min(n_total, nxt)
-
-
-def _solve(prob: _Problem, x: np.ndarray, *, ftol: float, max_iterations: int = 50):
+def _solve(prob: PostureProblem, x: np.ndarray, *, ftol: float, max_iterations: int = 50):
     """Levenberg-Marquardt on the streamed normal equations (rigtool.engine.lm)."""
     return levenberg_marquardt(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol,
                                max_iterations=max_iterations)
 
 
-def _jac(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
-    """Central differences of a cheap analytic map (the parameterisation)."""
-    cols = []
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = step
-        cols.append((fun(x + e) - fun(x - e)) / (2 * step))
-    return np.stack(cols, axis=1)
-
-
-__all__ = ["OutputErrorResult", "refine_posture", "next_horizon", "calibration_std_from_rigfile",
-           "base_pose_covariance", "object_to_z", "object_in_base_frame",
-           "z_to_params", "NUISANCE"]
+__all__ = ["OutputErrorResult", "refine_posture", "NUISANCE"]

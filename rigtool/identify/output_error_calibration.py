@@ -32,7 +32,8 @@ from rigtool.engine.lm import Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import RigidModel, theta_of
 from rigtool.identify.calibration_covariance import calibration_members
-from rigtool.identify.output_error import _start_state, object_to_z, window_frames, z_to_params
+from rigtool.identify.output_error_common import start_state, window_frames
+from rigtool.identify.posture_problem import object_to_z, z_to_params
 from rigtool.identify.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -171,7 +172,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         traj = fit_pose(xyz, mk, marker_names=tuple(names))
         mask = traj.used & np.all(np.isfinite(xyz), axis=2)
         dt = 1.0 / cap.data.rate_hz
-        rot_ref, st0 = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
+        rot_ref, st0 = start_state(traj.rotation, traj.position_m, traj.valid, dt)
         capture = RigidCapture(model, np.where(mask[..., None], xyz, 0.0), mask, dt, substeps,
                                min(len(idx), max(20, int(round(first_horizon_s / dt)))))
         theta0 = theta_of(platform.pi + cap.load.pi, rig.stiffness, rig.free_length,

@@ -68,8 +68,8 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError, IdentifiabilityError
-from rigtool.identify.output_error import (_calibration_members, _start_state, next_horizon,
-                                           window_frames)
+from rigtool.identify.output_error_common import (calibration_members_of, next_horizon,
+                                                  start_state, window_frames)
 from rigtool.identify.relative_problem import RelativeProblem
 from rigtool.identify.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
@@ -321,7 +321,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         mask = traj.used & np.all(np.isfinite(xyz), axis=2)
         rigid_sigma.append(marker_sigma_from_residual(traj.residual_rms_m, len(names)))
         if s == 0 or body > 0:
-            rr, st = _start_state(traj.rotation, traj.position_m, traj.valid, dt)
+            rr, st = start_state(traj.rotation, traj.position_m, traj.valid, dt)
             rot_ref[body] = rr
             state0[body] = st
         body_of += [body] * len(names)
@@ -454,7 +454,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         cov_b = cov_b_noise.copy()
         map_b = np.eye(9 * n)
     members = ([] if calibration_std is None
-               else _calibration_members(rig, platform, calibration_std))
+               else calibration_members_of(rig, platform, calibration_std))
     j_cal = prob.calibration_jacobian(x, members)
     if j_cal is not None:
         sens = -info_inv @ (jac[:n_mark].T @ j_cal)

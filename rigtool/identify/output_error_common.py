@@ -1,0 +1,174 @@
+"""What the output-error fits (posture, calibration, relative motion) share: the calibrated
+rig's uncertainty as perturbed members, the base link's pose on the platform and its
+covariance, the analysis window, the start state, and the growing-horizon schedule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from rigtool.errors import ConfigError, InputError
+from rigtool.identify.calibration_covariance import (_calibration_table, calibration_members,
+                                                     covariance_from_raw)
+from rigtool.identify.overall import transform_matrix
+from rigtool.identify.posture_problem import z_to_params
+from rigtool.inertia import InertialParams
+from rigtool.mocap import MarkerData
+from rigtool.rig import Rig
+
+
+def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
+                                 ) -> dict[str, np.ndarray] | None:
+    """Uncertainty of the calibrated rig as written by ``rigtool calibrate``, or None.
+
+    Standard errors from ``[calibration.std]`` of the rig file's raw TOML; when the file also
+    has ``[calibration.covariance]`` (output-error calibration), ``"members"``: the
+    calibration perturbed along the covariance's principal axes, so the posture fit
+    propagates its correlations (rigtool.identify.calibration_covariance).
+    """
+    cov = covariance_from_raw(raw, rig, path=path)     # checked even when std is incomplete
+    std = _calibration_table(raw, path).get("std")
+    if not std:
+        return None
+    if not isinstance(std, dict):
+        raise ConfigError("expected a table of standard errors", path=path,
+                          field="calibration.std")
+    springs = std.get("springs", {})
+    names = [sp.name for sp in rig.springs]
+    try:
+        out = {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
+               "free_length": np.array([springs[n]["free_length"] for n in names], float),
+               "damping": np.array([springs[n]["damping"] for n in names], float),
+               "platform_mass": float(std["platform"]["mass"]),
+               "platform_com": np.asarray(std["platform"]["com"], float),
+               "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
+    except (KeyError, TypeError):
+        return None
+    if cov is not None:
+        out["members"] = calibration_members(rig, rig.platform.params, cov)
+    return out
+
+
+def calibration_members_of(rig: Rig, platform: InertialParams, cal_std: dict):
+    """One perturbed calibration per principal axis: ``(label, step, (platform_pi, k, L0,
+    c))`` (:func:`rigtool.identify.calibration_covariance.calibration_members`).
+
+    With a full covariance the members are given (``cal_std["members"]``). With standard
+    errors alone (a rig file without ``[calibration.covariance]``) the covariance is taken
+    diagonal: each calibrated number is stepped alone by its standard error (the maps are
+    smooth; the sensitivity is the slope over that step), the calibration's own correlations
+    being unknown.
+    """
+    if cal_std.get("members"):
+        return list(cal_std["members"])
+    sd = np.concatenate([cal_std["stiffness"], cal_std["free_length"], cal_std["damping"],
+                         [cal_std["platform_mass"]], cal_std["platform_com"],
+                         np.asarray(cal_std["platform_inertia_com"])[np.triu_indices(3)]])
+    sd = np.where(np.asarray(sd, float) > 0, sd, 0.0)          # NaN or 0: not stepped
+    return calibration_members(rig, platform, np.diag(sd ** 2))
+
+
+def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
+                         base_rotation: np.ndarray, base_position_m: np.ndarray,
+                         valid: np.ndarray | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean pose of the base link on the platform and the 6x6 covariance of that mean.
+
+    From per-frame marker-fitted poses (``[T, 3, 3]``, ``[T, 3]``, lab; NaN where unseen):
+    ``R_pb = R_p^T R_b``, ``t_pb = R_p^T (p_b - p_p)``, averaged (as
+    rigtool.identify.platform_motion.relative_pose). The covariance is of ``[t_pb (3),
+    delta (3)]`` with ``R_pb = R_mean exp([delta x])``: the per-frame scatter over the number
+    of frames (marker noise is white, so frames are independent). On a 25 s capture at 120 Hz
+    it is a few micrometres, as large as the output-error COM standard error, so it belongs
+    in the reported uncertainty (``refine_posture(base_pose_cov=...)``).
+    """
+    ok = (np.all(np.isfinite(platform_position_m), axis=1)
+          & np.all(np.isfinite(base_position_m), axis=1))
+    if valid is not None:
+        ok &= valid
+    if ok.sum() < 3:
+        raise InputError("the base link and the platform are seen together in fewer than 3 "
+                         "frames")
+    rt = np.swapaxes(platform_rotation[ok], -1, -2)
+    r_pb = rt @ base_rotation[ok]
+    t_pb = np.einsum("tij,tj->ti", rt, base_position_m[ok] - platform_position_m[ok])
+    mean = Rotation.from_matrix(r_pb).mean()
+    delta = (mean.inv() * Rotation.from_matrix(r_pb)).as_rotvec()
+    dev = np.concatenate([t_pb - t_pb.mean(0), delta], axis=1)
+    cov = np.cov(dev.T) / ok.sum()
+    return mean.as_matrix(), t_pb.mean(0), cov
+
+
+def object_in_base_frame(v: np.ndarray, base_rotation: np.ndarray, base_position_m: np.ndarray,
+                         tmat_fit: np.ndarray, mass_kg: float) -> np.ndarray:
+    """The object's ``pi`` (10) in the base-link frame from ``v = [z (9), dt (3), delta (3)]``.
+
+    ``z`` is the fit's object parameterisation in the frame that ``tmat_fit`` carries to the
+    platform frame (:func:`z_to_params`); the base link's pose on the platform is ``R =
+    R_b exp([delta x])``, ``t = t_b + dt`` about ``(base_rotation, base_position_m)``. Its
+    derivative at ``dt = delta = 0`` carries the covariance of ``[z, pose]`` to the reported
+    body."""
+    rot = base_rotation @ Rotation.from_rotvec(v[12:15]).as_matrix()
+    tinv = np.linalg.inv(transform_matrix(rot, base_position_m + v[9:12]))
+    return tinv @ (tmat_fit @ z_to_params(v[:9], mass_kg))
+
+
+def window_frames(data: MarkerData, window: tuple[float, float] | None, what: str,
+                  min_frames: int = 20) -> np.ndarray:
+    """Consecutive frame indices of ``data`` from the first to the last inside ``window``
+    (s; the whole capture when None). InputError naming the file and ``window`` when fewer
+    than ``min_frames``: ``what`` says which capture was expected (e.g. "a relative-motion
+    capture")."""
+    sel = np.ones(data.n_frames, bool)
+    if window is not None:
+        sel = (data.time_s >= window[0]) & (data.time_s <= window[1])
+    idx = np.flatnonzero(sel)
+    if idx.size < min_frames:
+        raise InputError(f"the window holds {idx.size} frames; expected {what} of at least "
+                         f"{min_frames} frames", path=data.source, field="window")
+    return np.arange(idx[0], idx[-1] + 1)
+
+
+def start_state(pose_rot: np.ndarray, pose_pos: np.ndarray, valid: np.ndarray, dt: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``(rot_ref, state [12])`` at frame 0 from a quadratic fit of the first ~0.15 s of
+    marker-fitted poses (position and rotation vector about the first good pose)."""
+    good = np.flatnonzero(valid[: max(8, int(round(0.15 / dt)))])
+    if good.size < 4:
+        good = np.flatnonzero(valid)[:8]
+    if good.size < 4:
+        raise InputError("fewer than 4 frames with a platform pose at the start of the window")
+    rot_ref = pose_rot[good[0]]
+    t = good * dt
+    phi = (Rotation.from_matrix(pose_rot[good]) * Rotation.from_matrix(rot_ref).inv()).as_rotvec()
+    design = np.stack([np.ones_like(t), t, t * t], axis=1)
+    cp_, *_ = np.linalg.lstsq(design, pose_pos[good], rcond=None)
+    cr, *_ = np.linalg.lstsq(design, phi, rcond=None)
+    return rot_ref, np.concatenate([cp_[0], cr[0], cp_[1], cr[1]])
+
+
+def next_horizon(n_frames: int, n_total: int, factor: float, dt: float,
+                 settled_s: float = 30.0) -> int:
+    """The next horizon of the growing-horizon schedule: ``factor`` times longer, or the whole
+    window once the current horizon is at least ``settled_s`` long and the next would cover
+    more than half of it (a fit over 30 s fixes the frequencies to far better than a phase
+    error could build up over any capture; the intermediate stage would only cost time)."""
+    nxt = int(round(n_frames * factor))
+    if n_frames * dt >= settled_s and nxt > n_total / 2:
+        nxt = n_total
+    return min(n_total, nxt)
+
+
+def central_jacobian(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
+    """Central differences of a cheap analytic map (the parameterisation)."""
+    cols = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = step
+        cols.append((fun(x + e) - fun(x - e)) / (2 * step))
+    return np.stack(cols, axis=1)
+
+
+__all__ = ["calibration_std_from_rigfile", "calibration_members_of", "base_pose_covariance",
+           "object_in_base_frame", "window_frames", "start_state", "next_horizon"]
