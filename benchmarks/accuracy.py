@@ -20,7 +20,7 @@ of the simulator; the calibration is benchmarked in benchmarks/calibration.py):
     (``consistent=True``). Relative stage: the default two-step method (noise weighting,
     compensation, LMI interval); ``rigtool-EE/joint`` is the same with ``method="joint"``.
 (c) ``rigtool-OE``: rigtool's default (``rigtool run``): every posture refined by output
-    error (rigtool.identify.output_error.refine_posture, started from (b)'s posture fit),
+    error (rigtool.identify.posture.output_error.refine_posture, started from (b)'s posture fit),
     then (b)'s subset and two-step relative stage. About 5-10 s per posture, so it runs on
     the first ``--oe-seeds`` seeds only.
 
@@ -60,10 +60,10 @@ from crb import posture_crb  # noqa: E402
 
 from rigtool.config import FilterSettings  # noqa: E402
 from rigtool.errors import RigtoolError  # noqa: E402
-from rigtool.identify.output_error_relative import refine_relative  # noqa: E402
-from rigtool.identify.relative import (_constrained, _inside, feasible_intervals,  # noqa: E402
+from rigtool.identify.relative.output_error import refine_relative  # noqa: E402
+from rigtool.identify.relative.equation_error import (_constrained, _inside, feasible_intervals,  # noqa: E402
                                        phi_b_affine, resolve_relative)
-from rigtool.identify.subset import PostureOverall, fit_subset  # noqa: E402
+from rigtool.identify.subset.fit import PostureOverall, fit_subset  # noqa: E402
 from rigtool.pipeline.session import posture_overall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

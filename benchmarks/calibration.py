@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.config import FilterSettings, load_rig
-from rigtool.identify.calibrate import calibrate_motion
+from rigtool.identify.calibration.equation_error import calibrate_motion
 from rigtool.pipeline.calibration import prepare_capture, refine_with_holdouts
 from rigtool.pipeline.methods import FIT_METHODS
 from rigtool.sim.markers import synthesize_markers

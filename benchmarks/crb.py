@@ -5,7 +5,7 @@ Argument. The data of a posture capture are marker positions ``y_k = f_k(theta) 
 the object's COM and inertia (9 numbers; its mass is weighed) and the nuisance the model
 needs: the platform's state at the first frame (12). Given the rig (springs, platform) the
 motion is deterministic, so ``f`` is the simulated response of
-rigtool.identify.output_error's model and the Fisher information is
+rigtool.identify.posture.output_error's model and the Fisher information is
 ``F = J^T J / sigma^2`` with ``J = df/dtheta`` at the TRUE parameters. Any unbiased estimator
 from the same markers has covariance at least ``F^-1``; the bound on the reported quantities
 ``g(theta) = (COM, inertia about the COM)`` is ``G F^-1 G^T``, ``G = dg/dtheta``. No
@@ -47,12 +47,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rigtool.identify.attached_markers import (joint_information, pose_columns,
+from rigtool.identify.posture.attached_markers import (joint_information, pose_columns,
                                                position_products)
-from rigtool.identify.output_error_common import central_jacobian as _jac
-from rigtool.identify.output_error_common import object_in_base_frame
-from rigtool.identify.posture_problem import PostureProblem as _Problem, object_to_z
-from rigtool.identify.overall import transform_matrix
+from rigtool.identify.common.output_error import central_jacobian as _jac
+from rigtool.identify.common.output_error import object_in_base_frame
+from rigtool.identify.posture.problem import PostureProblem as _Problem, object_to_z
+from rigtool.identify.posture.equation_error import transform_matrix
 from rigtool.inertia import InertialParams
 from rigtool.tree import composite_params
 

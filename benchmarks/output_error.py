@@ -2,9 +2,9 @@
 
 Simulates the paper-002 scenario once, calibrates the rig from its noisy calibration captures
 exactly as `rigtool calibrate` does, then for every noise seed (sigma = 0.1 mm) re-synthesises
-the posture markers, fits each posture by equation error (rigtool.identify.overall, the
+the posture markers, fits each posture by equation error (rigtool.identify.posture.equation_error, the
 default exact/noise configuration) and refines it by output error
-(rigtool.identify.output_error.refine_posture). Prints per posture and method: mean COM error
+(rigtool.identify.posture.output_error.refine_posture). Prints per posture and method: mean COM error
 (mm, worst axis; the bias), its spread, mean inertia error (% of the posture's largest
 principal moment), coverage of +-2 reported standard errors, and the median fit time.
 
@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    from rigtool.identify.output_error import refine_posture
-    from rigtool.identify.output_error_common import (base_pose_covariance,
-                                                      calibration_std_from_rigfile)
+    from rigtool.identify.posture.output_error import refine_posture
+    from rigtool.calibration_uncertainty import calibration_std_from_rigfile
+    from rigtool.identify.common.output_error import base_pose_covariance
     from rigtool.kinematics.pose import body_trajectory
     from rigtool.pipeline.session import fit_one_posture
     from rigtool.sim.markers import synthesize_markers
@@ -77,7 +77,7 @@ def main() -> None:
         rigs["true"] = replace(rig_cal, rig=true_rig)
     refined_std = None
     if "refined" in wanted:
-        from rigtool.identify.output_error_calibration import OECapture, refine_calibration
+        from rigtool.identify.calibration.output_error import OECapture, refine_calibration
         from rigtool.mocap import read_capture
         oe_caps = [OECapture(c.capture.stem, read_capture(c.capture, units=c.units), cap.load,
                              c.window)
@@ -171,8 +171,8 @@ def main() -> None:
 def calibration_benchmark(args) -> None:
     """Equation-error calibration against its output-error refinement, per seed."""
     from rigtool.config import FilterSettings
-    from rigtool.identify.calibrate import calibrate_motion
-    from rigtool.identify.output_error_calibration import OECapture, refine_calibration
+    from rigtool.identify.calibration.equation_error import calibrate_motion
+    from rigtool.identify.calibration.output_error import OECapture, refine_calibration
     from rigtool.pipeline.calibration import prepare_capture
     from rigtool.sim.markers import synthesize_markers
     from rigtool.sim.session_writer import capture_jobs

@@ -33,7 +33,7 @@ import numpy as np
 from _simulated import draw_markers, fit_simulated_posture, simulate_object
 
 from rigtool.config import FilterSettings
-from rigtool.identify.calibration_covariance import covariance_table
+from rigtool.calibration_uncertainty import covariance_table
 from rigtool.pipeline.methods import FIT_METHODS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,8 +3,8 @@
 For each scenario the captures (locked postures and the swing) are simulated once; every seed
 then draws fresh marker noise (0.1 mm, the scenario's artefacts), fits each posture
 (rigtool.pipeline.session.fit_one_posture, true rig: calibration is benchmarked elsewhere),
-the subset Phi_s (rigtool.identify.subset.fit_subset) and the relative-motion stage
-(rigtool.identify.relative.resolve_relative). Reported per variant:
+the subset Phi_s (rigtool.identify.subset.fit.fit_subset) and the relative-motion stage
+(rigtool.identify.relative.equation_error.resolve_relative). Reported per variant:
 
 - ``E_MS/M0`` (m) and ``E_J/Im`` (%) as in paper 002 Table 5: the largest error over the
   first-moment entries divided by the mass, and over the inertia entries divided by the
@@ -16,7 +16,7 @@ the subset Phi_s (rigtool.identify.subset.fit_subset) and the relative-motion st
 Variants: ``noise`` weighting with noise-probe compensation (default), ``plain`` weighting,
 paper 004's ``dual-metric`` weighting, no compensation, the joint fit; and ``truth-phi_s`` (the stage alone, Phi_s exact). With
 ``--relative-method output-error`` the equation-error default (``noise+comp``) is the start of
-rigtool.identify.output_error_relative.refine_relative (row ``output-error``, unknowns chosen
+rigtool.identify.relative.output_error.refine_relative (row ``output-error``, unknowns chosen
 by ``--oe-free``), and the other equation-error variants are skipped.
 
 Run: ``python3 benchmarks/relative.py [--seeds 20] [--scenario demo|human|four|both|all]
@@ -40,9 +40,9 @@ from _simulated import draw_markers, fit_simulated_posture, simulate_object
 
 from rigtool.config import FilterSettings
 from rigtool.errors import RigtoolError
-from rigtool.identify.output_error_relative import refine_relative
-from rigtool.identify.relative import resolve_relative
-from rigtool.identify.subset import fit_subset
+from rigtool.identify.relative.output_error import refine_relative
+from rigtool.identify.relative.equation_error import resolve_relative
+from rigtool.identify.subset.fit import fit_subset
 from rigtool.pipeline.session import posture_overall
 from rigtool.tree import minimal_parameters
 

@@ -75,9 +75,9 @@ class _Clock:
 def _stages(data_path: Path, rig, tree, markers, mass, settings, window, clock, *,
             oe: bool, fit_seed: int = 0):
     """read -> pose -> filter -> equation-error fit (-> output error) of one posture."""
-    from rigtool.identify.output_error import refine_posture
-    from rigtool.identify.overall import fit_posture
-    from rigtool.identify.platform_motion import (capture_motion, relative_pose,
+    from rigtool.identify.posture.output_error import refine_posture
+    from rigtool.identify.posture.equation_error import fit_posture
+    from rigtool.identify.common.platform_motion import (capture_motion, relative_pose,
                                                   with_noise_probes)
     from rigtool.kinematics.pose import body_trajectory
     from rigtool.mocap import read_capture
@@ -194,8 +194,8 @@ def child_links(n_links: int, posture_s: float, oe: bool = False) -> dict:
     with the output-error refinements of the postures and of the relative stage, as
     ``rigtool run`` does by default)."""
     from rigtool.config import FilterSettings
-    from rigtool.identify.relative import resolve_relative
-    from rigtool.identify.subset import PostureOverall, fit_subset
+    from rigtool.identify.relative.equation_error import resolve_relative
+    from rigtool.identify.subset.fit import PostureOverall, fit_subset
     from rigtool.mocap import read_capture, write_capture
     from rigtool.sim.markers import synthesize_markers
     from rigtool.sim.scenario import load_scenario
@@ -243,7 +243,7 @@ def child_links(n_links: int, posture_s: float, oe: bool = False) -> dict:
             rel = resolve_relative(tree, rig, sc.platform_params, rdata, markers, sub, mass,
                                    settings, rel_job.settings.window)
         if oe:
-            from rigtool.identify.output_error_relative import refine_relative
+            from rigtool.identify.relative.output_error import refine_relative
             with clock("relative OE"):
                 rel = refine_relative(tree, rig, sc.platform_params, rdata, markers, start=rel,
                                       phi_s_cov=sub.covariance, phi_s=sub.values,

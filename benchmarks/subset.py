@@ -4,7 +4,7 @@ For each scenario the locked-posture captures are simulated once (noise-free dyn
 seed draws fresh marker noise (the scenario's sigma, 0.1 mm, and its artefacts), fits each
 posture as ``rigtool run`` does (rigtool.pipeline.session.fit_one_posture: equation error,
 then by default its output-error refinement) with the TRUE rig (the calibration is
-benchmarked in benchmarks/calibration.py), and fits Phi_s (rigtool.identify.subset.fit_subset,
+benchmarked in benchmarks/calibration.py), and fits Phi_s (rigtool.identify.subset.fit.fit_subset,
 weighted by each posture's covariance). Printed per scenario:
 
 - ``E_MS/M0`` (m): the largest first-moment error of Phi_s over its mass ``M0``; ``E_J/Im`` (%):
@@ -34,7 +34,7 @@ import numpy as np
 from _simulated import draw_markers, fit_simulated_posture, simulate_object
 
 from rigtool.config import FilterSettings
-from rigtool.identify.subset import fit_subset
+from rigtool.identify.subset.fit import fit_subset
 from rigtool.pipeline.methods import FIT_METHODS
 from rigtool.pipeline.session import posture_overall
 from rigtool.tree import phi_s_names

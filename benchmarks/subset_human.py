@@ -27,8 +27,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.posture_advice import plan_postures
-from rigtool.identify.subset import PostureOverall, fit_subset, whitener
+from rigtool.identify.subset.advice import plan_postures
+from rigtool.identify.subset.fit import PostureOverall, fit_subset, whitener
 from rigtool.inertia import InertialParams
 from rigtool.tree import (Link, Tree, composite_params, minimal_parameters, phi_b_vector,
                           phi_s_from_phi_b, phi_s_names)

@@ -238,7 +238,7 @@ def load_rig(path: str | Path) -> RigFile:
                   and bool(np.all(np.isfinite(rig.free_length))))
     if calibrated:
         # checked here, not when a posture fit first needs it minutes later
-        from rigtool.identify.output_error_common import calibration_std_from_rigfile
+        from rigtool.calibration_uncertainty import calibration_std_from_rigfile
         calibration_std_from_rigfile(raw, rig, path=path)
     return RigFile(path, rig, bodies, tuple(captures), raw, calibrated)
 

@@ -1,6 +1,6 @@
 """Reference model for the tests (was rigtool's posture model before the engine): one rigid assembly on axial springs.
 
-The output-error fit (rigtool.identify.output_error) simulates the platform with its locked
+The output-error fit (rigtool.identify.posture.output_error) simulates the platform with its locked
 load many times per iteration: once at the estimate and once per finite-difference
 perturbation of each unknown. Those simulations share the time grid, so they run together
 as one batch ``B``, each RK4 stage a handful of numpy calls on ``[B, ...]`` arrays. The cost

@@ -2,7 +2,7 @@
 base link bolted on) on damped axial springs, and every moving link on a spherical joint
 with viscous joint damping.
 
-Written for rigtool.identify.output_error_relative and independent of rigtool.sim (the
+Written for rigtool.identify.relative.output_error and independent of rigtool.sim (the
 simulator is the reference the tests compare this with; the two must not share a hidden
 error). As in rigtool.identify._oe_model the many simulations one iteration needs (the
 estimate and one finite-difference perturbation per unknown) share the time grid and run as

@@ -1,4 +1,4 @@
-"""The object's markers in the output-error posture fit (rigtool.identify.attached_markers).
+"""The object's markers in the output-error posture fit (rigtool.identify.posture.attached_markers).
 
 The information-matrix blocks are checked against a dense Jacobian written out column by
 column; the base-pose columns against finite differences of the placed markers; the joint
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.attached_markers import (attached_positions, joint_information,
+from rigtool.identify.posture.attached_markers import (attached_positions, joint_information,
                                                nuisance_products, pose_columns,
                                                position_products)
-from rigtool.identify.output_error import refine_posture
-from rigtool.identify.overall import PostureResult
+from rigtool.identify.posture.output_error import refine_posture
+from rigtool.identify.posture.equation_error import PostureResult
 from rigtool.inertia import InertialParams
 from rigtool.sim.dynamics import FixedBody, System, simulate
 from rigtool.sim.markers import MarkerSet, synthesize_markers

@@ -21,8 +21,8 @@ from scipy.spatial.transform import Rotation
 from rigtool.cli import main
 from rigtool.config import FilterSettings, load_rig
 from rigtool.errors import IdentifiabilityError
-from rigtool.identify.calibrate import calibrate_motion
-from rigtool.identify.platform_motion import capture_motion, with_noise_probes
+from rigtool.identify.calibration.equation_error import calibrate_motion
+from rigtool.identify.common.platform_motion import capture_motion, with_noise_probes
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.sim.dynamics import FixedBody, System, simulate
 from rigtool.sim.markers import MarkerSet, synthesize_markers

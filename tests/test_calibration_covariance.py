@@ -1,5 +1,5 @@
 """The calibration's full covariance: written by `rigtool calibrate`, read back, and turned into
-the perturbed calibrations the posture fit propagates (rigtool.identify.calibration_covariance)."""
+the perturbed calibrations the posture fit propagates (rigtool.calibration_uncertainty)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from rigtool.cli import main
 from rigtool.config import load_rig
 from rigtool.errors import ConfigError
-from rigtool.identify.calibration_covariance import calibration_vector, parameter_names
-from rigtool.identify.output_error_common import calibration_std_from_rigfile
+from rigtool.calibration_uncertainty import calibration_vector, parameter_names
+from rigtool.calibration_uncertainty import calibration_std_from_rigfile
 from rigtool.tomlwrite import dumps
 
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from rigtool.identify.segments import Prior, estimate_segments
+from rigtool.identify.segments.fit import Prior, estimate_segments
 from rigtool.inertia import InertialParams
 from rigtool.report.exports import opensim_bodyset, urdf_fragment, write_exports
 from rigtool.sim.rigs import demo_tree

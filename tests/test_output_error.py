@@ -16,9 +16,9 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.engine import rigid
 from rigtool.engine.markers import predicted_markers
-from rigtool.identify.output_error import refine_posture
-from rigtool.identify.posture_problem import object_to_z, z_to_params
-from rigtool.identify.overall import PostureResult
+from rigtool.identify.posture.output_error import refine_posture
+from rigtool.identify.posture.problem import object_to_z, z_to_params
+from rigtool.identify.posture.equation_error import PostureResult
 from rigtool.inertia import InertialParams
 from rigtool.sim.dynamics import FixedBody, System, simulate
 from rigtool.sim.markers import MarkerSet, synthesize_markers
@@ -203,7 +203,7 @@ def test_calibration_refinement_recovers_the_rig():
     1 % in inertia: refined to well inside issue 10's calibration goals (stiffness 0.05 %,
     mass 0.01 %, inertia 0.1 %). Measured: 3e-4 %, 4e-4 %, 0.02 %."""
     from dataclasses import replace
-    from rigtool.identify.output_error_calibration import OECapture, refine_calibration
+    from rigtool.identify.calibration.output_error import OECapture, refine_calibration
     from rigtool.inertia import transform_params
     rig, plat = demo_rig(spring_damping_n_s_m=6.0)
     block = InertialParams.from_com(20.0, np.array([0.0, 0.0, 0.1]),

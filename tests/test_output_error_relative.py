@@ -1,4 +1,4 @@
-"""Output-error refinement of the relative-motion stage (rigtool.identify.output_error_relative)
+"""Output-error refinement of the relative-motion stage (rigtool.identify.relative.output_error)
 and the Kane's-method reference tree model (tests/_ref_tree_kane.py), checked against the simulator."""
 
 from dataclasses import replace
@@ -10,8 +10,8 @@ import pytest
 
 from rigtool.errors import InputError
 import _ref_tree_kane as tm              # the Kane's-method reference model (tests/)
-from rigtool.identify.output_error_relative import RelativeRefinement, refine_relative
-from rigtool.identify.relative import RelativeResult, resolve_relative
+from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
+from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.config import FilterSettings
 from rigtool.mocap import MarkerData
 from rigtool.sim import dynamics as dyn

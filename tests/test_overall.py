@@ -13,8 +13,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from rigtool.config import FilterSettings
-from rigtool.identify.overall import fit_posture
-from rigtool.identify.platform_motion import capture_motion, with_noise_probes
+from rigtool.identify.posture.equation_error import fit_posture
+from rigtool.identify.common.platform_motion import capture_motion, with_noise_probes
 from rigtool.sim.dynamics import System, simulate
 from rigtool.sim.markers import MarkerSet, synthesize_markers
 from rigtool.sim.rigs import demo_rig, demo_tree

@@ -13,7 +13,7 @@ import pytest
 
 from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError, IdentifiabilityError
-from rigtool.identify.relative import (dual_metric_factor, feasible_intervals,
+from rigtool.identify.relative.equation_error import (dual_metric_factor, feasible_intervals,
                                        link_lower_bounds, phi_b_affine, plot_relative,
                                        relative_system, resolve_relative)
 from rigtool.tree import j_matrix, minimal_parameters, phi_b_vector, phi_s_from_phi_b
@@ -88,7 +88,7 @@ def test_dual_metric_is_the_inverse_spatial_inertia_of_the_assembly(swing):
     """``L L^T = Lambda^-1`` with Lambda the spatial inertia (about the platform origin,
     platform axes) of platform plus object in the swing's mean posture, built here
     independently from the links' true standard parameters (not from Phi_s)."""
-    from rigtool.identify.overall import transform_matrix
+    from rigtool.identify.posture.equation_error import transform_matrix
     from rigtool.inertia import skew
     from rigtool.tree import composite_params
     s = relative_system(swing.tree, swing.rig, swing.platform, swing.data, swing.markers,

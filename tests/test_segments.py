@@ -1,4 +1,4 @@
-"""Segment parameters from phi_B and a prior (rigtool.identify.segments) and the de Leva table.
+"""Segment parameters from phi_B and a prior (rigtool.identify.segments.fit) and the de Leva table.
 
 Truth: per-link parameters of a tree -> phi_B computed by rigtool.tree.minimal_parameters (the
 SPEC formulas, independent of segments.phi_b_matrix) -> estimate_segments with priors that are
@@ -15,7 +15,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import ConfigError, InputError
-from rigtool.identify.segments import (Prior, estimate_segments, phi_b_matrix,
+from rigtool.identify.segments.fit import (Prior, estimate_segments, phi_b_matrix,
                                        prior_from_table, priors_from_specs)
 from rigtool.inertia import InertialParams
 from rigtool.report import anthropometry as anthro

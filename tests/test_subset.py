@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.base_params import base_parameters, row_space_residual
-from rigtool.identify.posture_advice import advise_next_posture, candidate_grid, plan_postures
-from rigtool.identify.subset import (PostureOverall, fit_subset, phi_s_selector,
+from rigtool.identify.subset.base_params import base_parameters, row_space_residual
+from rigtool.identify.subset.advice import advise_next_posture, candidate_grid, plan_postures
+from rigtool.identify.subset.fit import (PostureOverall, fit_subset, phi_s_selector,
                                      posture_target, regressor_phi_b, regressor_phi_s,
                                      whitener)
 from rigtool.inertia import InertialParams

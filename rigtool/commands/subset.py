@@ -16,8 +16,8 @@ from pathlib import Path
 from rigtool import __version__
 from rigtool.config import sha256_of
 from rigtool.errors import ConfigError, InputError
-from rigtool.identify.postures_file import load_postures
-from rigtool.identify.subset import DEFAULT_RTOL, WEIGHTINGS, fit_subset
+from rigtool.identify.subset.postures_file import load_postures
+from rigtool.identify.subset.fit import DEFAULT_RTOL, WEIGHTINGS, fit_subset
 
 HELP = "Phi_s (paper 002) from overall properties of several postures measured elsewhere"
 

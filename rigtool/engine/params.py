@@ -1,7 +1,7 @@
 """Maps from the fits' unknowns to the engine's inputs, with their exact Jacobians.
 
 - a body's ``z = [c (3), log-Cholesky of Sigma_c (6)]`` (COM and COM-centred second moment,
-  every value physically consistent; rigtool.identify.output_error.object_to_z) to its
+  every value physically consistent; rigtool.identify.posture.output_error.object_to_z) to its
   standard parameters ``pi [10]`` about the frame origin;
 - an initial state ``s = [p (3), rotation vector (3), v (3), omega (3)]`` (the rotation about
   a reference, ``R0 = exp([phi x]) R_ref``) to the engine's ``y0 [18]``.

@@ -13,7 +13,7 @@ the centre's position along that axis undetermined. The singular values of the s
 matrix (after removing the common translation) tell how well each direction is determined;
 an axis whose information is too small raises :class:`IdentifiabilityError`.
 
-Standard errors: the HAC sandwich of :func:`rigtool.identify.lsq.solve_wls` with a lag
+Standard errors: the HAC sandwich of :func:`rigtool.lsq.solve_wls` with a lag
 window of ``block_frames``: pose errors of neighbouring frames are independent, but the
 model error of a slightly non-spherical joint (soft tissue, a real ball joint's play) is not.
 """
@@ -26,7 +26,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import IdentifiabilityError
-from rigtool.identify.lsq import solve_wls
+from rigtool.lsq import solve_wls
 from rigtool.kinematics.pose import BodyTrajectory
 
 

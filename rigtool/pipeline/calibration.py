@@ -1,8 +1,8 @@
 """The calibration job: rig file + calibration captures -> calibrated rig file.
 
 Reads every capture named by the rig file, poses the platform (and any reference body that
-carries markers) per frame, prepares the filtered motion (rigtool.identify.platform_motion),
-places each capture's known load in the platform frame, fits (rigtool.identify.calibrate),
+carries markers) per frame, prepares the filtered motion (rigtool.identify.common.platform_motion),
+places each capture's known load in the platform frame, fits (rigtool.identify.calibration.equation_error),
 and writes a new rig file with the calibrated values and a ``[calibration]`` table.
 """
 
@@ -20,13 +20,13 @@ import numpy as np
 from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
 from rigtool.errors import ConfigError, InputError
-from rigtool.identify.calibrate import CalibrationResult, HoldoutCheck, calibrate_motion
-from rigtool.identify.calibration_covariance import covariance_table
-from rigtool.identify.output_error import refine_posture
-from rigtool.identify.output_error_calibration import (CalibrationRefinement, OECapture,
+from rigtool.identify.calibration.equation_error import CalibrationResult, HoldoutCheck, calibrate_motion
+from rigtool.calibration_uncertainty import covariance_table
+from rigtool.identify.posture.output_error import refine_posture
+from rigtool.identify.calibration.output_error import (CalibrationRefinement, OECapture,
                                                        refine_calibration)
-from rigtool.identify.overall import fit_posture
-from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
+from rigtool.identify.posture.equation_error import fit_posture
+from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                              with_noise_probes)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
@@ -125,9 +125,9 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     """Calibrate the rig of ``rigfile`` from its calibration captures.
 
     ``compensate`` (default) removes the errors-in-variables bias of the equation-error fit
-    with noise probes (rigtool.identify.platform_motion.with_noise_probes). ``method``
+    with noise probes (rigtool.identify.common.platform_motion.with_noise_probes). ``method``
     ``"output-error"`` (default) refines that fit by simulating every capture and fitting the
-    raw platform markers (rigtool.identify.output_error_calibration).
+    raw platform markers (rigtool.identify.calibration.output_error).
     """
     check_method(method)
     caps, inputs, datas = prepare_captures(rigfile, settings, compensate=compensate,

@@ -6,14 +6,14 @@ Stages, each feeding the next (data flows one way):
 2. link marker coordinates (from the manifest, or built from a static capture);
 3. per locked posture: platform motion (filtered both sides, noise probes), the base link's
    pose on the platform, every child's rotation ``0R_j`` (averaged over the capture), and
-   the object's COM and inertia (rigtool.identify.overall);
-4. the subset Phi_s from all postures (rigtool.identify.subset);
+   the object's COM and inertia (rigtool.identify.posture.equation_error);
+4. the subset Phi_s from all postures (rigtool.identify.subset.fit);
 5. the relative-motion capture: the remaining J_yy terms, the full minimal set Phi_B
-   (rigtool.identify.relative, then by default its output-error refinement,
-   rigtool.identify.output_error_relative); joint centres the manifest leaves out come from
+   (rigtool.identify.relative.equation_error, then by default its output-error refinement,
+   rigtool.identify.relative.output_error); joint centres the manifest leaves out come from
    the same capture first (rigtool.kinematics.joint_centre);
 6. per-link parameters from Phi_B completed by the manifest's priors
-   (rigtool.identify.segments).
+   (rigtool.identify.segments.fit).
 """
 
 from __future__ import annotations
@@ -31,15 +31,16 @@ from scipy.spatial.transform import Rotation
 from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session, sha256_of
 from rigtool.devices.scale import resolve_total_mass
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
-from rigtool.identify.output_error import (OutputErrorResult, base_pose_covariance,
-                                           calibration_std_from_rigfile, refine_posture)
-from rigtool.identify.output_error_relative import RelativeRefinement, refine_relative
-from rigtool.identify.overall import PostureResult, fit_posture
-from rigtool.identify.platform_motion import (CaptureMotion, capture_motion, relative_pose,
+from rigtool.calibration_uncertainty import calibration_std_from_rigfile
+from rigtool.identify.common.output_error import base_pose_covariance
+from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
+from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
+from rigtool.identify.posture.equation_error import PostureResult, fit_posture
+from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
-from rigtool.identify.relative import RelativeResult, resolve_relative
-from rigtool.identify.segments import SegmentsResult, estimate_segments, priors_from_specs
-from rigtool.identify.subset import PostureOverall, SubsetResult, fit_subset
+from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
+from rigtool.identify.segments.fit import SegmentsResult, estimate_segments, priors_from_specs
+from rigtool.identify.subset.fit import PostureOverall, SubsetResult, fit_subset
 from rigtool.kinematics.joint_centre import score_joint_centre
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
 from rigtool.mocap import MarkerData, read_capture
@@ -284,7 +285,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     """Read one locked-posture capture and fit the object's overall properties.
 
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
-    fitting its raw markers (:func:`rigtool.identify.output_error.refine_posture`); with
+    fitting its raw markers (:func:`rigtool.identify.posture.output_error.refine_posture`); with
     ``object_markers_in_fit`` (default) the object's markers join that fit as markers rigidly
     attached to the platform, and the base link's pose on the platform is estimated in it.
     """

@@ -208,7 +208,7 @@ def _relative_figure(out: SessionOutcome, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from rigtool.identify.relative import plot_relative
+    from rigtool.identify.relative.equation_error import plot_relative
     fig = plot_relative(out.relative)
     fig.savefig(path, dpi=80)
     plt.close(fig)

@@ -1,6 +1,6 @@
 """Output-error (maximum-likelihood) refinement of the relative-motion stage (issues 7, 10).
 
-The equation-error stage (rigtool.identify.relative) filters the markers of the swing and
+The equation-error stage (rigtool.identify.relative.equation_error) filters the markers of the swing and
 differentiates them twice to build paper 002's eq. 16; noise then sits on both sides of the
 equation and the filter shapes the motion. Here nothing is filtered: the platform (with the
 base link bolted on) on its damped springs and every moving link on its spherical joint are
@@ -16,7 +16,7 @@ docstring of rigtool.engine.tree: each moving link carries ``[0, MS_j, J_j]``, i
 sits on its joint). Unknowns:
 
 - ``free="jyy"``: the moving links' ``J_yy`` (``Phi_B = G Phi_s + H u`` of
-  rigtool.identify.relative.phi_b_affine), Phi_s held at the postures' estimate; its
+  rigtool.identify.relative.equation_error.phi_b_affine), Phi_s held at the postures' estimate; its
   covariance is propagated into the result to first order (``du/dPhi_s`` from the exact
   sensitivities), as the equation-error two-step method does;
 - ``free="phi_b"`` (default; see :func:`refine_relative` for the evidence): every entry of
@@ -31,13 +31,13 @@ sits on its joint). Unknowns:
   pose), velocity and angular velocity; each moving link's rotation vector (about its
   marker-fitted pose, lab axes) and absolute angular velocity.
 
-Single shooting with a growing horizon (as rigtool.identify.output_error): first the initial
+Single shooting with a growing horizon (as rigtool.identify.posture.output_error): first the initial
 state alone on a short horizon, then everything on a horizon lengthened geometrically up to
 the window. The swing of a few degrees decays slowly and the model is deterministic and
 smooth, so one trajectory tracks a 10 s window to the marker noise when the model is right.
 
 Bounds: each moving link's ``J_yy`` is kept inside its physically consistent interval
-(rigtool.identify.relative.feasible_intervals: pseudo-inertia LMIs given Phi_s and M0) as
+(rigtool.identify.relative.equation_error.feasible_intervals: pseudo-inertia LMIs given Phi_s and M0) as
 box bounds of the solver; an estimate within 1e-6 of a bound is flagged. Joint damping >= 0.
 With ``free="phi_b"`` Phi_s moves with the fit, so the fit runs unbounded and the estimate is
 checked against the intervals of its own Phi_s; outside, the last stage is rerun with those
@@ -54,7 +54,7 @@ start: 0.006-0.009 mm, 0.11-0.15 %); 160-280 s per refinement on the shared mach
 
 Uncertainty: ``s^2 (J^T J)^-1`` (marker noise) plus, to first order, Phi_s's covariance
 (``free="jyy"``) and optionally the calibration's (``calibration_std`` as
-rigtool.identify.output_error takes it). The base link's pose on the platform is an unknown
+rigtool.identify.posture.output_error takes it). The base link's pose on the platform is an unknown
 (``fit_base``), so its uncertainty is in the Gauss-Newton covariance.
 """
 
@@ -68,12 +68,13 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError, IdentifiabilityError
-from rigtool.identify.output_error_common import (calibration_members_of, next_horizon,
-                                                  start_state, window_frames)
-from rigtool.identify.relative_problem import RelativeProblem
-from rigtool.identify.platform_motion import marker_sigma_from_residual
-from rigtool.identify.relative import (RelativeResult, eq16_with, feasible_intervals,
-                                       link_lower_bounds, phi_b_affine)
+from rigtool.calibration_uncertainty import calibration_members_of
+from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
+from rigtool.identify.relative.problem import RelativeProblem
+from rigtool.identify.common.platform_motion import marker_sigma_from_residual
+from rigtool.identify.relative.equation_error import (RelativeResult, eq16_with,
+                                                     feasible_intervals, link_lower_bounds,
+                                                     phi_b_affine)
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -224,7 +225,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         Weighed mass ``M0``.
     base_pose : (R, p), optional
         The base link's pose on the platform; default the mean from the capture (as
-        :func:`rigtool.identify.relative.relative_system`).
+        :func:`rigtool.identify.relative.equation_error.relative_system`).
     window : (t0, t1), optional
         Time span fitted, s; default the whole capture.
     calibration_std : dict, optional
@@ -293,7 +294,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
             free = "jyy"
     # ---- markers: platform, base (bolted to the platform), moving links
     if base_pose is None:
-        from rigtool.identify.platform_motion import relative_pose
+        from rigtool.identify.common.platform_motion import relative_pose
         from rigtool.kinematics.pose import body_trajectory
         r_pb, t_pb, _ = relative_pose(body_trajectory(data, rig.platform.markers_platform),
                                       body_trajectory(data, markers[tree.links[0].name]))

@@ -1,6 +1,6 @@
 """Output-error (maximum-likelihood) refinement of a locked posture's inertial properties.
 
-The equation-error fit (rigtool.identify.overall) filters the markers and differentiates
+The equation-error fit (rigtool.identify.posture.equation_error) filters the markers and differentiates
 them twice, so noise enters its regressors (errors in variables) and the filter shapes the
 modes. Here nothing is filtered or differentiated: the rig model (calibrated springs with
 their damping, calibrated platform, the object's weighed mass) is *simulated* from an
@@ -22,7 +22,7 @@ Unknowns (21, plus optional nuisance):
 
 The object's own markers (``base_markers``, ``object_markers``): in a locked posture they
 move with the platform, so after the platform-marker fit has converged they join it, their
-places on the platform eliminated by variable projection (rigtool.identify.attached_markers)
+places on the platform eliminated by variable projection (rigtool.identify.posture.attached_markers)
 and the base link's pose on the platform estimated with them (it carries the platform-frame
 estimate into the base-link frame, and its uncertainty, a few micrometres, is as large as the
 COM's). Measured on the paper-002 session (sigma 0.1 mm, 5 seeds x 3 postures): the errors
@@ -65,18 +65,16 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.engine.lm import levenberg_marquardt
-from rigtool.identify.attached_markers import (attached_positions, joint_information,
+from rigtool.identify.posture.attached_markers import (attached_positions, joint_information,
                                                nuisance_products, platform_frame_positions,
                                                pose_columns)
-from rigtool.identify.output_error_common import (base_pose_covariance,  # noqa: F401 (re-export)
-                                                  calibration_members_of,
-                                                  calibration_std_from_rigfile,  # noqa: F401
-                                                  central_jacobian, next_horizon,
+from rigtool.calibration_uncertainty import calibration_members_of
+from rigtool.identify.common.output_error import (central_jacobian, next_horizon,
                                                   object_in_base_frame, start_state,
                                                   window_frames)
-from rigtool.identify.overall import PostureResult, transform_matrix
-from rigtool.identify.posture_problem import PostureProblem, object_to_z
-from rigtool.identify.propagate import propagate
+from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
+from rigtool.identify.posture.problem import PostureProblem, object_to_z
+from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -375,7 +373,7 @@ def _fit_attached(prob: PostureProblem, x: np.ndarray, data: MarkerData, idx: np
     them at their maximum-likelihood positions on its own trajectory, so the finite-difference
     Jacobian is that of the reduced problem and Gauss-Newton converges to the joint
     maximum-likelihood estimate). Leaves ``prob`` with the positions held at the estimate's
-    (for the information matrix, rigtool.identify.attached_markers.joint_information).
+    (for the information matrix, rigtool.identify.posture.attached_markers.joint_information).
 
     Returns ``x``, the markers kept (``names``, base-link markers first, ``n_base``), the
     base pose (``base_rotation``, ``base_position_m``, ``pose_cols``), the platform's fitted

@@ -46,10 +46,10 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
-from rigtool.identify.lsq import noise_moments, solve_compensated, solve_wls
-from rigtool.identify.overall import (dual_metric_rows, spatial_inertia_basis,
+from rigtool.lsq import noise_moments, solve_compensated, solve_wls
+from rigtool.identify.posture.equation_error import (dual_metric_rows, spatial_inertia_basis,
                                       spring_wrench_body, transform_matrix)
-from rigtool.identify.platform_motion import (WRENCH_ROWS, CaptureMotion, capture_motion,
+from rigtool.identify.common.platform_motion import (WRENCH_ROWS, CaptureMotion, capture_motion,
                                               equation_rows, relative_pose, row_names)
 from rigtool.inertia import InertialParams, regressor_body, skew
 from rigtool.kinematics.filtering import fill_gaps
@@ -190,7 +190,7 @@ def link_motions(tree: Tree, data: MarkerData, markers: dict[str, dict[str, np.n
     its rotation comes from its own markers. Returns the motions and each link's marker
     noise (per coordinate, m) from the rigid-fit residuals.
     """
-    from rigtool.identify.platform_motion import marker_sigma_from_residual
+    from rigtool.identify.common.platform_motion import marker_sigma_from_residual
     n = len(tree.links)
     parents = tree.parent_index()
     raw_rot = [None] * n
@@ -684,7 +684,7 @@ def _joint_fit(tree: Tree, a_full: np.ndarray, b: np.ndarray, weights, lag: int,
     moved = False
     if consistent:
         import cvxpy as cp
-        from rigtool.identify.consistency import solve_problem
+        from rigtool.identify.common.consistency import solve_problem
         try:
             per = x.reshape(n, 9)
             ok_all = True
@@ -718,7 +718,7 @@ def _constrained(u_ls: np.ndarray, normal: np.ndarray, lower: np.ndarray,
                  total: float) -> np.ndarray:
     """``argmin (u - u_ls)^T N (u - u_ls)`` over the consistent set (a small QP, cvxpy)."""
     import cvxpy as cp
-    from rigtool.identify.consistency import solve_problem
+    from rigtool.identify.common.consistency import solve_problem
     scale = np.maximum(np.abs(u_ls), 1e-6)
     y = cp.Variable(len(u_ls))
     uu = cp.multiply(scale, y)

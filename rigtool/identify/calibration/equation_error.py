@@ -20,7 +20,7 @@ says that the motion lies where the filter distorts).
 
 Noise model for standard errors: residuals are zero-mean, independent between captures,
 stationary within one, with any correlation confined to the filter's impulse-response length
-(HAC sandwich, rigtool.identify.lsq). Row weights: 1/sigma per wrench component, from a
+(HAC sandwich, rigtool.lsq). Row weights: 1/sigma per wrench component, from a
 first unweighted pass.
 """
 
@@ -32,11 +32,11 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.errors import IdentifiabilityError
-from rigtool.identify.consistency import consistency_constraints, solve_triangle
-from rigtool.identify.lsq import (LsqResult, compensated_triangle, noise_moments,
+from rigtool.identify.common.consistency import consistency_constraints, solve_triangle
+from rigtool.lsq import (LsqResult, compensated_triangle, noise_moments,
                                   reduce_to_triangle, solve_compensated, solve_wls)
-from rigtool.identify.propagate import propagate
-from rigtool.identify.platform_motion import CaptureMotion, equation_rows, row_names
+from rigtool.identify.common.propagate import propagate
+from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows, row_names
 from rigtool.inertia import InertialParams, regressor_body
 from rigtool.rig import Rig, spring_wrench_regressor
 

@@ -8,7 +8,7 @@ spring's damping. :class:`PostureProblem` maps them to the engine's inputs with 
 Jacobians (rigtool.engine.params) and evaluates the cost and the normal equations chunk by
 chunk over the frames (rigtool.engine.rigid's ``consume``), so memory does not grow with the
 capture's length. The object's other markers, rigidly attached to the platform at unknown
-places, are eliminated by variable projection (rigtool.identify.attached_markers).
+places, are eliminated by variable projection (rigtool.identify.posture.attached_markers).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from rigtool.engine.lm import Normal
 from rigtool.engine.markers import marker_rows
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
-from rigtool.identify.attached_markers import (joint_information, nuisance_products,
+from rigtool.identify.posture.attached_markers import (joint_information, nuisance_products,
                                                placed_positions, pose_columns,
                                                position_products)
 from rigtool.rig import Rig

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from rigtool.identify.base_params import base_parameters, row_space_residual
+from rigtool.identify.subset.base_params import base_parameters, row_space_residual
 from rigtool.inertia import skew
 from rigtool.tree import PHI_S_FIELDS, Tree, phi_b_names, phi_s_names
 
@@ -466,7 +466,7 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     unident = [describe_null(c) for c in combos]
     advice: list[str] = []
     if rank < n_par and advise:
-        from rigtool.identify.posture_advice import advise_next_posture
+        from rigtool.identify.subset.advice import advise_next_posture
         adv = advise_next_posture(tree, postures, total_mass_kg, rtol=rtol)
         advice = adv.lines(combos)
     base_check = _base_check(tree, postures, total_mass_kg, rank, rtol)
@@ -477,7 +477,7 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     result = SubsetResult(names, values, std, cov, rank, cond, s_rel, unident, advice, rms,
                           chi2, weights, len(postures), rtol, base_check, warnings)
     if consistent:
-        from rigtool.identify.subset_consistent import consistent_fit
+        from rigtool.identify.subset.consistent import consistent_fit
         consistent_fit(tree, result, a_w, b_w, total_mass_kg)
     return result
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine import tree as et
-from rigtool.identify.relative import phi_b_affine
+from rigtool.identify.relative.equation_error import phi_b_affine
 from rigtool.rig import Rig
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from rigtool.config import read_toml
 from rigtool.errors import ConfigError
-from rigtool.identify.subset import ROTATION_TOL, PostureOverall, rotation_error
+from rigtool.identify.subset.fit import ROTATION_TOL, PostureOverall, rotation_error
 from rigtool.tree import Link, Tree
 from rigtool.validate import as_array, as_float, as_str, as_symmetric_inertia, require
 

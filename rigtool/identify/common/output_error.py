@@ -8,65 +8,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.errors import ConfigError, InputError
-from rigtool.identify.calibration_covariance import (_calibration_table, calibration_members,
-                                                     covariance_from_raw)
-from rigtool.identify.overall import transform_matrix
-from rigtool.identify.posture_problem import z_to_params
-from rigtool.inertia import InertialParams
+from rigtool.errors import InputError
+from rigtool.identify.posture.equation_error import transform_matrix
+from rigtool.identify.posture.problem import z_to_params
 from rigtool.mocap import MarkerData
-from rigtool.rig import Rig
-
-
-def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
-                                 ) -> dict[str, np.ndarray] | None:
-    """Uncertainty of the calibrated rig as written by ``rigtool calibrate``, or None.
-
-    Standard errors from ``[calibration.std]`` of the rig file's raw TOML; when the file also
-    has ``[calibration.covariance]`` (output-error calibration), ``"members"``: the
-    calibration perturbed along the covariance's principal axes, so the posture fit
-    propagates its correlations (rigtool.identify.calibration_covariance).
-    """
-    cov = covariance_from_raw(raw, rig, path=path)     # checked even when std is incomplete
-    std = _calibration_table(raw, path).get("std")
-    if not std:
-        return None
-    if not isinstance(std, dict):
-        raise ConfigError("expected a table of standard errors", path=path,
-                          field="calibration.std")
-    springs = std.get("springs", {})
-    names = [sp.name for sp in rig.springs]
-    try:
-        out = {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
-               "free_length": np.array([springs[n]["free_length"] for n in names], float),
-               "damping": np.array([springs[n]["damping"] for n in names], float),
-               "platform_mass": float(std["platform"]["mass"]),
-               "platform_com": np.asarray(std["platform"]["com"], float),
-               "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
-    except (KeyError, TypeError):
-        return None
-    if cov is not None:
-        out["members"] = calibration_members(rig, rig.platform.params, cov)
-    return out
-
-
-def calibration_members_of(rig: Rig, platform: InertialParams, cal_std: dict):
-    """One perturbed calibration per principal axis: ``(label, step, (platform_pi, k, L0,
-    c))`` (:func:`rigtool.identify.calibration_covariance.calibration_members`).
-
-    With a full covariance the members are given (``cal_std["members"]``). With standard
-    errors alone (a rig file without ``[calibration.covariance]``) the covariance is taken
-    diagonal: each calibrated number is stepped alone by its standard error (the maps are
-    smooth; the sensitivity is the slope over that step), the calibration's own correlations
-    being unknown.
-    """
-    if cal_std.get("members"):
-        return list(cal_std["members"])
-    sd = np.concatenate([cal_std["stiffness"], cal_std["free_length"], cal_std["damping"],
-                         [cal_std["platform_mass"]], cal_std["platform_com"],
-                         np.asarray(cal_std["platform_inertia_com"])[np.triu_indices(3)]])
-    sd = np.where(np.asarray(sd, float) > 0, sd, 0.0)          # NaN or 0: not stepped
-    return calibration_members(rig, platform, np.diag(sd ** 2))
 
 
 def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
@@ -77,7 +22,7 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
 
     From per-frame marker-fitted poses (``[T, 3, 3]``, ``[T, 3]``, lab; NaN where unseen):
     ``R_pb = R_p^T R_b``, ``t_pb = R_p^T (p_b - p_p)``, averaged (as
-    rigtool.identify.platform_motion.relative_pose). The covariance is of ``[t_pb (3),
+    rigtool.identify.common.platform_motion.relative_pose). The covariance is of ``[t_pb (3),
     delta (3)]`` with ``R_pb = R_mean exp([delta x])``: the per-frame scatter over the number
     of frames (marker noise is white, so frames are independent). On a 25 s capture at 120 Hz
     it is a few micrometres, as large as the output-error COM standard error, so it belongs
@@ -170,5 +115,5 @@ def central_jacobian(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-__all__ = ["calibration_std_from_rigfile", "calibration_members_of", "base_pose_covariance",
+__all__ = ["base_pose_covariance",
            "object_in_base_frame", "window_frames", "start_state", "next_horizon"]

@@ -38,7 +38,7 @@ import cvxpy as cp
 import numpy as np
 
 from rigtool.errors import ConfigError, InputError
-from rigtool.identify.consistency import SOLVER, consistency_constraints
+from rigtool.identify.common.consistency import SOLVER, consistency_constraints
 from rigtool.inertia import InertialParams, inertia_matrix, parallel_axis
 from rigtool.report import anthropometry as anthro
 from rigtool.tree import PHI_B_FIELDS, Tree

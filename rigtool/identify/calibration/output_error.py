@@ -1,6 +1,6 @@
 """Output-error refinement of the rig calibration over several captures (issue 10).
 
-Same estimator as the posture refinement (rigtool.identify.output_error): simulate every
+Same estimator as the posture refinement (rigtool.identify.posture.output_error): simulate every
 calibration capture from its own initial state with the rig model, predict the platform's
 markers, minimise the squared marker residuals; no filtering, no differentiation.
 
@@ -31,10 +31,10 @@ from rigtool.engine.capture import CaptureRows, RigidCapture
 from rigtool.engine.lm import Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import RigidModel, theta_of
-from rigtool.identify.calibration_covariance import calibration_members
-from rigtool.identify.output_error_common import start_state, window_frames
-from rigtool.identify.posture_problem import object_to_z, z_to_params
-from rigtool.identify.propagate import propagate
+from rigtool.calibration_uncertainty import calibration_members
+from rigtool.identify.common.output_error import start_state, window_frames
+from rigtool.identify.posture.problem import object_to_z, z_to_params
+from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -79,7 +79,7 @@ class CalibrationRefinement:
 
     def physical_covariance(self) -> np.ndarray:
         """Covariance of the calibration in physical parameters, in the order of
-        rigtool.identify.calibration_covariance.parameter_names (springs' stiffness, free
+        rigtool.calibration_uncertainty.parameter_names (springs' stiffness, free
         length, damping; platform mass, COM, inertia about the COM), by the delta method from
         the fit's log-Cholesky parameters."""
         n_spr = len(self.rig.springs)
@@ -145,7 +145,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     markers_platform : dict, optional
         Default the rig's platform markers.
     substeps, first_horizon_s, horizon_factor, ftol
-        As in :func:`rigtool.identify.output_error.refine_posture`.
+        As in :func:`rigtool.identify.posture.output_error.refine_posture`.
     max_iterations : int
         Levenberg-Marquardt iterations per horizon stage.
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.subset import (DEFAULT_RTOL, PostureOverall, reference_radius,
+from rigtool.identify.subset.fit import (DEFAULT_RTOL, PostureOverall, reference_radius,
                                      regressor_phi_s, structural_whitener)
 from rigtool.tree import Tree, phi_s_names
 
@@ -176,7 +176,7 @@ def advise_next_posture(tree: Tree, postures: list[PostureOverall], total_mass_k
     s_full = np.zeros(a.shape[1])
     s_full[:s.size] = s
     rank = int(np.sum(s_full / s_full[0] > rtol))
-    from rigtool.identify.subset import null_combinations
+    from rigtool.identify.subset.fit import null_combinations
     combos = null_combinations(vt[rank:].T, scale, phi_s_names(tree))
     extra = design_rows(tree, [c.rotations for c in candidates], [ws[0]] * len(candidates))
     per_dir = []

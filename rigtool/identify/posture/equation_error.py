@@ -1,7 +1,7 @@
 """Overall inertial properties of one locked posture from its free vibration (paper 002 §2.1).
 
 With the joints locked the object is one rigid body fixed to the platform. Per frame, in
-platform components about the platform origin (see rigtool.identify.calibrate)::
+platform components about the platform origin (see rigtool.identify.calibration.equation_error)::
 
     Y(a - g, w, w_dot) (pi_platform + T pi_object) = w_springs
 
@@ -29,11 +29,11 @@ from scipy.spatial.transform import Rotation
 
 import cvxpy as cp
 
-from rigtool.identify.consistency import consistency_constraints, solve_problem, solve_triangle
-from rigtool.identify.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
+from rigtool.identify.common.consistency import consistency_constraints, solve_problem, solve_triangle
+from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
                                   solve_compensated, solve_wls)
-from rigtool.identify.platform_motion import CaptureMotion, WRENCH_ROWS, equation_rows, row_names
-from rigtool.identify.propagate import propagate
+from rigtool.identify.common.platform_motion import CaptureMotion, WRENCH_ROWS, equation_rows, row_names
+from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
 from rigtool.rig import Rig, linearised_stiffness, spring_wrench, spring_wrench_regressor
 

@@ -127,3 +127,54 @@ def covariance_from_raw(raw: dict, rig: Rig, *, path=None) -> np.ndarray | None:
 
 __all__ = ["parameter_names", "calibration_vector", "calibration_members", "covariance_table",
            "covariance_from_raw"]
+
+
+def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
+                                 ) -> dict[str, np.ndarray] | None:
+    """Uncertainty of the calibrated rig as written by ``rigtool calibrate``, or None.
+
+    Standard errors from ``[calibration.std]`` of the rig file's raw TOML; when the file also
+    has ``[calibration.covariance]`` (output-error calibration), ``"members"``: the
+    calibration perturbed along the covariance's principal axes, so the posture fit
+    propagates its correlations (rigtool.calibration_uncertainty).
+    """
+    cov = covariance_from_raw(raw, rig, path=path)     # checked even when std is incomplete
+    std = _calibration_table(raw, path).get("std")
+    if not std:
+        return None
+    if not isinstance(std, dict):
+        raise ConfigError("expected a table of standard errors", path=path,
+                          field="calibration.std")
+    springs = std.get("springs", {})
+    names = [sp.name for sp in rig.springs]
+    try:
+        out = {"stiffness": np.array([springs[n]["stiffness"] for n in names], float),
+               "free_length": np.array([springs[n]["free_length"] for n in names], float),
+               "damping": np.array([springs[n]["damping"] for n in names], float),
+               "platform_mass": float(std["platform"]["mass"]),
+               "platform_com": np.asarray(std["platform"]["com"], float),
+               "platform_inertia_com": np.asarray(std["platform"]["inertia_com"], float)}
+    except (KeyError, TypeError):
+        return None
+    if cov is not None:
+        out["members"] = calibration_members(rig, rig.platform.params, cov)
+    return out
+
+
+def calibration_members_of(rig: Rig, platform: InertialParams, cal_std: dict):
+    """One perturbed calibration per principal axis: ``(label, step, (platform_pi, k, L0,
+    c))`` (:func:`rigtool.calibration_uncertainty.calibration_members`).
+
+    With a full covariance the members are given (``cal_std["members"]``). With standard
+    errors alone (a rig file without ``[calibration.covariance]``) the covariance is taken
+    diagonal: each calibrated number is stepped alone by its standard error (the maps are
+    smooth; the sensitivity is the slope over that step), the calibration's own correlations
+    being unknown.
+    """
+    if cal_std.get("members"):
+        return list(cal_std["members"])
+    sd = np.concatenate([cal_std["stiffness"], cal_std["free_length"], cal_std["damping"],
+                         [cal_std["platform_mass"]], cal_std["platform_com"],
+                         np.asarray(cal_std["platform_inertia_com"])[np.triu_indices(3)]])
+    sd = np.where(np.asarray(sd, float) > 0, sd, 0.0)          # NaN or 0: not stepped
+    return calibration_members(rig, platform, np.diag(sd ** 2))

@@ -14,8 +14,8 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from rigtool.identify.consistency import SOLVER, consistency_constraints
-from rigtool.identify.subset import phi_s_selector
+from rigtool.identify.common.consistency import SOLVER, consistency_constraints
+from rigtool.identify.subset.fit import phi_s_selector
 from rigtool.inertia import InertialParams
 from rigtool.tree import Link, Tree, minimal_parameters, phi_b_vector
 

@@ -10,7 +10,7 @@ maximum-likelihood values of those unknowns are closed-form (the mean platform-f
 of a free marker; the rigid fit of the base-link cluster to its markers' means) and are
 eliminated: every simulated trajectory places the markers at their best positions for it
 (variable projection, :func:`placed_positions`), and the fit of the dynamics alone reaches
-the joint maximum-likelihood estimate (rigtool.identify.output_error.refine_posture).
+the joint maximum-likelihood estimate (rigtool.identify.posture.output_error.refine_posture).
 
 Their uncertainty enters through the Fisher information of the joint problem: the columns of
 a marker's position are ``1e3 R_t`` (mm per m) on that marker's rows, so the cross blocks
