@@ -7,10 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rigtool.config import FilterSettings, load_rig
+from rigtool.config import FilterSettings
 from rigtool.errors import InputError
-from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
-                                          run_calibration)
 from rigtool.pipeline.methods import add_method_argument
 from rigtool.progress import progress_printer
 
@@ -37,9 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rigtool.pipeline.preflight import check_rig
     from rigtool.tomlwrite import dumps
 
-    rigfile = load_rig(args.rig)
+    rigfile = check_rig(args.rig)      # every capture checked, in seconds, before the fitting
+    from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
+                                              run_calibration)     # code is even imported
     out = args.output or default_output(args.rig)
     if out.resolve() == args.rig.resolve():
         raise InputError("refusing to write the calibrated rig over its input; choose another "

@@ -30,7 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigtool.pipeline.session import run_session
+    from rigtool.pipeline.preflight import check_session
+
+    check_session(args.session)      # every file named, checked in seconds, before the fitting
+    from rigtool.pipeline.session import run_session     # code is even imported
     from rigtool.report.writer import write_report
 
     out_dir = args.output or args.session.parent / "results"
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     progress = progress_printer()
     outcome = run_session(args.session, spring_model=args.spring_model,
                           weighting=args.weighting, compensate=not args.no_compensation,
-                          method=args.method, progress=progress)
+                          method=args.method, progress=progress, preflight=False)
     progress("writing the report")
     written = write_report(outcome, out_dir)
     for p in outcome.postures:

@@ -34,6 +34,7 @@ from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.calibration_uncertainty import calibration_std_from_rigfile
 from rigtool.identify.common.output_error import base_pose_covariance
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
+from rigtool.pipeline.preflight import check_session
 from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
 from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
@@ -379,14 +380,16 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
                 method: str = "output-error", workers: int | None = None,
-                progress: Progress | None = None) -> SessionOutcome:
+                progress: Progress | None = None, preflight: bool = True) -> SessionOutcome:
     """Run every stage of a session (see module docstring).
 
     ``workers``: processes for the posture fits (default: one per posture up to the CPU
-    count with the output-error method, else 1).
+    count with the output-error method, else 1). ``preflight`` (default) checks every file
+    the manifest names before any fit (rigtool.pipeline.preflight); off when the caller has
+    just done so.
     """
     progress = progress or _noop
-    session = load_session(session_path)
+    session = check_session(session_path) if preflight else load_session(session_path)
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)
