@@ -11,7 +11,8 @@ import pytest
 from rigtool.errors import InputError
 import _ref_tree_kane as tm              # the Kane's-method reference model (tests/)
 from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
-from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
+from rigtool.identify.relative.equation_error import (RelativeResult, describe_interval,
+                                                    resolve_relative)
 from rigtool.config import FilterSettings
 from rigtool.mocap import MarkerData
 from rigtool.sim import dynamics as dyn
@@ -233,3 +234,26 @@ def test_refine_input_errors(swing):
     with pytest.raises(ValueError):
         refine_relative(p.tree, rig, p.sc.platform_params, swing.data, swing.markers,
                         free="all", **kw)
+
+
+def test_describe_interval_names_an_empty_interval():
+    assert describe_interval(0.1, 0.25) == "[0.1000, 0.2500]"
+    empty = describe_interval(0.4021, -2.7097)
+    assert empty.startswith("empty") and "0.4021" in empty and "-2.7097" in empty
+
+
+def test_refinement_that_misses_the_noise_is_not_reached(swing):
+    """reached_noise() compares the refinement's residual with the rigid fits' noise."""
+    p = swing.p
+    res = refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
+                          swing.markers, start=swing.start, phi_s_cov=swing.cov_s,
+                          phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
+                          window=(0.5, 1.5), first_horizon_s=0.5, free="jyy")
+    fitted = replace(res, marker_sigma_mm=0.01, noise_mm=0.1)
+    assert fitted.reached_noise()
+    # the voluntary-motion failure of issue 19: 31 mm against 0.1 mm
+    failed = replace(res, marker_sigma_mm=31.0, noise_mm=0.1)
+    assert not failed.reached_noise()
+    assert failed.to_json()["reached_noise"] is False
+    # unknown noise (no rigid fits): the residual cannot be judged, the fit is kept
+    assert replace(res, marker_sigma_mm=31.0, noise_mm=float("nan")).reached_noise()

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from rigtool.pipeline.preflight import check_session
 
     check_session(args.session)      # every file named, checked in seconds, before the fitting
+    from rigtool.identify.relative.equation_error import describe_interval
     from rigtool.pipeline.session import run_session     # code is even imported
     from rigtool.report.writer import write_report
 
@@ -59,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if outcome.relative is not None:
         rel = outcome.relative
         print(f"relative motion ({rel.method}): " + ", ".join(
-            f"{k} = {v:.5f} +- {rel.std[k]:.2g} kg m^2 (feasible {rel.bounds[k][0]:.4f} .. "
-            f"{rel.bounds[k][1]:.4f})" for k, v in rel.resolved.items()))
+            f"{k} = {v:.5f} +- {rel.std[k]:.2g} kg m^2 (feasible interval "
+            f"{describe_interval(*rel.bounds[k])})" for k, v in rel.resolved.items()))
     for note in outcome.notes:
         print(f"note: {note}")
     for w in outcome.warnings:

@@ -35,7 +35,8 @@ from rigtool.calibration_uncertainty import calibration_std_from_rigfile
 from rigtool.identify.common.output_error import base_pose_covariance
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
 from rigtool.pipeline.preflight import check_session
-from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
+from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, RelativeRefinement,
+                                                   refine_relative)
 from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
@@ -442,8 +443,13 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 start=relative, phi_s=subset.values, phi_s_cov=subset.covariance,
                 total_mass_kg=total_mass, window=session.relative_motion.window,
                 calibration_std=_calibration_std(rigfile))
-            relative = refinement.as_relative_result()
-            warnings += [f"relative motion (output error): {w}" for w in refinement.warnings]
+            if refinement.reached_noise():
+                relative = refinement.as_relative_result()
+                warnings += [f"relative motion (output error): {w}"
+                             for w in refinement.warnings]
+            else:
+                # a refinement that does not fit the data never replaces the estimate
+                warnings.append(refinement_rejected(refinement))
     segments, notes = None, []
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
@@ -455,6 +461,15 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
                           warnings, tree, joint_centres, relative, segments=segments,
                           notes=notes, relative_refinement=refinement)
+
+
+def refinement_rejected(ref: RelativeRefinement) -> str:
+    """Why an output-error refinement was not used (the equation-error estimate is)."""
+    return (f"relative motion: the output-error refinement left {ref.marker_sigma_mm:.3f} mm "
+            f"RMS marker residuals against {ref.noise_mm:.3f} mm marker noise (rigid fits), "
+            f"more than {REACHED_NOISE_FACTOR:g}x: its model does not describe this capture "
+            "(a limb moved by muscles rather than swinging freely, a joint that is not "
+            "spherical, a marker that slides), so the equation-error estimate is reported")
 
 
 def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float

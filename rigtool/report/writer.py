@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rigtool import __version__
+from rigtool.identify.relative.equation_error import describe_interval
 from rigtool.pipeline.session import SessionOutcome
 
 
@@ -101,16 +102,24 @@ def report_dict(out: SessionOutcome) -> dict:
         rel = out.relative.to_json()
         mp = rel.pop("minimal_parameters")
         ref = out.relative_refinement
-        if ref is not None:
+        if ref is not None and not ref.reached_noise():
+            oe = ref.to_json()
+            rel["output_error"] = {"used": False, "reason": (
+                f"residual {ref.marker_sigma_mm:.4f} mm against {ref.noise_mm:.4f} mm marker "
+                "noise: the refinement did not fit the capture; the equation-error estimate "
+                "is reported"), **{k: oe[k] for k in ("free", "residual_rms_mm",
+                                                      "marker_sigma_mm", "noise_mm",
+                                                      "iterations", "elapsed_s")}}
+        elif ref is not None:
             # the output-error numbers replace the equation-error ones; both are kept
             rel["equation_error"] = {"resolved": dict(ref.start.resolved),
                                      "std": dict(ref.start.std),
                                      "phi_b": {"values": ref.start.values.tolist(),
                                                "std": ref.start.std_phi_b.tolist()}}
             oe = ref.to_json()
-            rel["output_error"] = {k: oe[k] for k in (
+            rel["output_error"] = {"used": True, **{k: oe[k] for k in (
                 "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
-                "marker_sigma_mm", "iterations", "elapsed_s", "horizons_s")}
+                "marker_sigma_mm", "noise_mm", "iterations", "elapsed_s", "horizons_s")}}
             rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
         doc["relative_motion"] = _r(rel)
         doc["minimal_parameters"] = _r(mp)
@@ -282,7 +291,8 @@ def _markdown(doc: dict, figures: list[str]) -> str:
                   "|---|---|---|---|---|"]
         for n, v in rel["resolved"].items():
             lo, hi = rel["bounds"][n]
-            lines.append(f"| {n} | {v:.5f} | {rel['std'][n]:.5f} | [{lo:.5f}, {hi:.5f}] | "
+            lines.append(f"| {n} | {v:.5f} | {rel['std'][n]:.5f} | "
+                         f"{describe_interval(lo, hi, digits=5)} | "
                          f"{'yes' if n in rel['on_bound'] else 'no'} |")
         lines += ["", f"Residual RMS of eq. 16: force {rel['residual_rms']['force']:.3g} N, "
                   f"torque {rel['residual_rms']['torque']:.3g} N m "

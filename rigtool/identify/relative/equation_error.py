@@ -69,6 +69,16 @@ METHODS = ("two-step", "joint")
 # Phi_B <-> Phi_s + unknown J_yy
 # ----------------------------------------------------------------------------------------
 
+def describe_interval(lower: float, upper: float, *, digits: int = 4) -> str:
+    """A feasible J_yy interval for people to read: ``[lo, hi]``, or, when the lower bound
+    lies above the upper one, that it is empty and why (no set of physically consistent
+    links has this Phi_s and mass; the estimate is then not bounded)."""
+    if lower > upper:
+        return (f"empty (lower bound {lower:.{digits}f} above upper {upper:.{digits}f}: no "
+                "physically consistent links have this Phi_s and mass)")
+    return f"[{lower:.{digits}f}, {upper:.{digits}f}]"
+
+
 def phi_b_affine(n_links: int) -> tuple[np.ndarray, np.ndarray]:
     """``(G, H)`` with ``Phi_B = G Phi_s + H u``; ``u`` = ``J_yy`` of links 1..n-1.
 

@@ -82,6 +82,9 @@ from rigtool.rig import Rig
 from rigtool.tree import Tree, j_matrix, phi_b_names, phi_s_from_phi_b
 
 FREE = ("jyy", "phi_b")
+#: a refinement whose residual exceeds this multiple of the marker noise has not fitted the
+#: data (model error or a start too far off); its estimate is not reported
+REACHED_NOISE_FACTOR = 1.5
 DAMPING = ("per-joint", "shared")
 
 
@@ -131,6 +134,13 @@ class RelativeRefinement:
     method: str = "output-error"
     base_pose: tuple | None = None           # (R_pb, t_pb) fitted (or held)
     base_pose_std: np.ndarray | None = None  # [t (3), rotation vector (3)]
+    noise_mm: float = float("nan")           # marker noise from the rigid fits (no model)
+
+    def reached_noise(self, factor: float = REACHED_NOISE_FACTOR) -> bool:
+        """The fitted swing tracks the markers to their noise: the residual standard
+        deviation within ``factor`` times the rigid fits' marker noise (True when that noise
+        is unknown). A refinement that does not is never the reported result."""
+        return not np.isfinite(self.noise_mm) or self.marker_sigma_mm <= factor * self.noise_mm
 
     @property
     def values(self) -> np.ndarray:
@@ -183,7 +193,8 @@ class RelativeRefinement:
                 "joint_damping": self.joint_damping,
                 "joint_damping_std": self.joint_damping_std,
                 "residual_rms_mm": self.residual_rms_mm,
-                "marker_sigma_mm": self.marker_sigma_mm, "iterations": self.iterations,
+                "marker_sigma_mm": self.marker_sigma_mm, "noise_mm": self.noise_mm,
+                "reached_noise": self.reached_noise(), "iterations": self.iterations,
                 "elapsed_s": self.elapsed_s, "horizons_s": list(self.horizons_s),
                 "on_bound": self.on_bound, "warnings": self.warnings}
 
@@ -492,8 +503,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     if np.isfinite(sigma_mm) and np.sqrt(s2) > 1.5 * sigma_mm:
         warnings.append(f"relative motion: the fitted swing leaves {np.sqrt(s2):.3f} mm RMS "
                         f"marker residuals against {sigma_mm:.3f} mm marker noise (rigid "
-                        "fits): the fit did not converge to the data (a start too far off, "
-                        "or a model error); treat its Phi_B with caution")
+                        "fits): the fit did not reach the data (a start too far off, or a "
+                        "model error: reached_noise() is False); do not use its Phi_B")
     tenth = max(1, n_total // 10)
     early, late = np.nanmean(per_frame[:tenth] ** 2), np.nanmean(per_frame[-tenth:] ** 2)
     if (np.isfinite(early) and np.isfinite(late) and max(early, late) > 2.0 * min(early, late)
@@ -524,7 +535,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         start=start, initial_state=init, time_s=data.time_s[idx],
         residual_rms_frame_mm=per_frame, warnings=warnings, base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(std_x[n_theta + n_damp:n_theta + n_damp + 6].copy() if fit_base
-                       else np.zeros(6)))
+                       else np.zeros(6)), noise_mm=float(sigma_mm))
 
 
 def _bounds(free: str, n: int, intervals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -541,4 +552,4 @@ def _jyy_pos(free: str, k: int) -> int:
     return k if free == "jyy" else 9 * (k + 1) + 4
 
 
-__all__ = ["RelativeRefinement", "refine_relative", "FREE", "DAMPING"]
+__all__ = ["RelativeRefinement", "refine_relative", "FREE", "DAMPING", "REACHED_NOISE_FACTOR"]
