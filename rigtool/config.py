@@ -273,6 +273,13 @@ class CaptureRef:
     capture: Path
     window: tuple[float, float] | None = None
     units: str | None = None
+    #: relative motion only: "auto" (the passive swing model when it fits the markers to
+    #: their noise, else the active one), "passive" (links swing freely) or "active" (links
+    #: moved by muscles: their measured motion is a prescribed input)
+    motion: str = "auto"
+
+
+RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
 
 
 @dataclass(frozen=True)
@@ -459,6 +466,15 @@ def load_session(path: str | Path) -> Session:
                                                       path=path),
                                               field="relative_motion.capture", path=path),
                          _window(rt.get("window"), field="relative_motion.window", path=path),
-                         _units(rt, field="relative_motion", path=path))
+                         _units(rt, field="relative_motion", path=path),
+                         _motion_model(rt.get("motion", "auto"), path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
                    tuple(postures), rel, raw, priors, sex)
+
+
+def _motion_model(value, *, path: Path) -> str:
+    model = as_str(value, field="relative_motion.motion", path=path)
+    if model not in RELATIVE_MOTION_MODELS:
+        raise ConfigError(f"expected one of {', '.join(RELATIVE_MOTION_MODELS)}", path=path,
+                          field="relative_motion.motion", found=model)
+    return model

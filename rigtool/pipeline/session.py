@@ -35,8 +35,8 @@ from rigtool.calibration_uncertainty import calibration_std_from_rigfile
 from rigtool.identify.common.output_error import base_pose_covariance
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
 from rigtool.pipeline.preflight import check_session
-from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, RelativeRefinement,
-                                                   refine_relative)
+from rigtool.identify.relative.output_error import RelativeRefinement
+from rigtool.pipeline.relative_model import RelativeModelChoice, refine_relative_motion
 from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
                                               with_noise_probes)
@@ -132,6 +132,7 @@ class SessionOutcome:
     joint_centres: dict = field(default_factory=dict)   # link -> JointCentreEstimate
     relative: RelativeResult | None = None       # the relative-motion stage, full Phi_B
     relative_refinement: RelativeRefinement | None = None   # its output-error refinement
+    relative_model: RelativeModelChoice | None = None       # which model, and why
     segments: SegmentsResult | None = None       # per-link parameters (Phi_B + priors)
     notes: list[str] = field(default_factory=list)      # stages skipped and why
 
@@ -429,7 +430,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
                 + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
                 path=session.path)
-    relative, refinement = None, None
+    relative, refinement, relative_model = None, None, None
     if session.relative_motion is not None and subset is not None:
         progress("relative motion: the remaining J_yy terms")
         relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
@@ -438,18 +439,20 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         warnings += [f"relative motion: {w}" for w in relative.warnings]
         if method == "output-error":
             progress("relative motion: output-error refinement")
-            refinement = refine_relative(
-                tree, rigfile.rig, rigfile.rig.platform.params, relative_data, markers,
-                start=relative, phi_s=subset.values, phi_s_cov=subset.covariance,
-                total_mass_kg=total_mass, window=session.relative_motion.window,
-                calibration_std=_calibration_std(rigfile))
-            if refinement.reached_noise():
+            refinement, relative_model = refine_relative_motion(
+                session.relative_motion.motion, relative,
+                fit_args=(tree, rigfile.rig, rigfile.rig.platform.params, relative_data,
+                          markers),
+                fit_kwargs=dict(phi_s=subset.values, phi_s_cov=subset.covariance,
+                                total_mass_kg=total_mass, window=session.relative_motion.window,
+                                calibration_std=_calibration_std(rigfile)))
+            if refinement is not None:
                 relative = refinement.as_relative_result()
                 warnings += [f"relative motion (output error): {w}"
                              for w in refinement.warnings]
             else:
                 # a refinement that does not fit the data never replaces the estimate
-                warnings.append(refinement_rejected(refinement))
+                warnings.append("relative motion: " + relative_model.reason)
     segments, notes = None, []
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
@@ -460,16 +463,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                      "relative motion not run")
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
                           warnings, tree, joint_centres, relative, segments=segments,
-                          notes=notes, relative_refinement=refinement)
-
-
-def refinement_rejected(ref: RelativeRefinement) -> str:
-    """Why an output-error refinement was not used (the equation-error estimate is)."""
-    return (f"relative motion: the output-error refinement left {ref.marker_sigma_mm:.3f} mm "
-            f"RMS marker residuals against {ref.noise_mm:.3f} mm marker noise (rigid fits), "
-            f"more than {REACHED_NOISE_FACTOR:g}x: its model does not describe this capture "
-            "(a limb moved by muscles rather than swinging freely, a joint that is not "
-            "spherical, a marker that slides), so the equation-error estimate is reported")
+                          notes=notes, relative_refinement=refinement,
+                          relative_model=relative_model)
 
 
 def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float

@@ -102,14 +102,11 @@ def report_dict(out: SessionOutcome) -> dict:
         rel = out.relative.to_json()
         mp = rel.pop("minimal_parameters")
         ref = out.relative_refinement
-        if ref is not None and not ref.reached_noise():
-            oe = ref.to_json()
-            rel["output_error"] = {"used": False, "reason": (
-                f"residual {ref.marker_sigma_mm:.4f} mm against {ref.noise_mm:.4f} mm marker "
-                "noise: the refinement did not fit the capture; the equation-error estimate "
-                "is reported"), **{k: oe[k] for k in ("free", "residual_rms_mm",
-                                                      "marker_sigma_mm", "noise_mm",
-                                                      "iterations", "elapsed_s")}}
+        choice = out.relative_model
+        if choice is not None:
+            rel["model"] = choice.to_json()
+        if ref is None and choice is not None and choice.tried:
+            rel["output_error"] = {"used": False, "reason": choice.reason}
         elif ref is not None:
             # the output-error numbers replace the equation-error ones; both are kept
             rel["equation_error"] = {"resolved": dict(ref.start.resolved),
@@ -118,7 +115,7 @@ def report_dict(out: SessionOutcome) -> dict:
                                                "std": ref.start.std_phi_b.tolist()}}
             oe = ref.to_json()
             rel["output_error"] = {"used": True, **{k: oe[k] for k in (
-                "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
+                "method", "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
                 "marker_sigma_mm", "noise_mm", "iterations", "elapsed_s", "horizons_s")}}
             rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
         doc["relative_motion"] = _r(rel)
@@ -298,7 +295,26 @@ def _markdown(doc: dict, figures: list[str]) -> str:
                   f"torque {rel['residual_rms']['torque']:.3g} N m "
                   f"({rel['weighting']} weighting, "
                   f"{'bias-compensated' if rel['compensated'] else 'uncompensated'})."]
-        if "output_error" in rel:
+        if "output_error" in rel and not rel["output_error"].get("used", True):
+            oe = rel["output_error"]
+            lines += ["", f"The output-error refinement was tried and **not used**: "
+                      f"{oe['reason']}. The table above and Φ_B below are the "
+                      "equation-error values."]
+        if "model" in rel:
+            lines += ["", f"Relative-motion model: {rel['model']['reason']}."]
+        elif "output_error" in rel and not rel["output_error"]["joint_damping"]:
+            oe = rel["output_error"]
+            lines += ["", "Refined by output error with the links' motion prescribed (they "
+                      "were moved by muscles or motors: their measured motion relative to "
+                      "the platform, smoothed, drives the simulated platform, fitted to the "
+                      "platform's and base's markers; unknowns: "
+                      f"{'all of Φ_B' if oe['free'] == 'phi_b' else 'the J_yy terms'}, base "
+                      "pose, initial state): marker residual RMS "
+                      + ", ".join(f"{k} {v:.3f} mm" for k, v in oe["residual_rms_mm"].items())
+                      + f"; {oe['iterations']} iterations, {oe['elapsed_s']:.0f} s. The table "
+                      "above and Φ_B below are the refined values; report.json keeps the "
+                      "equation-error ones."]
+        elif "output_error" in rel:
             oe = rel["output_error"]
             damp = ", ".join(f"{k} {v:.3g} N m s/rad" for k, v in oe["joint_damping"].items())
             lines += ["", "Refined by output error (the swing simulated from its initial "

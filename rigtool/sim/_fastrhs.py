@@ -17,6 +17,7 @@ import numpy as np
 from scipy.linalg.lapack import dposv
 
 from rigtool.sim._model import _SKEW, Model
+from rigtool.sim.servo import drive_generalized_force
 
 
 def _quadratic_rotation_map() -> tuple[np.ndarray, np.ndarray]:
@@ -102,8 +103,9 @@ class FastRHS:
             self.scatter = model.scatter
             self.jac0 = model.jacobian0
             self.damping = model.damping_matrix if model.has_damping else None
+        self.drives = model.drives
 
-    def __call__(self, _t: float, y: np.ndarray) -> np.ndarray:
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
         b = self.b
         quat = y[self.q_slice].reshape(b, 4)
         nu = y[self.nu_start:]
@@ -153,6 +155,9 @@ class FastRHS:
             q[:6] += spring
             if self.damping is not None:
                 q -= np.dot(self.damping, nu)
+            if self.drives:
+                q += drive_generalized_force(self.drives, t, rot, nu[3:].reshape(b, 3),
+                                             self.n)
         if self.locked:
             _, sol, info = dposv(mass_matrix[self.free_ix], q[self.free])
             nu_dot = np.zeros(self.n)

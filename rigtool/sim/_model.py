@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from rigtool.sim.servo import drive_generalized_force
 from scipy.linalg.lapack import dposv
 
 
@@ -121,6 +123,7 @@ class Model:
     spring_damping: np.ndarray
     gravity_lab: np.ndarray
     free: np.ndarray
+    drives: tuple = ()          # rigtool.sim.servo.Drive per driven joint (muscles)
 
     @property
     def n_bodies(self) -> int:
@@ -259,7 +262,7 @@ def kinematics(model: Model, y: np.ndarray, *, full: bool = True) -> Kinematics:
     return Kinematics(rot, origin, vel, omega, bias, jac, w_skew, w_skew2)
 
 
-def mass_and_forces(model: Model, kin: Kinematics, nu: np.ndarray):
+def mass_and_forces(model: Model, kin: Kinematics, nu: np.ndarray, t_s=None):
     """Mass matrix ``M [..., N, N]`` and generalized force ``Q [..., N]`` (all but inertia).
 
     Newton-Euler of body b about its origin, lab components, with ``h = m s = R h_body``:
@@ -293,14 +296,19 @@ def mass_and_forces(model: Model, kin: Kinematics, nu: np.ndarray):
     q = (jac_t @ wrench.reshape(lead + (6 * b_count, 1)))[..., 0]
     if model.has_damping:
         q = q - nu @ model.damping_matrix      # symmetric
+    if model.drives:
+        q = q + drive_generalized_force(model.drives, t_s, kin.rotation, kin.omega, n)
     return mass_matrix, q
 
 
-def accelerations(model: Model, y: np.ndarray, *, full: bool = True):
-    """Kinematics and ``d(nu)/dt [..., N]`` of a state (locked components stay 0)."""
+def accelerations(model: Model, y: np.ndarray, *, full: bool = True, t_s=None):
+    """Kinematics and ``d(nu)/dt [..., N]`` of a state (locked components stay 0);
+    ``t_s`` (time, s, shaped as ``y``'s leading axes) is needed when joints are driven."""
+    if model.drives and t_s is None:
+        raise ValueError("a model with driven joints needs the time t_s")
     kin = kinematics(model, y, full=full)
     nu = y[..., -model.n_nu:]
-    mass_matrix, q = mass_and_forces(model, kin, nu)
+    mass_matrix, q = mass_and_forces(model, kin, nu, t_s)
     free = model.free
     if len(free) < model.n_nu:
         mass_matrix = mass_matrix[..., free[:, None], free[None, :]]
@@ -321,9 +329,9 @@ def accelerations(model: Model, y: np.ndarray, *, full: bool = True):
     return kin, sol
 
 
-def state_derivative(model: Model, y: np.ndarray) -> np.ndarray:
+def state_derivative(model: Model, y: np.ndarray, t_s=None) -> np.ndarray:
     """``dy/dt`` of a state (the integrator's right-hand side; batched too)."""
-    kin, nu_dot = accelerations(model, y, full=False)
+    kin, nu_dot = accelerations(model, y, full=False, t_s=t_s)
     _, quat, nu = model.split(y)
     q_dot = quat_rate(quat, kin.omega, kin.omega_skew)
     return np.concatenate([nu[..., :3], q_dot.reshape(y.shape[:-1] + (-1,)), nu_dot], -1)

@@ -35,6 +35,7 @@ from rigtool.inertia import InertialParams, inertia_vector, transform_params
 from rigtool.rig import DOF_NAMES, Rig, modes
 from rigtool.sim import _model
 from rigtool.sim._fastrhs import FastRHS
+from rigtool.sim.servo import Drive, JointServo
 from rigtool.tree import Tree
 
 __all__ = ["FixedBody", "System", "Trajectory", "static_equilibrium", "simulate",
@@ -84,6 +85,10 @@ class System:
         False: the tree is one locked composite body; True: non-base links swing.
     joint_damping : float or dict
         Viscous damping of each spherical joint, N m s/rad (a dict by link name; missing = 0).
+    joint_servo : dict
+        Link name -> :class:`rigtool.sim.servo.JointServo`: that link's joint is driven (a
+        muscle-like servo tracking a reference about the posture) instead of swinging
+        freely (free joints only).
     """
 
     rig: Rig
@@ -95,6 +100,7 @@ class System:
     posture: dict[str, np.ndarray] = field(default_factory=dict)
     free_joints: bool = False
     joint_damping: float | dict[str, float] = 0.0
+    joint_servo: dict[str, JointServo] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,7 @@ def _assemble(system: System, *, free_joints: bool | None = None):
                            _joint_damping(system, link.name)))
             outputs.append(_Output(link.name, dyn_index[link.name], np.eye(3), np.zeros(3),
                                    link.params))
+    drives = _drives(system, dyn_index if system.tree is not None and free_joints else {})
     params = [InertialParams(lumped)] + [m[1] for m in moving]
     n_nu = 6 + 3 * len(moving)
     free = np.concatenate([rig.free_dof_rows(), np.arange(6, n_nu)]).astype(int)
@@ -237,8 +244,31 @@ def _assemble(system: System, *, free_joints: bool | None = None):
         spring_damping=rig.damping.astype(float),
         gravity_lab=np.asarray(rig.gravity_lab, float),
         free=free,
+        drives=drives,
     )
     return model, outputs
+
+
+def _drives(system: System, dyn_index: dict[str, int]) -> tuple[Drive, ...]:
+    """The driven joints as dynamic-body pairs (none when the joints are locked)."""
+    if not system.joint_servo or not dyn_index:
+        return ()
+    tree = system.tree
+    posture = _posture(system)
+    unknown = set(system.joint_servo) - set(posture)
+    if unknown:
+        raise ConfigError("joint_servo names a link that is not a non-base link of the tree",
+                          field="joint_servo", found=sorted(unknown))
+    base = tree.links[0].name
+    out = []
+    for name, servo in system.joint_servo.items():
+        parent = tree.links[tree.index(name)].parent
+        rest_parent = np.eye(3) if parent == base else posture[parent]
+        frame = np.asarray(system.base_rotation_platform, float) if parent == base \
+            else np.eye(3)
+        out.append(Drive(dyn_index[name], dyn_index[parent], frame,
+                         rest_parent.T @ posture[name], servo))
+    return tuple(out)
 
 
 def lumped_params(system: System) -> InertialParams:
@@ -464,7 +494,7 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
 
 def _trajectory(model: _model.Model, outputs, t: np.ndarray, y: np.ndarray) -> Trajectory:
     """Every physical body's motion from the states ``y [T, n]`` (vectorised over time)."""
-    kin, nu_dot = _model.accelerations(model, y)
+    kin, nu_dot = _model.accelerations(model, y, t_s=t)
     acc = np.einsum("tbin,tn->tbi", kin.jacobian[..., :3, :], nu_dot) + kin.bias_accel
     alpha = nu_dot[:, 3:].reshape(len(t), model.n_bodies, 3)
     traj = Trajectory(t, {}, {}, {}, {}, {}, {})

@@ -106,6 +106,7 @@ class RelativePlan:
     released: dict[str, np.ndarray]           # link -> tilt rotation vector (base axes, rad)
     joint_damping: float
     settings: CaptureSettings
+    drive: dict = field(default_factory=dict)  # link -> JointServo (voluntary motion)
 
 
 @dataclass(frozen=True)
@@ -510,8 +511,9 @@ def _relative(t: dict, tree: Tree, postures: list[PosturePlan], defaults: Captur
             raise ConfigError(f"unknown posture '{pname}' (postures: "
                               f"{', '.join(by_name) or 'none'})", path=path, field=f"{f}.posture")
         rest = by_name[pname].rotations
-    release = require(t, "release", field=f, path=path)
-    if not isinstance(release, dict) or not release:
+    drive = _drive(t.get("drive", {}), rest, field=f"{f}.drive", path=path)
+    release = t.get("release", {}) if drive else require(t, "release", field=f, path=path)
+    if not isinstance(release, dict) or not (release or drive):
         raise ConfigError("expected a table: link name -> tilt rotation vector (rad, base "
                           "axes)", path=path, field=f"{f}.release", found=release)
     tilts = {}
@@ -534,7 +536,43 @@ def _relative(t: dict, tree: Tree, postures: list[PosturePlan], defaults: Captur
     damping = as_float(t.get("joint_damping", 0.0), field=f"{f}.joint_damping", path=path,
                        nonnegative=True)
     return RelativePlan(as_str(t.get("name", "swing"), field=f"{f}.name", path=path), pname,
-                        rest, start, tilts, damping, _settings(t, defaults, field=f, path=path))
+                        rest, start, tilts, damping, _settings(t, defaults, field=f, path=path),
+                        drive)
+
+
+def _drive(t, rest: dict, *, field: str, path: Path) -> dict:
+    """``[relative_motion.drive.LINK]`` tables: a joint moved by muscles (a servo tracking
+    a multi-sine about the rest posture) instead of released to swing."""
+    from rigtool.sim.servo import JointServo
+    if not isinstance(t, dict):
+        raise ConfigError("expected a table: link name -> servo", path=path, field=field,
+                          found=t)
+    out = {}
+    for lname, spec in t.items():
+        fl = f"{field}.{lname}"
+        if lname not in rest:
+            raise ConfigError(f"'{lname}' is not a non-base link", path=path, field=fl)
+        if not isinstance(spec, dict):
+            raise ConfigError("expected a table (amplitude_deg, frequency_hz, ...)",
+                              path=path, field=fl, found=spec)
+        freq = np.atleast_1d(np.asarray(require(spec, "frequency_hz", field=fl, path=path),
+                                        float))
+        k = freq.size
+        amp = as_array(require(spec, "amplitude_deg", field=fl, path=path), (k, 3),
+                       field=f"{fl}.amplitude_deg", path=path)
+        phase = as_array(spec.get("phase_deg", np.zeros((k, 3)).tolist()), (k, 3),
+                         field=f"{fl}.phase_deg", path=path)
+        if not (np.all(np.isfinite(freq)) and np.all(freq > 0)):
+            raise ConfigError("frequencies must be positive", path=path,
+                              field=f"{fl}.frequency_hz", found=freq.tolist())
+        out[lname] = JointServo(np.deg2rad(amp), freq, np.deg2rad(phase),
+                                as_float(spec.get("stiffness_nm_per_rad", 400.0),
+                                         field=f"{fl}.stiffness_nm_per_rad", path=path,
+                                         nonnegative=True),
+                                as_float(spec.get("damping_nms_per_rad", 20.0),
+                                         field=f"{fl}.damping_nms_per_rad", path=path,
+                                         nonnegative=True))
+    return out
 
 
 def _check_marker_names(rig: Rig, platform_subject, bodies, obj, *, path: Path) -> None:

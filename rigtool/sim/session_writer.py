@@ -84,7 +84,8 @@ def system_for(sc: Scenario, job: CaptureJob):
                       base_rotation_platform=obj.base_rotation_platform,
                       base_position_platform_m=obj.base_position_platform_m,
                       posture=dict(job.plan.rotations), free_joints=relative,
-                      joint_damping=job.plan.joint_damping if relative else 0.0)
+                      joint_damping=job.plan.joint_damping if relative else 0.0,
+                      joint_servo=dict(job.plan.drive) if relative else {})
 
 
 def simulate_job(sc: Scenario, job: CaptureJob):
@@ -251,7 +252,13 @@ def session_truth(sc: Scenario) -> dict:
                                   "released": {k: _l(v) for k, v in r.released.items()},
                                   "start_rotations": {k: _l(v)
                                                       for k, v in r.start_rotations.items()},
-                                  "joint_damping": r.joint_damping}
+                                  "joint_damping": r.joint_damping,
+                                  "drive": {k: {"amplitude_deg": _l(np.rad2deg(d.amplitude_rad)),
+                                                "frequency_hz": _l(d.frequency_hz),
+                                                "phase_deg": _l(np.rad2deg(d.phase_rad)),
+                                                "stiffness_nm_per_rad": d.stiffness_nm_per_rad,
+                                                "damping_nms_per_rad": d.damping_nms_per_rad}
+                                            for k, d in r.drive.items()}}
     return out
 
 

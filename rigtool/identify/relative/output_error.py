@@ -180,7 +180,7 @@ class RelativeRefinement:
                        minimal_parameters=minimal, residual_rms=rms,
                        on_bound=list(self.on_bound),
                        warnings=list(self.start.warnings) + list(self.warnings),
-                       unconstrained=dict(self.start.resolved), method="output-error")
+                       unconstrained=dict(self.start.resolved), method=self.method)
 
     def to_json(self) -> dict:
         """Plain-JSON summary (no time series)."""

@@ -1,0 +1,359 @@
+"""Output-error refinement of Phi_B for links moved by muscles (active relative motion).
+
+The passive model (:mod:`rigtool.identify.relative.output_error`) simulates free, damped
+swings; a person lifting a leg drives the joint with torques nobody measures, and that model
+cannot follow them. The torques are internal to the object, so the platform's motion depends
+only on how the links move relative to it: here each moving link's relative rotation is
+taken from its markers (a smoothing spline on SO(3), :mod:`rigtool.kinematics.relative_spline`)
+as a prescribed input, only the platform is simulated (:mod:`rigtool.engine.prescribed`), and
+Phi_B (with Phi_s as a prior, or the J_yy alone), the base pose and the platform's initial
+state are fitted to the platform's and the base link's markers.
+
+Uncertainty: the marker noise of the fitted markers (Gauss-Newton covariance), Phi_s's
+(``jyy`` mode) and the calibration's (as the passive fit), plus the prescribed input's own
+noise by probes: the moving links' markers are perturbed by their measured noise, the
+splines refitted, and the estimate's first-order shift computed; the probes' spread is added.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from rigtool.calibration_uncertainty import calibration_members_of
+from rigtool.errors import IdentifiabilityError, InputError
+from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
+from rigtool.identify.common.platform_motion import marker_sigma_from_residual, relative_pose
+from rigtool.identify.relative.active_problem import ActiveProblem
+from rigtool.identify.relative.equation_error import (RelativeResult, feasible_intervals,
+                                                      link_lower_bounds, phi_b_affine)
+from rigtool.identify.relative.output_error import RelativeRefinement, _bounds, _phi_s_matrix
+from rigtool.inertia import InertialParams
+from rigtool.kinematics.pose import fit_pose
+from rigtool.kinematics.relative_spline import (chain_roots, fit_relative_rotation,
+                                                prescribed_inputs)
+from rigtool.mocap import MarkerData
+from rigtool.rig import Rig
+from rigtool.tree import Tree, phi_b_names, phi_s_from_phi_b
+
+METHOD = "output-error (prescribed motion)"
+#: frames either side of the window also given to the splines (no end effects inside it), s
+SPLINE_MARGIN_S = 0.5
+
+
+def _poses(data: MarkerData, markers: dict, frames: np.ndarray):
+    names = list(markers)
+    coords = np.array([np.asarray(markers[k], float) for k in names])
+    xyz = data.select(names)[frames]
+    return fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[frames]), xyz, \
+        coords
+
+
+def _splines(tree: Tree, data: MarkerData, markers: dict, plat_rot: np.ndarray,
+             frames: np.ndarray, xyz_noise: dict | None = None):
+    """Per link (None for the base) the relative rotation spline over ``frames``."""
+    out = [None]
+    for i, link in enumerate(tree.links[1:], start=1):
+        names = list(markers[link.name])
+        coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
+        xyz = data.select(names)[frames]
+        if xyz_noise is not None:
+            xyz = xyz + xyz_noise[link.name]
+        traj = fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[frames])
+        rel = np.einsum("tji,tjk->tik", plat_rot, traj.rotation)
+        try:
+            out.append(fit_relative_rotation(data.time_s[frames], rel))
+        except ValueError:
+            raise InputError(f"link '{link.name}' is posed in fewer than 5 frames of the "
+                             "relative-motion capture", path=data.source) from None
+    return out
+
+
+def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data: MarkerData,
+                           markers: dict[str, dict[str, np.ndarray]], *,
+                           start: RelativeResult, phi_s_cov: np.ndarray,
+                           total_mass_kg: float,
+                           base_pose: tuple[np.ndarray, np.ndarray] | None = None,
+                           window: tuple[float, float] | None = None,
+                           calibration_std: dict | None = None, free: str = "phi_b",
+                           phi_s: np.ndarray | None = None, substeps: int = 2,
+                           fit_base: bool = True, first_horizon_s: float = 2.0,
+                           horizon_factor: float = 4.0, ftol: float = 1e-8,
+                           max_nfev: int = 30, n_probes: int = 12,
+                           seed: int = 0) -> RelativeRefinement:
+    """Refine Phi_B on a capture whose links are moved by muscles (see the module docstring).
+
+    Parameters
+    ----------
+    tree, rig, platform, data, markers, start, phi_s_cov, total_mass_kg, base_pose, window,
+    calibration_std, free, phi_s, fit_base, first_horizon_s, horizon_factor, ftol, max_nfev
+        As :func:`rigtool.identify.relative.output_error.refine_relative`.
+    substeps : int
+        RK4 steps per frame (2: the platform tracks the reference simulator to ~2 um over 4 s
+        of a servo-driven leg at 100 Hz; 1 leaves ~20 um).
+    n_probes : int
+        Perturbed refits of the prescribed input for its share of the uncertainty.
+    seed : int
+        Seed of the probes' noise.
+
+    Returns
+    -------
+    RelativeRefinement
+        ``method`` ``"output-error (prescribed motion)"``; no joint damping (the joints'
+        torques are not modelled); ``residual_rms_mm`` of the platform and base markers
+        (fitted) and of each moving link's markers as predicted from the simulated platform
+        and the input (a check: those markers made the input).
+
+    Raises
+    ------
+    InputError
+        Too few frames, a link without markers or posed in too few frames.
+    IdentifiabilityError
+        Phi_s incomplete, or no moving link.
+    """
+    t_start = time.perf_counter()
+    n = len(tree.links)
+    if n < 2:
+        raise IdentifiabilityError("the relative-motion stage needs at least one moving link")
+    phi_s = phi_s_from_phi_b(np.asarray(start.values, float)) if phi_s is None \
+        else np.asarray(phi_s, float)
+    cov_s = np.asarray(phi_s_cov, float)
+    if phi_s.shape[0] != 8 * n + 1 or not np.all(np.isfinite(phi_s)):
+        raise IdentifiabilityError("the relative-motion refinement needs the whole subset "
+                                   "Phi_s identified by the locked postures")
+    warnings: list[str] = []
+    chol = None
+    if free == "phi_b":
+        try:
+            chol = np.linalg.cholesky(cov_s)
+        except np.linalg.LinAlgError:
+            chol = None
+        if chol is None or not np.all(np.isfinite(chol)):
+            warnings.append("Phi_s has no usable covariance for the prior of the Phi_B fit; "
+                            "only the moving links' J_yy were refined (free='jyy')")
+            free = "jyy"
+    for i, link in enumerate(tree.links):
+        if len(markers.get(link.name, {})) < 3:
+            raise InputError(f"link '{link.name}' needs at least 3 markers for the "
+                             "relative-motion refinement", path=data.source,
+                             field=f"links[{i}].markers")
+    plat_mk = rig.platform.markers_platform
+    base_mk = markers[tree.links[0].name]
+    if base_pose is None:
+        from rigtool.kinematics.pose import body_trajectory
+        r_pb, t_pb, _ = relative_pose(body_trajectory(data, plat_mk),
+                                      body_trajectory(data, base_mk))
+    else:
+        r_pb, t_pb = (np.asarray(v, float) for v in base_pose)
+    idx = window_frames(data, window, "a relative-motion capture")
+    dt = 1.0 / data.rate_hz
+    margin = int(round(SPLINE_MARGIN_S / dt))
+    wide = np.arange(max(0, idx[0] - margin), min(data.n_frames, idx[-1] + margin + 1))
+    # ---- the platform's and base's markers (fitted); the moving links' (the input)
+    plat_traj_w, _, _ = _poses(data, plat_mk, wide)
+    splines = _splines(tree, data, markers, plat_traj_w.rotation, wide)
+    sets = [("platform", plat_mk, False), (tree.links[0].name, base_mk, True)]
+    mk_body, xyz_all, mask_all, set_of, on_base, sigma = [], [], [], [], [], []
+    for label, mk, is_base in sets:
+        traj, xyz, coords = _poses(data, mk, idx)
+        mk_body.append(coords)
+        xyz_all.append(xyz)
+        mask_all.append(traj.used & np.all(np.isfinite(xyz), axis=2))
+        set_of += [label] * len(coords)
+        on_base += [is_base] * len(coords)
+        sigma.append(marker_sigma_from_residual(traj.residual_rms_m, len(coords)))
+        if label == "platform":
+            rot_ref, st0 = start_state(traj.rotation, traj.position_m, traj.valid, dt)
+    link_sigma = {}
+    for link in tree.links[1:]:
+        traj, _, coords = _poses(data, markers[link.name], idx)
+        link_sigma[link.name] = marker_sigma_from_residual(traj.residual_rms_m, len(coords))
+        sigma.append(link_sigma[link.name])
+    mk_body, xyz = np.concatenate(mk_body), np.concatenate(xyz_all, axis=1)
+    mask, set_of = np.concatenate(mask_all, axis=1), np.array(set_of)
+    n_total = len(idx)
+    grid_t = data.time_s[idx[0]] + np.arange(2 * substeps * (n_total - 1) + 1) * (
+        dt / (2 * substeps))
+    parents = tree.parent_index()
+    centres = np.array([tree.joint_center(i) if i > 0 else np.zeros(3) for i in range(n)])
+    u_grid = prescribed_inputs(splines, parents, centres, grid_t)
+    # ---- unknowns and their start
+    lower = link_lower_bounds(phi_s, n, total_mass_kg)
+    intervals = feasible_intervals(lower, phi_s[-1])
+    jyy_names = [f"{l.name}.J_yy" for l in tree.links[1:]]
+    jyy_idx = np.array([9 * i + 4 for i in range(1, n)])
+    phi_b0 = np.asarray(start.values, float)
+    lo_t, hi_t = _bounds(free, n, intervals)
+    empty = lo_t >= hi_t
+    lo_t[empty], hi_t[empty] = -np.inf, np.inf
+    if free == "phi_b":
+        lo_t, hi_t = np.full_like(lo_t, -np.inf), np.full_like(hi_t, np.inf)
+    theta0 = phi_b0[jyy_idx] if free == "jyy" else phi_b0.copy()
+    width = np.where(np.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0)
+    theta0 = np.clip(theta0, lo_t + 1e-6 * width, hi_t - 1e-6 * width)
+    prob = ActiveProblem(rig, platform.pi.astype(float), chain_roots(parents), centres, r_pb,
+                         t_pb, float(total_mass_kg), mk_body, np.array(on_base),
+                         np.where(mask[..., None], xyz, 0.0), mask, u_grid, dt, substeps,
+                         rot_ref, free, phi_s,
+                         np.concatenate([theta0, np.zeros(6 * fit_base)]), fit_base=fit_base)
+    # 1) the platform's initial state on a short horizon, parameters held
+    prob.fit_params = False
+    prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
+    sol = least_squares(prob.residual, st0, jac=prob.jacobian, method="trf", x_scale="jac",
+                        ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=max_nfev)
+    iterations, stage_log = sol.nfev, [(prob.n_frames * dt, sol.nfev, sol.njev)]
+    sigma_mm = 1e3 * float(np.nanmedian(sigma)) if np.any(np.isfinite(sigma)) else float("nan")
+    if not (np.isfinite(sigma_mm) and sigma_mm > 0):
+        sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
+    sigma_mm = max(sigma_mm, 1e-3)
+    if free == "phi_b":
+        w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))
+        prob.prior_rows = sigma_mm * (w_s @ _phi_s_matrix(n))
+        prob.prior_rhs = sigma_mm * (w_s @ phi_s)
+    # 2) everything on a growing horizon
+    prob.fit_params = True
+    x = np.concatenate([prob.theta_fixed, sol.x])
+    n_rest = 12 + 6 * fit_base
+    lo = np.concatenate([lo_t, np.full(n_rest, -np.inf)])
+    hi = np.concatenate([hi_t, np.full(n_rest, np.inf)])
+    horizons = []
+    while True:
+        prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
+        horizons.append(prob.n_frames * dt)
+        sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
+                            method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
+                            max_nfev=max_nfev)
+        iterations += sol.nfev
+        stage_log.append((prob.n_frames * dt, sol.nfev, sol.njev))
+        x = sol.x
+        if prob.n_frames >= n_total:
+            break
+    # ---- covariance: marker noise, Phi_s (jyy), calibration, the input (probes)
+    r, jac = prob.residual(x), prob.jacobian(x)
+    n_mark = int(mask.sum()) * 3
+    r_m = r[:n_mark]
+    s2 = float(r_m @ r_m) / max(n_mark - x.size, 1)
+    info_inv = np.linalg.pinv(jac.T @ jac)
+    cov_x = s2 * info_inv
+    n_theta = prob.n_theta
+    theta, st_hat, base_hat = prob.split(x)
+    r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
+    phi_b = prob.phi_b(theta)
+    g_mat, h_mat = phi_b_affine(n)
+    if free == "jyy":
+        sens_s = -info_inv @ (jac[:n_mark].T @ prob.phi_s_jacobian(x))
+        jb_s = g_mat + h_mat @ sens_s[:n_theta]
+        cov_b_noise = h_mat @ cov_x[:n_theta, :n_theta] @ h_mat.T
+        cov_b = cov_b_noise + (jb_s @ cov_s @ jb_s.T if np.all(np.isfinite(cov_s)) else 0.0)
+        map_b = h_mat
+    else:
+        cov_b_noise = cov_x[:n_theta, :n_theta].copy()
+        cov_b = cov_b_noise.copy()
+        map_b = np.eye(9 * n)
+    members = ([] if calibration_std is None
+               else calibration_members_of(rig, platform, calibration_std))
+    j_cal = prob.calibration_jacobian(x, members)
+    if j_cal is not None:
+        sb = map_b @ (-info_inv @ (jac[:n_mark].T @ j_cal))[:n_theta]
+        cov_b = cov_b + sb @ sb.T
+    cov_in = _input_probes(prob, x, info_inv, jac[:n_mark], tree, data, markers, wide,
+                           plat_traj_w.rotation, link_sigma, grid_t, parents, centres,
+                           n_probes, seed)
+    cov_b = cov_b + map_b @ cov_in[:n_theta, :n_theta] @ map_b.T
+    std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
+    std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
+    # ---- residuals: fitted sets, and each moving link as predicted (a check)
+    states, mk = prob.simulate(x)
+    res = np.zeros(mask.shape + (3,))
+    res[mask] = r_m.reshape(-1, 3)
+    rms = {}
+    for label in dict.fromkeys(set_of):
+        cols = set_of == label
+        cnt = mask[:, cols].sum()
+        rms[str(label)] = float(np.sqrt((res[:, cols] ** 2).sum() / (3 * cnt))) if cnt \
+            else float("nan")
+    rms.update(_link_check_rms(tree, data, markers, idx, states, u_grid[::2 * substeps],
+                               r_pb_hat, t_pb_hat, centres, parents))
+    seen = mask.sum(1)
+    per_frame = np.full(n_total, np.nan)
+    per_frame[seen > 0] = np.sqrt((res[seen > 0] ** 2).sum((1, 2)) / (3 * seen[seen > 0]))
+    if np.sqrt(s2) > 1.5 * sigma_mm:
+        warnings.append(f"relative motion (prescribed): the fit leaves {np.sqrt(s2):.3f} mm "
+                        f"RMS marker residuals against {sigma_mm:.3f} mm marker noise")
+    on_bound = []
+    jyy, jyy_std = phi_b[jyy_idx], std_b[jyy_idx]
+    for k, nm in enumerate(jyy_names):
+        if free == "jyy" and np.isfinite(lo_t[k]):
+            scale = max(abs(intervals[k, 1] - intervals[k, 0]), 1e-12)
+            if min(abs(jyy[k] - intervals[k, 0]), abs(jyy[k] - intervals[k, 1])) < 1e-6 * scale:
+                on_bound.append(nm)
+    init = {"time_s": float(data.time_s[idx[0]]), "position_m": states[0, :3].copy(),
+            "rotation": states[0, 3:12].reshape(3, 3).copy(),
+            "velocity_lab": states[0, 12:15].copy(), "omega_lab": states[0, 15:18].copy(),
+            "links": {}}
+    return RelativeRefinement(
+        names=phi_b_names(tree), phi_b=phi_b, phi_b_cov=cov_b, phi_b_std=std_b,
+        phi_b_std_noise=std_b_noise,
+        jyy={k: float(v) for k, v in zip(jyy_names, jyy)},
+        jyy_std={k: float(v) for k, v in zip(jyy_names, jyy_std)},
+        bounds={k: (float(iv[0]), float(iv[1])) for k, iv in zip(jyy_names, intervals)},
+        joint_damping={}, joint_damping_std={}, residual_rms_mm=rms,
+        marker_sigma_mm=float(np.sqrt(s2)), n_residuals=int(n_mark),
+        iterations=int(iterations), elapsed_s=time.perf_counter() - t_start,
+        horizons_s=tuple(horizons), stages=tuple(stage_log), on_bound=on_bound, free=free,
+        start=start, initial_state=init, time_s=data.time_s[idx],
+        residual_rms_frame_mm=per_frame, warnings=warnings, method=METHOD,
+        base_pose=(r_pb_hat, t_pb_hat),
+        base_pose_std=(np.sqrt(np.clip(np.diag(cov_x)[n_theta:n_theta + 6], 0, None))
+                       if fit_base else np.zeros(6)), noise_mm=float(sigma_mm))
+
+
+def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, wide,
+                  plat_rot, link_sigma, grid_t, parents, centres, n_probes: int, seed: int
+                  ) -> np.ndarray:
+    """Covariance of ``x`` from the prescribed input's noise: the links' markers perturbed by
+    their noise, the splines refitted, the estimate's Gauss-Newton shift per probe."""
+    if n_probes < 2:
+        return np.zeros((x.size, x.size))
+    rng = np.random.default_rng(seed)
+    base_r = prob.residual(x)[:jac_m.shape[0]]
+    shifts = []
+    for _ in range(n_probes):
+        noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
+                                    else 0.0, (wide.size, len(markers[l.name]), 3))
+                 for l in tree.links[1:]}
+        spl = _splines(tree, data, markers, plat_rot, wide, xyz_noise=noise)
+        u = prescribed_inputs(spl, parents, centres, grid_t)
+        states, mk = prob.simulate(prob._full(x), u_grid=u)
+        r_k, _ = prob.rows(states, mk)
+        shifts.append(-info_inv @ (jac_m.T @ (r_k - base_r)))
+    d = np.stack(shifts)
+    return d.T @ d / len(shifts)
+
+
+def _link_check_rms(tree, data, markers, idx, states, u_frames, r_pb, t_pb, centres,
+                    parents) -> dict[str, float]:
+    """RMS (mm) of each moving link's markers against their prediction from the simulated
+    platform and the prescribed input (a consistency check, not fitted)."""
+    from rigtool.kinematics.relative_spline import chain_roots
+    roots = chain_roots(parents)
+    t_n = states.shape[0]
+    rot_p = states[:, 3:12].reshape(t_n, 3, 3)
+    out = {}
+    for j, link in enumerate(tree.links[1:], start=1):
+        names = list(markers[link.name])
+        coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
+        u = u_frames[:t_n, j - 1]
+        q = u[:, :9].reshape(t_n, 3, 3)
+        d = u[:, 15:18] + (r_pb @ centres[roots[j - 1]] + t_pb)
+        pred = np.einsum("tij,tjk,mk->tmi", rot_p, q, coords) + (
+            np.einsum("tij,tj->ti", rot_p, d) + states[:, :3])[:, None, :]
+        meas = data.select(names)[idx][:t_n]
+        err = (pred - meas)[np.all(np.isfinite(meas), axis=2)]
+        out[link.name] = float(1e3 * np.sqrt(np.mean(err ** 2))) if err.size else float("nan")
+    return out
+
+
+__all__ = ["refine_relative_active", "METHOD"]

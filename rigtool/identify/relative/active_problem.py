@@ -1,0 +1,232 @@
+"""The active relative-motion problem: the platform simulated with the links' measured motion
+as a prescribed input (rigtool.engine.prescribed), fitted to the platform's and the base
+link's markers; residual rows and their exact Jacobian.
+
+Unknowns ``x = [theta (Phi_B, or the moving links' J_yy), base pose (6, when fitted: dt,
+rotation vector about the marker-fitted pose), state (12: p, rotation vector, v, omega of the
+platform)]``. The map to the engine's inputs (bodies' parameters, chain offsets, springs, the
+markers' platform-frame coordinates, initial state) is written once in JAX and differentiated
+by ``jax.jacfwd`` with respect to ``x``, Phi_s (``jyy`` mode) and the calibration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rigtool.engine._jax import jax, jnp
+from rigtool.engine import prescribed as ep
+from rigtool.engine.rigid import RigidModel
+from rigtool.identify.relative.equation_error import phi_b_affine
+from rigtool.identify.relative.problem import _skew, _transform
+from rigtool.rig import Rig
+
+
+@dataclass
+class ActiveProblem:
+    """Residuals and exact Jacobian of the active fit (see the module docstring)."""
+
+    rig: Rig
+    platform_pi: np.ndarray
+    roots: list[int]                        # per moving link: its chain's child of the base
+    joint_centres: np.ndarray               # [n, 3]
+    r_pb: np.ndarray
+    t_pb: np.ndarray
+    mass_kg: float
+    markers_body: np.ndarray                # [K, 3]: platform markers, then base markers
+    on_base: np.ndarray                     # [K]
+    measured: np.ndarray                    # [T, K, 3] (0 where masked)
+    mask: np.ndarray                        # [T, K]
+    u_grid: np.ndarray                      # [2 substeps (T - 1) + 1, L, 24]
+    dt: float
+    substeps: int
+    rot_ref: np.ndarray                     # platform rotation at frame 0 (reference)
+    free: str
+    phi_s: np.ndarray
+    theta_fixed: np.ndarray                 # [theta, base] when not fitted
+    fit_base: bool = True
+    prior_rows: np.ndarray | None = None
+    prior_rhs: np.ndarray | None = None
+    n_frames: int = 0
+    fit_params: bool = True
+    cache: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.model = RigidModel.of(self.rig)
+        fmap = self._make_map()
+        self._map = jax.jit(fmap)
+        self._map_jac = jax.jit(jax.jacfwd(fmap, argnums=(0, 1, 2)))
+
+    @property
+    def n(self) -> int:
+        return len(self.joint_centres)
+
+    @property
+    def n_theta(self) -> int:
+        return self.n - 1 if self.free == "jyy" else 9 * self.n
+
+    @property
+    def n_params(self) -> int:
+        return self.n_theta + (6 if self.fit_base else 0)
+
+    def split(self, x: np.ndarray):
+        """``(theta, state, base)`` of an unknown vector (the held values when not fitted)."""
+        params = x[:self.n_params] if self.fit_params else self.theta_fixed
+        st = x[self.n_params:] if self.fit_params else x
+        return params[:self.n_theta], st, params[self.n_theta:]
+
+    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if base.size == 0:
+            return self.r_pb, self.t_pb
+        rot = np.asarray(jax.scipy.linalg.expm(_skew(jnp.asarray(base[3:6], float))))
+        return rot @ self.r_pb, self.t_pb + base[:3]
+
+    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
+        if self.free == "phi_b":
+            return theta
+        g, h = phi_b_affine(self.n)
+        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
+
+    def calib_vector(self, calib: tuple | None = None) -> np.ndarray:
+        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
+                          self.rig.damping) if calib is None else calib
+        return np.concatenate([np.asarray(v, float).ravel() for v in (plat, k, l0, c)])
+
+    def _make_map(self):
+        n, n_th, free, fit_base = self.n, self.n_theta, self.free, self.fit_base
+        g_mat, h_mat = (jnp.asarray(a) for a in phi_b_affine(n))
+        r_pb0, t_pb0 = jnp.asarray(self.r_pb, float), jnp.asarray(self.t_pb, float)
+        centres = jnp.asarray(self.joint_centres, float)
+        roots = list(self.roots)
+        mk0 = jnp.asarray(self.markers_body, float)
+        on_base = jnp.asarray(self.on_base, bool)
+        rot_ref = jnp.asarray(self.rot_ref, float)
+        mass = float(self.mass_kg)
+        s_n = len(self.rig.springs)
+
+        def fmap(x, phi_s, calib):
+            theta = x[:n_th]
+            i = n_th
+            if fit_base:
+                base, i = x[i:i + 6], i + 6
+                rot_b = jax.scipy.linalg.expm(_skew(base[3:6])) @ r_pb0
+                t_b = t_pb0 + base[:3]
+            else:
+                rot_b, t_b = r_pb0, t_pb0
+            st = x[i:]
+            phi_b = theta if free == "phi_b" else g_mat @ phi_s + h_mat @ theta
+            per = phi_b.reshape(n, 9)
+            # the minimal parameters as bodies: each moving link's mass lumped at its joint
+            # (on the parent), so the link carries [0, MS, J] and the base the whole M0
+            links = jnp.concatenate(
+                [jnp.zeros((n, 1)), per[:, :3],
+                 jnp.stack([per[:, 3], per[:, 8], per[:, 7], per[:, 4], per[:, 6], per[:, 5]],
+                           1)], 1)
+            base_pi = links[0].at[0].set(mass)
+            body0 = calib[:10] + _transform(base_pi, rot_b, t_b)
+            offsets = jnp.stack([rot_b @ centres[r] + t_b for r in roots])
+            k, l0, c = calib[10:10 + s_n], calib[10 + s_n:10 + 2 * s_n], calib[10 + 2 * s_n:]
+            theta_e = jnp.concatenate([body0, links[1:].ravel(), offsets.ravel(), k, k * l0,
+                                       c])
+            mk = jnp.where(on_base[:, None], mk0 @ rot_b.T + t_b, mk0)
+            rot0 = jax.scipy.linalg.expm(_skew(st[3:6])) @ rot_ref
+            y0 = jnp.concatenate([st[:3], rot0.ravel(), st[6:9], st[9:12]])
+            return theta_e, y0, mk
+
+        return fmap
+
+    # ---------------------------------------------------------------- evaluation
+    def _full(self, x: np.ndarray) -> np.ndarray:
+        return x if self.fit_params else np.concatenate([self.theta_fixed, x])
+
+    def _inputs(self, full, phi_s=None, calib=None):
+        args = (jnp.asarray(full), jnp.asarray(self.phi_s if phi_s is None else phi_s),
+                jnp.asarray(self.calib_vector(calib)))
+        return tuple(np.asarray(a) for a in self._map(*args))
+
+    def simulate(self, full: np.ndarray, u_grid: np.ndarray | None = None,
+                 n_frames: int | None = None):
+        """Platform states ``[T, 18]`` and the markers' platform-frame coordinates."""
+        theta_e, y0, mk = self._inputs(full)
+        nf = self.n_frames if n_frames is None else n_frames
+        u = self.u_grid if u_grid is None else u_grid
+        states, _ = ep.simulate(self.model, theta_e, y0, u[:2 * self.substeps * (nf - 1) + 1],
+                                self.dt, substeps=self.substeps)
+        return states, mk
+
+    def rows(self, states: np.ndarray, mk: np.ndarray, tangents=None, d_mk=None):
+        """Marker rows (mm) and, with tangents, their Jacobian ``[M, P]``."""
+        t_n = states.shape[0]
+        m = self.mask[:t_n]
+        rot = states[:, 3:12].reshape(t_n, 3, 3)
+        pred = np.einsum("tij,kj->tki", rot, mk) + states[:, None, 0:3]
+        r = 1e3 * (pred - self.measured[:t_n])[m].ravel()
+        if tangents is None:
+            return r, None
+        p_n = tangents.shape[2]
+        t_idx, k_idx = np.nonzero(m)
+        d_rot = tangents[t_idx, 3:12, :].reshape(-1, 3, 3, p_n)
+        jac = (np.einsum("nijp,nj->nip", d_rot, mk[k_idx]) + tangents[t_idx, 0:3, :]
+               + np.einsum("nij,njp->nip", rot[t_idx], d_mk[k_idx]))
+        return r, 1e3 * jac.reshape(-1, p_n)
+
+    def _directions(self, full: np.ndarray, wrt: int):
+        jt, jy, jm = self._map_jac(jnp.asarray(full), jnp.asarray(self.phi_s),
+                                   jnp.asarray(self.calib_vector()))
+        return np.asarray(jt[wrt]), np.asarray(jy[wrt]), np.asarray(jm[wrt])
+
+    def _rows_along(self, full: np.ndarray, d_th, d_y, d_mk):
+        theta_e, y0, mk = self._inputs(full)
+        states, tan = ep.simulate(self.model, theta_e, y0,
+                                  self.u_grid[:2 * self.substeps * (self.n_frames - 1) + 1],
+                                  self.dt, substeps=self.substeps, tangent_theta=d_th,
+                                  tangent_y0=d_y)
+        return self.rows(states, mk, tan, d_mk)
+
+    def _eval(self, x: np.ndarray):
+        key = (self.n_frames, self.fit_params, x.tobytes())
+        if key not in self.cache:
+            full = self._full(x)
+            d_th, d_y, d_mk = self._directions(full, 0)
+            n_rows = int(self.mask[:self.n_frames].sum()) * 3
+            try:
+                r, jac = self._rows_along(full, d_th, d_y, d_mk)
+                if not self.fit_params:
+                    jac = jac[:, self.n_params:]
+                if not np.all(np.isfinite(r)) or not np.all(np.isfinite(jac)):
+                    raise FloatingPointError
+            except (FloatingPointError, np.linalg.LinAlgError):
+                r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
+            if self.prior_rows is not None and self.fit_params:
+                theta = self.split(x)[0]
+                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+                jp = np.zeros((self.prior_rows.shape[0], x.size))
+                jp[:, :self.n_theta] = self.prior_rows
+                jac = np.vstack([jac, jp])
+            self.cache = {key: (r, jac)}
+        return self.cache[key]
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        return self._eval(x)[0]
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        return self._eval(x)[1]
+
+    def phi_s_jacobian(self, x: np.ndarray) -> np.ndarray:
+        """``[M, 8n+1]``: the marker rows' derivative with respect to Phi_s."""
+        full = self._full(x)
+        return self._rows_along(full, *self._directions(full, 1))[1]
+
+    def calibration_jacobian(self, x: np.ndarray, members: list) -> np.ndarray | None:
+        """``[M, C]``: the marker rows' change per calibration member (first order)."""
+        if not members:
+            return None
+        full = self._full(x)
+        d_th, d_y, d_mk = self._directions(full, 2)
+        delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members], 1)
+        return self._rows_along(full, d_th @ delta, d_y @ delta,
+                                np.einsum("kic,cm->kim", d_mk, delta))[1]
+
+
+__all__ = ["ActiveProblem"]

@@ -1,0 +1,98 @@
+"""Which relative-motion model describes the capture: a test, never a silent failure.
+
+A person lying on the platform moves a limb with their muscles; a dummy's or a robot's link
+released from a tilt swings freely. The passive model (links on damped spherical joints)
+uses the moving links' markers as measurements of a simulated swing and is the more
+accurate when it holds; the active model (the links' measured motion prescribed, only the
+platform simulated) holds for any joint torques. The test is the one that matters: whether
+a model's simulated markers follow the measured ones to the marker noise (the residual
+standard deviation within ``REACHED_NOISE_FACTOR`` times the rigid fits' noise, which no
+model enters). ``auto`` tries the passive model and, when it does not reach the noise, the
+active one; a model that does not reach it never replaces the equation-error estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rigtool.identify.relative.active import refine_relative_active
+from rigtool.identify.relative.equation_error import RelativeResult
+from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, RelativeRefinement,
+                                                   refine_relative)
+
+
+@dataclass
+class RelativeModelChoice:
+    """What was tried on the relative-motion capture, and what is reported.
+
+    ``used``: ``"passive"``, ``"active"`` or ``"equation-error"`` (no refinement reached the
+    noise); ``tried``: per model tried, its residual and the noise; ``reason``: one sentence
+    for people.
+    """
+
+    requested: str
+    used: str = "equation-error"
+    tried: list[dict] = field(default_factory=list)
+    reason: str = ""
+
+    def to_json(self) -> dict:
+        return {"requested": self.requested, "used": self.used, "tried": self.tried,
+                "reason": self.reason, "reached_noise_factor": REACHED_NOISE_FACTOR}
+
+
+def _tried(model: str, ref: RelativeRefinement) -> dict:
+    return {"model": model, "method": ref.method, "residual_mm": ref.marker_sigma_mm,
+            "noise_mm": ref.noise_mm, "reached_noise": ref.reached_noise(),
+            "elapsed_s": ref.elapsed_s}
+
+
+def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: tuple,
+                           fit_kwargs: dict
+                           ) -> tuple[RelativeRefinement | None, RelativeModelChoice]:
+    """Refine the equation-error ``start`` with the model(s) ``requested`` allows.
+
+    Parameters
+    ----------
+    requested : {"auto", "passive", "active"}
+    start : RelativeResult
+        The equation-error estimate (kept when no refinement reaches the noise).
+    fit_args, fit_kwargs
+        ``(tree, rig, platform, data, markers)`` and the keywords both refinements take
+        (``phi_s``, ``phi_s_cov``, ``total_mass_kg``, ``window``, ``calibration_std``).
+
+    Returns
+    -------
+    refinement : RelativeRefinement or None
+        The refinement to report (None: keep ``start``).
+    choice : RelativeModelChoice
+    """
+    choice = RelativeModelChoice(requested)
+    kinds = {"auto": ("passive", "active"), "passive": ("passive",),
+             "active": ("active",)}[requested]
+    fits = {"passive": refine_relative, "active": refine_relative_active}
+    for kind in kinds:
+        ref = fits[kind](*fit_args, start=start, **fit_kwargs)
+        choice.tried.append(_tried(kind, ref))
+        if ref.reached_noise():
+            choice.used = kind
+            choice.reason = _reason(choice)
+            return ref, choice
+    choice.reason = _reason(choice)
+    return None, choice
+
+
+def _reason(choice: RelativeModelChoice) -> str:
+    parts = [f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
+             f"against {t['noise_mm']:.3f} mm marker noise"
+             + (" (reached)" if t["reached_noise"] else
+                f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
+             for t in choice.tried]
+    head = {"passive": "the links swing freely (passive model used)",
+            "active": "the links are moved by muscles or motors (active model used: their "
+                      "measured motion prescribed, only the platform simulated)",
+            "equation-error": "no output-error model fits this capture, so the "
+                              "equation-error estimate is reported"}[choice.used]
+    return head + ": " + "; ".join(parts)
+
+
+__all__ = ["RelativeModelChoice", "refine_relative_motion"]
