@@ -67,7 +67,8 @@ def _param(gid: int, name: str, value, proc: int) -> tuple[bytes, bytes]:
 def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1, units="mm",
               extra=None, used=None, group_desc=None, header_first=None, header_last=None,
               frames_param=None, data_start_param=None, header_data_start=None,
-              spare_param_blocks=0, gap_blocks=0, swapped_lengths=False) -> bytes:
+              spare_param_blocks=0, gap_blocks=0, swapped_lengths=False,
+              analog=None) -> bytes:
     """C3D bytes; ``xyz`` [T, N, 3] in file units with NaN = missing (residual -1).
 
     Parameters
@@ -86,6 +87,8 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
         Empty blocks between the parameter section and the data.
     swapped_lengths : bool
         Record-length words in the other byte order than the processor's.
+    analog : ndarray, optional
+        Analog samples ``[T, per_frame, channels]`` stored after each frame's points.
     """
     xyz = np.asarray(xyz, float)
     n_t, n_p, _ = xyz.shape
@@ -95,7 +98,15 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
              "LABELS": tuple(labels), "DESCRIPTIONS": tuple("" for _ in labels)}
     if frames_param == "omit":
         del point["FRAMES"]
-    groups: dict[str, dict] = {"POINT": point, "ANALOG": {"USED": 0, "RATE": float(rate)}}
+    analog = np.zeros((n_t, 0, 0)) if analog is None else np.asarray(analog, float)
+    per_frame, channels = analog.shape[1:]
+    per_frame_word = per_frame if channels else 1  # what writers put without analog data
+    groups: dict[str, dict] = {"POINT": point, "ANALOG": {"USED": channels,
+                                                          "RATE": float(rate * per_frame_word)}}
+    if channels:  # the parameters the manual requires with analog data
+        groups["ANALOG"].update({"LABELS": tuple(f"CH{k + 1}" for k in range(channels)),
+                                 "SCALE": np.ones(channels), "OFFSET": np.zeros(channels, int),
+                                 "GEN_SCALE": 1.0, "UNITS": tuple("V" for _ in range(channels))})
     if units is not None:
         groups["POINT"]["UNITS"] = units
     for g, params in (extra or {}).items():
@@ -122,12 +133,13 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
     first = first_frame if header_first is None else header_first
     last = first_frame + n_t - 1 if header_last is None else header_last
     hds = data_start if header_data_start is None else header_data_start
-    header = (bytes([2, 0x50]) + u16(used, proc) + u16(0, proc) + u16(first, proc)
-              + u16(last, proc) + u16(0, proc) + f32(scale, proc)
-              + u16(hds, proc) + u16(1, proc) + f32(rate, proc)).ljust(512, b"\0")
+    header = (bytes([2, 0x50]) + u16(used, proc) + u16(per_frame * channels, proc)
+              + u16(first, proc) + u16(last, proc) + u16(0, proc) + f32(scale, proc)
+              + u16(hds, proc) + u16(per_frame_word, proc) + f32(rate, proc)).ljust(512, b"\0")
     miss = np.isnan(xyz).any(axis=2)
     if scale < 0:
         vals = np.concatenate([np.nan_to_num(xyz), np.where(miss, -1.0, 1.0)[..., None]], 2)
+        vals = np.concatenate([vals.reshape(n_t, -1), analog.reshape(n_t, -1)], 1)
         if proc == DEC:
             words = np.frombuffer((4.0 * vals).astype("<f4").tobytes(), np.uint8).reshape(-1, 4)
             data = words[:, [2, 3, 0, 1]].tobytes()
@@ -136,5 +148,6 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
     else:
         q = np.rint(np.nan_to_num(xyz) / scale)
         vals = np.concatenate([q, np.where(miss, -1, 1)[..., None]], 2)
+        vals = np.concatenate([vals.reshape(n_t, -1), np.rint(analog.reshape(n_t, -1))], 1)
         data = vals.astype(">i2" if proc == MIPS else "<i2").tobytes()
     return header + psec + data.ljust(-(-len(data) // 512) * 512, b"\0")

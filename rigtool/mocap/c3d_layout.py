@@ -121,7 +121,13 @@ def read_layout(raw: bytes, path: Path, size: int) -> Layout:
                      f"storage: used POINT:SCALE ({'float' if float_storage else 'int16'})")
     word = 4 if float_storage else 2
     analog_used = number("ANALOG", "USED", None)
-    analog_words = head.analog if analog_used is None else int(analog_used) * head.analog_per_frame
+    per_frame = head.analog_per_frame
+    if analog_used and not per_frame:  # header word 10 left 0: from the rates, as ezc3d does
+        analog_rate = number("ANALOG", "RATE", None)
+        point_rate = number("POINT", "RATE", None) or head.rate
+        if analog_rate and point_rate and np.isfinite(analog_rate / point_rate):
+            per_frame = int(round(analog_rate / point_rate))
+    analog_words = head.analog if analog_used is None else int(analog_used) * per_frame
     if analog_words != head.analog:
         notes.append(f"header says {head.analog} analog samples per frame, ANALOG:USED x "
                      f"samples per frame gives {analog_words}: used {analog_words}")

@@ -225,7 +225,7 @@ def read_params(raw: bytes, path: Path, size: int) -> ParamSection:
         if offset == 0:  # the last record
             pos = natural
             break
-        nxt = _next_record(raw, name_end, natural, offset, swapped, record_at)
+        nxt = _next_record(raw, name_end, natural, offset, swapped, record_at, end)
         if nxt is None:
             raise bad(f"parameter record '{name}' has an impossible length", offset)
         if nxt[1] and nxt[1] not in notes:
@@ -243,12 +243,13 @@ def read_params(raw: bytes, path: Path, size: int) -> ParamSection:
 
 
 def _next_record(raw: bytes, name_end: int, natural: int, offset: int, swapped: str,
-                 record_at) -> tuple[int, str | None] | None:
+                 record_at, end: int) -> tuple[int, str | None] | None:
     """Where the next record starts (and a note when the length word was not usable).
 
     Candidates, in order of trust: the length word, the same word in the other byte order,
     the record's content length. The first that lands on a record wins; failing that, the
-    first that lands on the end marker or the section's end.
+    first that lands on the end marker or the section's end; failing that, the length word if
+    it stays in the section (the next record's own check then says what is wrong there).
     """
     other = struct.unpack(swapped, raw[name_end:name_end + 2])[0]
     candidates = [
@@ -262,4 +263,6 @@ def _next_record(raw: bytes, name_end: int, natural: int, offset: int, swapped: 
         for pos, note in candidates:
             if pos >= natural and record_at(pos) == wanted:
                 return pos, note
+    if natural <= name_end + offset <= end:  # in the section: what lies there is reported next
+        return name_end + offset, None
     return None
