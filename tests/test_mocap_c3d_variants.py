@@ -101,13 +101,13 @@ DEC_LAYOUTS = {
 @pytest.mark.parametrize("layout", list(DEC_LAYOUTS))
 def test_dec_int16_files(tmp_path, layout):
     kwargs, note = DEC_LAYOUTS[layout]
-    xyz = _truth(25, 3)
+    xyz = _truth(200, 3)
     p = _write(tmp_path, "dec.c3d", build_c3d(xyz, ["A", "B", "C"], proc=DEC, scale=SCALE,
                                               rate=120.0, first_frame=11, **kwargs))
     d = read_capture(p)
     assert d.extras["c3d"] == {"processor": "dec", "storage": "integer",
                                "scale": pytest.approx(SCALE, rel=1e-7), "reader": "rigtool"}
-    assert d.rate_hz == 120.0 and d.first_frame == 11 and d.n_frames == 25
+    assert d.rate_hz == 120.0 and d.first_frame == 11 and d.n_frames == 200
     assert d.notes == ((note,) if note else ())
     _check(d, xyz, integer=True)
     if layout in ("overstated blocks", "late data", "stale parameter"):
@@ -115,7 +115,7 @@ def test_dec_int16_files(tmp_path, layout):
         assert first == 11
         np.testing.assert_allclose(d.xyz_m * 1e3, ref, rtol=1e-6)
     if layout in ("late data", "stale parameter"):
-        np.testing.assert_allclose(d.xyz_m * 1e3, c3dpkg_points(p)[0][:25], rtol=1e-6)
+        np.testing.assert_allclose(d.xyz_m * 1e3, c3dpkg_points(p)[0][:200], rtol=1e-6)
 
 
 def test_dec_float_header_numbers(tmp_path):
