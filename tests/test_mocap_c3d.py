@@ -212,12 +212,21 @@ def test_description_length_that_hangs_ezc3d_is_read(tmp_path, xyz_mm):
     np.testing.assert_allclose(d.xyz_m * 1e3, c3dpkg_points(p)[0], rtol=2.0 ** -22)
 
 
+# The three processors, and the variants of test_mocap_c3d_variants.py (names with spaces,
+# an overstated parameter block count, little-endian record lengths in a big-endian file, a
+# wrapped header frame range, analog samples between frames).
+_VARIANTS = [dict(proc=INTEL), dict(proc=DEC, scale=0.1), dict(proc=MIPS),
+             dict(extra={"QTM INFO": {"Uncropped Measurement Length": 12}}),
+             dict(proc=DEC, scale=0.1, spare_param_blocks=2),
+             dict(proc=MIPS, scale=0.1, swapped_lengths=True),
+             dict(first_frame=65530, frames_param="omit"),
+             dict(analog=np.ones((12, 2, 2)))]
 _BASES = [build_c3d(np.random.default_rng(k).normal(size=(12, 3, 3)) * 100, ["A", "B", "C"],
-                    proc=proc, scale=scale, extra={"POINT": {"ANGLES": ("C",)}})
-          for k, (proc, scale) in enumerate([(INTEL, -1.0), (DEC, 0.1), (MIPS, -1.0)])]
+                    **{"extra": {"POINT": {"ANGLES": ("C",)}}, **kw})
+          for k, kw in enumerate(_VARIANTS)]
 
 
-@settings(max_examples=500, deadline=None, derandomize=True,
+@settings(max_examples=800, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.sampled_from(range(len(_BASES))),
        flips=st.lists(st.tuples(st.integers(0, 1100), st.integers(0, 255)), min_size=1,

@@ -274,3 +274,11 @@ def test_analog_samples_after_each_frame_are_skipped(tmp_path, proc, scale):
     refs = [c3dpkg_points(p)] + ([ezc3d_points(p)] if proc != MIPS else [])
     for ref, _ in refs:
         np.testing.assert_allclose(d.xyz_m * 1e3, ref[:20], rtol=1e-6)
+
+
+def test_a_negative_point_count_is_refused(tmp_path):
+    p = _write(tmp_path, "neg.c3d", build_c3d(_truth(5, 2), ["A", "B"],
+                                              extra={"POINT": {"USED": -2.0}}))
+    with pytest.raises(FormatError, match=r"neg\.c3d: corrupt C3D file: POINT:USED is not a "
+                                          r"count \(found -2\.0\)"):
+        read_capture(p)

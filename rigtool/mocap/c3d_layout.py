@@ -21,7 +21,8 @@ ezc3d and the ``c3d`` package agree on the parts they implement):
   ``POINT:DATA_START``; a start inside the parameter section's records is corrupt, a start
   inside blocks the section declares but leaves empty is accepted with a note.
 - points and analog samples per frame: ``POINT:USED`` (else header word 2);
-  ``ANALOG:USED`` times header word 10 (samples per frame), else header word 3.
+  ``ANALOG:USED`` times header word 10 (samples per frame; ANALOG:RATE / POINT:RATE when the
+  word is 0), else header word 3.
 - first frame number: ``TRIAL:ACTUAL_START_FIELD`` (two 16-bit words, low first), else the
   header's first frame (0, which some writers put, read as 1).
 """
@@ -110,7 +111,14 @@ def read_layout(raw: bytes, path: Path, size: int) -> Layout:
             raise FormatError(f"corrupt C3D file: {group}:{name} has no value", path=path)
         return value
 
-    used = int(number("POINT", "USED", head.points))
+    def whole(group: str, name: str, default: float | None) -> int | None:
+        value = number(group, name, default)
+        if value is not None and (value < 0 or value != int(value)):
+            raise FormatError(f"corrupt C3D file: {group}:{name} is not a count", path=path,
+                              found=value)
+        return None if value is None else int(value)
+
+    used = whole("POINT", "USED", head.points)
     if used != head.points:
         notes.append(f"header says {head.points} points, POINT:USED {used}: used {used}")
     scale = number("POINT", "SCALE", head.scale)
@@ -120,14 +128,14 @@ def read_layout(raw: bytes, path: Path, size: int) -> Layout:
         notes.append(f"header scale {head.scale:g} and POINT:SCALE {scale:g} disagree on the "
                      f"storage: used POINT:SCALE ({'float' if float_storage else 'int16'})")
     word = 4 if float_storage else 2
-    analog_used = number("ANALOG", "USED", None)
+    analog_used = whole("ANALOG", "USED", None)
     per_frame = head.analog_per_frame
     if analog_used and not per_frame:  # header word 10 left 0: from the rates, as ezc3d does
         analog_rate = number("ANALOG", "RATE", None)
         point_rate = number("POINT", "RATE", None) or head.rate
-        if analog_rate and point_rate and np.isfinite(analog_rate / point_rate):
-            per_frame = int(round(analog_rate / point_rate))
-    analog_words = head.analog if analog_used is None else int(analog_used) * per_frame
+        ratio = analog_rate / point_rate if analog_rate and point_rate else 0.0
+        per_frame = int(round(ratio)) if np.isfinite(ratio) and 0 < ratio < 65536 else 0
+    analog_words = head.analog if analog_used is None else analog_used * per_frame
     if analog_words != head.analog:
         notes.append(f"header says {head.analog} analog samples per frame, ANALOG:USED x "
                      f"samples per frame gives {analog_words}: used {analog_words}")
@@ -169,11 +177,10 @@ def _data_offset(section: ParamSection, head: _Header, param_block: float | None
     if chosen is None:
         raise FormatError("corrupt C3D file: the data section starts inside the header or "
                           "parameter section", path=path, found=head.data_block)
-    declared_blocks = section.declared_end // 512 + 1
-    if chosen < declared_blocks:
-        notes.append(f"the parameter section declares {(section.declared_end - section.start) // 512} "
-                     f"blocks but its records end in block {records_block - 1}; the data "
-                     f"start at block {chosen}")
+    if chosen < section.declared_end // 512 + 1:  # inside the blocks the section declares
+        declared = (section.declared_end - section.start) // 512
+        notes.append(f"the parameter section declares {declared} blocks but its records end "
+                     f"in block {records_block - 1}; the data start at block {chosen}")
     return (chosen - 1) * 512
 
 
