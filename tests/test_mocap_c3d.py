@@ -247,3 +247,28 @@ def test_fuzz_mutated_files_raise_format_error_or_read(tmp_path, base, flips, cu
         assert "f.c3d" in str(exc)
     else:
         assert d.xyz_m.ndim == 3 and d.n_frames > 0 and len(d.names) > 0
+
+
+def test_write_more_than_65535_frames_reads_back_all(tmp_path):
+    # Regression: ezc3d writes POINT:FRAMES 65535 and a header last frame of 65535; the
+    # writer adds TRIAL:ACTUAL_START/END_FIELD so that every frame reads back.
+    n = 70000
+    xyz = np.zeros((n, 1, 3))
+    xyz[:, 0, 0] = np.arange(n) * 1e-3
+    data = MarkerData(time_s=np.arange(n) / 100.0, names=("A",), xyz_m=xyz, rate_hz=100.0,
+                      first_frame=3)
+    write_capture(data, tmp_path / "long.c3d", format="c3d")
+    back = read_capture(tmp_path / "long.c3d")
+    assert back.n_frames == n and back.first_frame == 3 and back.notes == ()
+    np.testing.assert_allclose(back.xyz_m, xyz, rtol=2.0 ** -23)
+
+
+def test_frames_65535_without_a_longer_count_reads_65535_and_says_so(tmp_path):
+    n = 65535 + 100
+    raw = build_c3d(np.ones((n, 1, 3)), ["A"], frames_param=65535, header_last=65535)
+    d = read_capture(_write(tmp_path, "cap.c3d", raw))
+    assert d.n_frames == 65535
+    # room: 65635 frames of 16 bytes padded to whole 512-byte blocks hold 65664
+    assert d.notes == ("POINT:FRAMES says 65535, the mark of a count past 16 bits, but neither "
+                       "TRIAL:ACTUAL_END_FIELD nor POINT:LONG_FRAMES says how many; the file "
+                       "has room for 65664: used 65535",)

@@ -244,11 +244,15 @@ def write(data: MarkerData, path: Path, *, units: str = "mm") -> None:
     c["data"]["meta_points"]["residuals"] = np.where(missing.T, -1.0, 0.0)[None]
     first = int(data.first_frame)
     c["header"]["points"]["first_frame"] = min(max(first, 1), 65535) - 1
-    if first > 65535 or first < 1:
-        # Two 16-bit integer words, low first (the wrapper's add_parameter would store floats).
-        param = ezc3d.ezc3d.Parameter("ACTUAL_START_FIELD", "first frame number")
-        param.set(ezc3d.ezc3d.VecInt([first & 0xFFFF, (first >> 16) & 0xFFFF]), [2])
-        c["parameters"].add_parameter("TRIAL", param)
+    last = first + data.n_frames - 1
+    if first > 65535 or first < 1 or last > 65535:
+        # Past 16 bits (ezc3d then writes POINT:FRAMES 65535 and the header's last frame
+        # 65535): the frame range in TRIAL, as the C3D manual says; two 16-bit integer words
+        # each, low first (the wrapper's add_parameter would store floats).
+        for name, number in (("ACTUAL_START_FIELD", first), ("ACTUAL_END_FIELD", last)):
+            param = ezc3d.ezc3d.Parameter(name, f"{name.split('_')[1].lower()} frame number")
+            param.set(ezc3d.ezc3d.VecInt([number & 0xFFFF, (number >> 16) & 0xFFFF]), [2])
+            c["parameters"].add_parameter("TRIAL", param)
     path.parent.mkdir(parents=True, exist_ok=True)
     # ezc3d appends ".c3d" to any other name: write a temporary .c3d, then move it in place.
     fd, tmp = tempfile.mkstemp(suffix=".c3d", dir=path.parent)

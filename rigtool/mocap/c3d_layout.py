@@ -223,7 +223,16 @@ def _frame_count(section: ParamSection, head: _Header, room: int, used: int,
                           f"{data_offset + n * frame_bytes} bytes, the file has {size}",
                           path=path)
     n = fits[0][1]
-    if any(count != n for _, count in sources) or head.last < head.first:
+    # 65535 in POINT:FRAMES or as the header's last frame marks a count past 16 bits: not a
+    # disagreement when the count used is larger.
+    capped = [(t, c) for t, c in sources if not (n > c and (
+        t == "POINT:FRAMES 65535" or (t == header_text and head.last == 65535)))]
+    if overflow and n == 65535 and room > n + 512 // frame_bytes and not (
+            "trial" in named or "long" in named):
+        notes.append(f"POINT:FRAMES says 65535, the mark of a count past 16 bits, but neither "
+                     f"TRIAL:ACTUAL_END_FIELD nor POINT:LONG_FRAMES says how many; the file "
+                     f"has room for {room}: used 65535")
+    elif any(count != n for _, count in capped) or head.last < head.first:
         data_blocks = -(-(size - data_offset) // 512)
         held = (f"file holds {n}" if -(-n * frame_bytes // 512) == data_blocks
                 else f"file has room for {room}")
