@@ -282,3 +282,12 @@ def test_a_negative_point_count_is_refused(tmp_path):
     with pytest.raises(FormatError, match=r"neg\.c3d: corrupt C3D file: POINT:USED is not a "
                                           r"count \(found -2\.0\)"):
         read_capture(p)
+
+
+def test_scale_stored_as_an_integer_parameter(tmp_path):
+    # POINT:SCALE written as int16 -1 (float storage): read signed, not as the count 65535.
+    xyz = _truth(8, 2)
+    p = _write(tmp_path, "s.c3d", build_c3d(xyz, ["A", "B"], extra={"POINT": {"SCALE": -1}}))
+    d = read_capture(p)
+    assert d.extras["c3d"]["storage"] == "float" and d.notes == ()
+    _check(d, xyz, integer=False)

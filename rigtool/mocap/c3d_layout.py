@@ -102,11 +102,15 @@ def read_layout(raw: bytes, path: Path, size: int) -> Layout:
     head = _read_header(raw, section.processor)
     notes = list(section.notes)
 
-    def number(group: str, name: str, default: float | None) -> float | None:
+    def number(group: str, name: str, default: float | None, *,
+               signed: bool = False) -> float | None:
+        """The parameter's first value; int16 read unsigned (a count) unless ``signed``."""
         param = section.get(group, name)
         if param is None:
             return default
         value = param.count()
+        if value is not None and signed and param.type != -1:
+            value = float(param.numbers()[0])
         if value is None or not np.isfinite(value):
             raise FormatError(f"corrupt C3D file: {group}:{name} has no value", path=path)
         return value
@@ -121,8 +125,8 @@ def read_layout(raw: bytes, path: Path, size: int) -> Layout:
     used = whole("POINT", "USED", head.points)
     if used != head.points:
         notes.append(f"header says {head.points} points, POINT:USED {used}: used {used}")
-    scale = number("POINT", "SCALE", head.scale)
-    number("POINT", "RATE", None)  # must be numeric when present
+    scale = number("POINT", "SCALE", head.scale, signed=True)
+    number("POINT", "RATE", None, signed=True)  # must be numeric when present
     float_storage = bool(scale < 0) if np.isfinite(scale) else True
     if np.isfinite(head.scale) and (head.scale < 0) != float_storage:
         notes.append(f"header scale {head.scale:g} and POINT:SCALE {scale:g} disagree on the "
@@ -131,8 +135,8 @@ def read_layout(raw: bytes, path: Path, size: int) -> Layout:
     analog_used = whole("ANALOG", "USED", None)
     per_frame = head.analog_per_frame
     if analog_used and not per_frame:  # header word 10 left 0: from the rates, as ezc3d does
-        analog_rate = number("ANALOG", "RATE", None)
-        point_rate = number("POINT", "RATE", None) or head.rate
+        analog_rate = number("ANALOG", "RATE", None, signed=True)
+        point_rate = number("POINT", "RATE", None, signed=True) or head.rate
         ratio = analog_rate / point_rate if analog_rate and point_rate else 0.0
         per_frame = int(round(ratio)) if np.isfinite(ratio) and 0 < ratio < 65536 else 0
     analog_words = head.analog if analog_used is None else analog_used * per_frame

@@ -204,6 +204,7 @@ def read_params(raw: bytes, path: Path, size: int) -> ParamSection:
             if body + 1 > end or body + 1 + raw[body] > end:
                 raise past_end(f"group '{name}' description runs past the parameter section")
             natural = body + 1 + raw[body]
+            groups[-gid] = name
         else:
             if body + 2 > end:
                 raise past_end(f"parameter '{name}' record runs past the parameter section")
@@ -219,8 +220,6 @@ def read_params(raw: bytes, path: Path, size: int) -> ParamSection:
                                "parameter section")
             natural = data_end + 1 + raw[data_end]
             params[(gid, name)] = Param(ptype, dims, raw[data_start:data_end], processor)
-        if gid < 0:
-            groups[-gid] = name
         offset = struct.unpack(u16, raw[name_end:name_end + 2])[0]
         if offset == 0:  # the last record
             pos = natural
