@@ -1,107 +1,27 @@
 """C3D reader/writer: every processor type, both storages, labels, units, model outputs, errors.
 
-Files for DEC and SGI/MIPS processors and integer storage come from :func:`build_c3d`, a small
-byte-level C3D writer written here from the C3D manual (neither ezc3d nor the ``c3d`` package
-can write them): header and parameter section as the manual lays them out, integers
-little-endian (Intel, DEC) or big-endian (MIPS), floats IEEE little/big-endian or DEC F
-(IEEE bits of 4*v with the two 16-bit words swapped). Both libraries read its output, which
-checks the builder independently of our reader.
+Files for DEC and SGI/MIPS processors and integer storage come from :func:`build_c3d`
+(``tests/_c3d_builder.py``), a byte-level C3D writer written from the C3D manual (neither
+ezc3d nor the ``c3d`` package can write them). ezc3d and the ``c3d`` package read the same
+files as independent references (``tests/_c3d_reference.py``), which checks the builder and
+the reader at once. The variants real exporters write (QTM names with spaces, DEC int16,
+Optotrak headers, wrapped frame ranges, big-endian files) are in test_mocap_c3d_variants.py.
 """
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _c3d_builder import DEC, INTEL, MIPS, build_c3d
+from _c3d_reference import c3dpkg_points, ezc3d_points
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rigtool.errors import FormatError, InputError
 from rigtool.mocap import MarkerData, detect_format, read_capture, write_capture
 from rigtool.mocap import c3d as c3dmod
-
-INTEL, DEC, MIPS = 84, 85, 86
-
-
-def _f32(v: float, proc: int) -> bytes:
-    if proc == MIPS:
-        return struct.pack(">f", v)
-    if proc == DEC:
-        le = struct.pack("<f", 4.0 * v)
-        return le[2:4] + le[0:2]
-    return struct.pack("<f", v)
-
-
-def _i16(v: int, proc: int) -> bytes:
-    return struct.pack(">h" if proc == MIPS else "<h", v)
-
-
-def _param(gid: int, name: str, value, proc: int) -> tuple[bytes, bytes]:
-    if isinstance(value, str):  # one string: a 1-D char parameter
-        dims, data, typ = [max(len(value), 1)], value.encode().ljust(max(len(value), 1)), -1
-    elif isinstance(value, tuple):  # several strings: [width, count]
-        width = max([len(s) for s in value] + [1])
-        dims, typ = [width, len(value)], -1
-        data = b"".join(s.encode().ljust(width) for s in value)
-    else:
-        arr = np.atleast_1d(np.asarray(value))
-        if arr.dtype.kind == "f":
-            typ, data = 4, b"".join(_f32(float(x), proc) for x in arr.ravel(order="F"))
-        else:
-            typ, data = 2, b"".join(_i16(int(x), proc) for x in arr.ravel(order="F"))
-        dims = [] if np.ndim(value) == 0 else list(arr.shape)
-    nm = name.encode()
-    return struct.pack("bb", len(nm), gid) + nm, struct.pack("bB", typ, len(dims)) + bytes(
-        dims) + data + b"\x00"
-
-
-def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1, units="mm",
-              extra=None, used=None, group_desc=None) -> bytes:
-    """C3D bytes; ``xyz`` [T, N, 3] in file units with NaN = missing (residual -1)."""
-    xyz = np.asarray(xyz, float)
-    n_t, n_p, _ = xyz.shape
-    used = n_p if used is None else used
-    groups: dict[str, dict] = {
-        "POINT": {"USED": used, "SCALE": float(scale), "RATE": float(rate), "DATA_START": 0,
-                  "FRAMES": n_t, "LABELS": tuple(labels),
-                  "DESCRIPTIONS": tuple("" for _ in labels)},
-        "ANALOG": {"USED": 0, "RATE": float(rate)}}
-    if units is not None:
-        groups["POINT"]["UNITS"] = units
-    for g, params in (extra or {}).items():
-        groups.setdefault(g, {}).update(params)
-
-    def section(data_start: int) -> bytes:
-        groups["POINT"]["DATA_START"] = data_start
-        recs = []
-        for gi, (g, params) in enumerate(groups.items(), start=1):
-            desc = (group_desc or {}).get(g, "").encode()
-            recs.append((struct.pack("bb", len(g), -gi) + g.encode(), bytes([len(desc)]) + desc))
-            recs += [_param(gi, p, v, proc) for p, v in params.items()]
-        return b"".join(head + _i16(0 if k == len(recs) - 1 else len(body) + 2, proc) + body
-                        for k, (head, body) in enumerate(recs))
-
-    n_blocks = (4 + len(section(0))) // 512 + 1
-    data_start = 2 + n_blocks
-    psec = (bytes([1, 0x50, n_blocks, proc]) + section(data_start)).ljust(512 * n_blocks, b"\0")
-    header = (bytes([2, 0x50]) + _i16(used, proc) + _i16(0, proc) + _i16(first_frame, proc)
-              + _i16(first_frame + n_t - 1, proc) + _i16(0, proc) + _f32(scale, proc)
-              + _i16(data_start, proc) + _i16(1, proc) + _f32(rate, proc)).ljust(512, b"\0")
-    miss = np.isnan(xyz).any(axis=2)
-    if scale < 0:
-        vals = np.concatenate([np.nan_to_num(xyz), np.where(miss, -1.0, 1.0)[..., None]], 2)
-        if proc == DEC:
-            words = np.frombuffer((4.0 * vals).astype("<f4").tobytes(), np.uint8).reshape(-1, 4)
-            data = words[:, [2, 3, 0, 1]].tobytes()
-        else:
-            data = vals.astype(">f4" if proc == MIPS else "<f4").tobytes()
-    else:
-        q = np.rint(np.nan_to_num(xyz) / scale)
-        vals = np.concatenate([q, np.where(miss, -1, 1)[..., None]], 2)
-        data = vals.astype(">i2" if proc == MIPS else "<i2").tobytes()
-    return header + psec + data.ljust(-(-len(data) // 512) * 512, b"\0")
 
 
 @pytest.fixture
@@ -121,16 +41,16 @@ def _write(tmp_path: Path, name: str, raw: bytes) -> Path:
 
 # --- every processor type and storage --------------------------------------------------------
 
-@pytest.mark.parametrize("proc,reader", [(INTEL, "ezc3d"), (DEC, "ezc3d"), (MIPS, "c3d")])
+@pytest.mark.parametrize("proc", [INTEL, DEC, MIPS])
 @pytest.mark.parametrize("scale", [-1.0, 0.1])
-def test_processors_and_storage(tmp_path, xyz_mm, proc, reader, scale):
+def test_processors_and_storage(tmp_path, xyz_mm, proc, scale):
     p = _write(tmp_path, "x.c3d", build_c3d(xyz_mm, ["sub:A", "B", "C"], rate=120.0,
                                             scale=scale, proc=proc, first_frame=7))
     assert detect_format(p) == "c3d"
     d = read_capture(p)
     assert d.format == "c3d" and d.names == ("sub:A", "B", "C") and d.rate_hz == 120.0
-    assert d.first_frame == 7 and d.units == "mm"
-    assert d.extras["c3d"]["reader"] == reader
+    assert d.first_frame == 7 and d.units == "mm" and d.notes == ()
+    assert d.extras["c3d"]["processor"] == {INTEL: "intel", DEC: "dec", MIPS: "sgi-mips"}[proc]
     assert d.extras["c3d"]["storage"] == ("float" if scale < 0 else "integer")
     assert d.missing_counts() == {"sub:A": 1, "B": 4, "C": 0}
     np.testing.assert_array_equal(np.isnan(d.xyz_m), np.isnan(xyz_mm))
@@ -140,18 +60,17 @@ def test_processors_and_storage(tmp_path, xyz_mm, proc, reader, scale):
     np.testing.assert_allclose(d.time_s, np.arange(40) / 120.0)
 
 
-def test_c3d_package_fallback_matches_ezc3d(tmp_path, xyz_mm, monkeypatch):
-    p = _write(tmp_path, "x.c3d", build_c3d(xyz_mm, ["A", "B", "C"], scale=0.1, proc=DEC))
-    direct = read_capture(p)
-
-    def broken(path):
-        raise RuntimeError("simulated ezc3d failure")
-
-    monkeypatch.setattr(c3dmod, "_read_ezc3d", broken)
-    fallback = read_capture(p)
-    assert fallback.extras["c3d"]["reader"] == "c3d"
-    assert fallback.names == direct.names and fallback.first_frame == direct.first_frame
-    np.testing.assert_allclose(fallback.xyz_m, direct.xyz_m, atol=1e-9)
+@pytest.mark.parametrize("proc", [INTEL, DEC, MIPS])
+@pytest.mark.parametrize("scale", [-1.0, 0.1])
+def test_same_points_as_ezc3d_and_the_c3d_package(tmp_path, xyz_mm, proc, scale):
+    p = _write(tmp_path, "x.c3d", build_c3d(xyz_mm, ["A", "B", "C"], scale=scale, proc=proc,
+                                            first_frame=7))
+    ours = read_capture(p).xyz_m * 1e3  # back to the file's mm
+    refs = [c3dpkg_points(p)] + ([ezc3d_points(p)] if proc != MIPS else [])  # no MIPS in ezc3d
+    for xyz, first in refs:
+        assert first == 7
+        # The same float32 / int16 words decoded: equal to float32 rounding of mm values.
+        np.testing.assert_allclose(ours, xyz[:40], rtol=2.0 ** -22, atol=1e-9)
 
 
 # --- labels, model outputs, frames, units ----------------------------------------------------
@@ -282,22 +201,32 @@ def test_only_model_outputs(tmp_path):
         read_capture(p)
 
 
-def test_description_length_that_hangs_ezc3d_goes_to_c3d_package(tmp_path, xyz_mm):
+def test_description_length_that_hangs_ezc3d_is_read(tmp_path, xyz_mm):
     # Regression: ezc3d 1.7 reads description lengths as signed bytes and hangs on >= 128;
-    # such a (valid) file must be read by the c3d package instead.
+    # such a (valid) file is read, and the c3d package agrees.
     p = _write(tmp_path, "d.c3d", build_c3d(xyz_mm, ["A", "B", "C"],
                                             group_desc={"POINT": "x" * 200}))
     d = read_capture(p)
-    assert d.extras["c3d"]["reader"] == "c3d" and d.names == ("A", "B", "C")
+    assert d.names == ("A", "B", "C")
     np.testing.assert_allclose(d.xyz_m, xyz_mm * 1e-3, rtol=2.0 ** -23)
+    np.testing.assert_allclose(d.xyz_m * 1e3, c3dpkg_points(p)[0], rtol=2.0 ** -22)
 
 
+# The three processors, and the variants of test_mocap_c3d_variants.py (names with spaces,
+# an overstated parameter block count, little-endian record lengths in a big-endian file, a
+# wrapped header frame range, analog samples between frames).
+_VARIANTS = [dict(proc=INTEL), dict(proc=DEC, scale=0.1), dict(proc=MIPS),
+             dict(extra={"QTM INFO": {"Uncropped Measurement Length": 12}}),
+             dict(proc=DEC, scale=0.1, spare_param_blocks=2),
+             dict(proc=MIPS, scale=0.1, swapped_lengths=True),
+             dict(first_frame=65530, frames_param="omit"),
+             dict(analog=np.ones((12, 2, 2)))]
 _BASES = [build_c3d(np.random.default_rng(k).normal(size=(12, 3, 3)) * 100, ["A", "B", "C"],
-                    proc=proc, scale=scale, extra={"POINT": {"ANGLES": ("C",)}})
-          for k, (proc, scale) in enumerate([(INTEL, -1.0), (DEC, 0.1), (MIPS, -1.0)])]
+                    **{"extra": {"POINT": {"ANGLES": ("C",)}}, **kw})
+          for k, kw in enumerate(_VARIANTS)]
 
 
-@settings(max_examples=500, deadline=None, derandomize=True,
+@settings(max_examples=800, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.sampled_from(range(len(_BASES))),
        flips=st.lists(st.tuples(st.integers(0, 1100), st.integers(0, 255)), min_size=1,
@@ -318,3 +247,28 @@ def test_fuzz_mutated_files_raise_format_error_or_read(tmp_path, base, flips, cu
         assert "f.c3d" in str(exc)
     else:
         assert d.xyz_m.ndim == 3 and d.n_frames > 0 and len(d.names) > 0
+
+
+def test_write_more_than_65535_frames_reads_back_all(tmp_path):
+    # Regression: ezc3d writes POINT:FRAMES 65535 and a header last frame of 65535; the
+    # writer adds TRIAL:ACTUAL_START/END_FIELD so that every frame reads back.
+    n = 70000
+    xyz = np.zeros((n, 1, 3))
+    xyz[:, 0, 0] = np.arange(n) * 1e-3
+    data = MarkerData(time_s=np.arange(n) / 100.0, names=("A",), xyz_m=xyz, rate_hz=100.0,
+                      first_frame=3)
+    write_capture(data, tmp_path / "long.c3d", format="c3d")
+    back = read_capture(tmp_path / "long.c3d")
+    assert back.n_frames == n and back.first_frame == 3 and back.notes == ()
+    np.testing.assert_allclose(back.xyz_m, xyz, rtol=2.0 ** -23)
+
+
+def test_frames_65535_without_a_longer_count_reads_65535_and_says_so(tmp_path):
+    n = 65535 + 100
+    raw = build_c3d(np.ones((n, 1, 3)), ["A"], frames_param=65535, header_last=65535)
+    d = read_capture(_write(tmp_path, "cap.c3d", raw))
+    assert d.n_frames == 65535
+    # room: 65635 frames of 16 bytes padded to whole 512-byte blocks hold 65664
+    assert d.notes == ("POINT:FRAMES says 65535, the mark of a count past 16 bits, but neither "
+                       "TRIAL:ACTUAL_END_FIELD nor POINT:LONG_FRAMES says how many; the file "
+                       "has room for 65664: used 65535",)

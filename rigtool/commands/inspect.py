@@ -4,7 +4,10 @@ Prints the format, frame rate, frame count and duration, the first frame number 
 numbers it), the units as written in the file, the markers in file order and, per marker, the
 frames without a position (count, number of gaps, longest gap). ``--json`` prints one JSON
 object with the keys SPEC.md lists (``format``, ``rate_hz``, ``n_frames``, ``first_frame``,
-``units``, ``markers``, ``missing``) plus ``duration_s``, ``source`` and ``sha256``.
+``units``, ``markers``, ``missing``) plus ``duration_s``, ``source``, ``sha256`` and ``notes``:
+what the reader had to reconcile to read the file (a C3D header and parameters that disagree,
+a frame range that wraps, Vicon sections or columns skipped), printed as ``note:`` lines in
+the table. A note is not an error: the file was read.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def summary(data: MarkerData, path: Path) -> dict:
             "first_frame": data.first_frame, "units": data.units,
             "markers": list(data.names), "missing": data.missing_counts(),
             "duration_s": data.n_frames / data.rate_hz, "source": str(path),
-            "sha256": sha256_of(path)}
+            "sha256": sha256_of(path), "notes": list(data.notes)}
 
 
 def _table(data: MarkerData, path: Path) -> str:
@@ -72,6 +75,7 @@ def _table(data: MarkerData, path: Path) -> str:
     if outputs:
         lines.append(f"({len(outputs)} model outputs stored as points are not markers: "
                      f"{', '.join(outputs[:8])}{' ...' if len(outputs) > 8 else ''})")
+    lines += [f"note: {note}" for note in data.notes]
     return "\n".join(lines)
 
 

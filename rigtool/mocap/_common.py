@@ -110,11 +110,12 @@ def units_factor(units: str | None, *, user_units: str | None, path: Path,
 
 def make_marker_data(*, frames: np.ndarray | None, time_s: np.ndarray | None, rate_hz: float,
                      names: list[str], xyz: np.ndarray, factor: float, units: str, fmt: str,
-                     path: Path, extras: dict | None = None) -> MarkerData:
+                     path: Path, extras: dict | None = None,
+                     notes: tuple[str, ...] | list[str] = ()) -> MarkerData:
     """Validate and assemble a :class:`MarkerData` (positions scaled to metres).
 
     ``time_s`` (if the file has it) is shifted to start at 0; otherwise time comes from
-    ``frames`` (or the row index) and ``rate_hz``.
+    ``frames`` (or the row index) and ``rate_hz``. ``notes`` say what the reader reconciled.
     """
     if not (np.isfinite(rate_hz) and rate_hz > 0):
         raise FormatError("expected a positive frame rate", path=path, field="rate",
@@ -138,4 +139,4 @@ def make_marker_data(*, frames: np.ndarray | None, time_s: np.ndarray | None, ra
     xyz_m = np.asarray(xyz, float).reshape(n_frames, len(names), 3) * factor
     return MarkerData(time_s=time_s, names=tuple(names), xyz_m=xyz_m, rate_hz=float(rate_hz),
                       first_frame=first_frame, units=units, format=fmt, source=path,
-                      extras=extras or {})
+                      extras=extras or {}, notes=tuple(notes))

@@ -61,6 +61,9 @@ class MarkerData:
         File the data came from.
     extras : dict
         Reader-specific extras that are not markers (e.g. Motive rigid-body poses).
+    notes : tuple of str
+        What the reader had to reconcile or skip to read the file (fields that disagree, a
+        frame range that wraps, sections that hold no markers); ``rigtool inspect`` shows them.
     """
 
     time_s: np.ndarray
@@ -72,6 +75,7 @@ class MarkerData:
     format: str = "plain-csv"
     source: Path | None = None
     extras: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         t, n = self.xyz_m.shape[0], len(self.names)

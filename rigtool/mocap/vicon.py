@@ -1,22 +1,29 @@
-"""Vicon Nexus CSV export: read the Trajectories block, write a Nexus-like file.
+"""Vicon Nexus CSV export: read the Trajectories section, write a Nexus-like file.
 
-Layout (one or more blocks, each ended by an empty line)::
+Layout (one or more sections, each ended by an empty line)::
 
-    Trajectories                       <- block title (may be padded with commas)
+    Trajectories                       <- section title (may be padded with commas)
     100                                <- frame rate, Hz ("100" or "100,")
     ,,rig:P1,,,rig:P2,,,               <- marker names over the X of each X/Y/Z triple
     Frame,Sub Frame,X,Y,Z,X,Y,Z        <- components
     ,,mm,mm,mm,mm,mm,mm                <- units of each column
     500,0,12.5,,,...                   <- data; empty cells where a marker is missing
 
-Other blocks (Devices, Model Outputs, Joints, Segments, Events...) are skipped. Frame numbers
-may start anywhere (trimmed exports); ``first_frame`` keeps the first one and time runs from
-0 at that frame. Units come from the units row (per column); ``units`` is used only when
-that row is empty.
+Only the Trajectories section holds markers. The others (Devices, Joints, Model Outputs,
+Segments, Events, ...) have their own columns (device channels, RX/RY/RZ/TX/TY/TZ,
+``Magnitude( X )`` ...), come in any order and are skipped, even when one holds an empty line
+of its own. Inside Trajectories a marker's columns start with X, Y, Z; the derived columns
+Nexus can add after them (velocities X', accelerations X'', ``Magnitude( X )``) are skipped,
+as is a name over derived columns only; both are reported in ``MarkerData.notes``. Frame
+numbers may start anywhere (trimmed exports); ``first_frame`` keeps the first one and time
+runs from 0 at that frame. Units come from the units row (per column); ``units`` is used only
+when that row is empty.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +70,15 @@ def sniff(head: bytes) -> bool:
     return title == "Events" or _rate(lines[1].split(",")) is not None
 
 
+#: Columns Nexus may add after a marker's X, Y, Z: velocities (X'), accelerations (X''),
+#: magnitudes (``Magnitude( X )``, ``|X'|``).
+_DERIVED = re.compile(r"^(?:[XYZ]'+|magnitude\s*\(.*\)|\|.*\|)$", re.IGNORECASE)
+
+
+def _is_derived(component: str) -> bool:
+    return bool(_DERIVED.match(component.strip()))
+
+
 def _skip_block(reader: LineReader) -> None:
     reader.jump(block_end(reader.raw, reader.pos, ","))
 
@@ -101,11 +117,18 @@ def read(path: Path, *, units: str | None = None) -> MarkerData:
         if is_blank(cells):
             continue
         title = _title(cells)
-        if title is None:
-            raise FormatError("expected a block title line such as 'Trajectories'",
-                              path=path, line=reader.line, found=text[:40])
+        if title is None or _rate(cells) is not None:
+            if not seen:
+                raise FormatError("expected a block title line such as 'Trajectories'",
+                                  path=path, line=reader.line, found=text[:40])
+            _skip_block(reader)  # more of the section being skipped, after an empty line
+            continue
         if title == "Trajectories":
-            return _read_trajectories(reader, path, units)
+            data = _read_trajectories(reader, path, units)
+            if seen:
+                notes = (f"read the Trajectories section; skipped {', '.join(seen)}",)
+                data = replace(data, notes=notes + data.notes)
+            return data
         seen.append(title)
         _skip_block(reader)
 
@@ -142,19 +165,25 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
 
     names: list[str] = []
     xcols: list[int] = []
-    for j, cell in enumerate(name_cells):
-        if not cell.strip():
-            continue
+    derived: list[str] = []  # skipped columns, for the note
+    starts = [j for j, cell in enumerate(name_cells) if cell.strip()]
+    for k, j in enumerate(starts):
+        cell = name_cells[j]
         if j == 0 or (j == 1 and len(head) > 1 and head[1] == "sub frame"):
             raise FormatError("a marker name over the Frame columns", path=path,
                               line=name_line, found=cell.strip())
-        comps = [c.strip().upper() for c in comp_cells[j:j + 3]]
-        if comps != ["X", "Y", "Z"]:
+        stop = starts[k + 1] if k + 1 < len(starts) else max(len(comp_cells), j + 3)
+        group = [c.strip() for c in comp_cells[j:stop]]
+        if [c.upper() for c in group[:3]] == ["X", "Y", "Z"]:
+            names.append(cell.strip())
+            xcols.append(j)
+            derived += [c for c in group[3:] if c]  # X', Magnitude( X ), ... after the triple
+        elif group and all(_is_derived(c) for c in group if c) and any(group):
+            derived.append(f"{cell.strip()} ({', '.join(c for c in group if c)})")
+        else:
             raise FormatError(f"expected X,Y,Z components under marker '{cell.strip()}'",
                               path=path, line=comp_line, field=f"column {j + 1}",
                               found=",".join(comp_cells[j:j + 3]))
-        names.append(cell.strip())
-        xcols.append(j)
     if not names:
         raise FormatError("no marker names in the Trajectories block", path=path,
                           line=name_line)
@@ -199,8 +228,14 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
     xyz = table[:, len(lead):]
     if np.any(factors != factor):
         xyz = xyz * (factors / factor)  # per-column units relative to the first
+    notes = ()
+    if derived:
+        shown = ", ".join(dict.fromkeys(derived))
+        notes = (f"Trajectories: skipped {len(derived)} columns that are not marker "
+                 f"positions ({shown[:200]}{' ...' if len(shown) > 200 else ''})",)
     return make_marker_data(frames=frames, time_s=None, rate_hz=rate, names=names, xyz=xyz,
-                            factor=float(factor), units=units_text, fmt=_FMT, path=path)
+                            factor=float(factor), units=units_text, fmt=_FMT, path=path,
+                            notes=notes)
 
 
 _DECIMALS = {"mm": 6, "millimeters": 6, "cm": 7, "centimeters": 7, "m": 9, "meters": 9,
