@@ -161,3 +161,38 @@ def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
     assert np.linalg.norm(jc["joint_center"]) < 2e-3
     np.testing.assert_allclose(jc["link_origin_moved_by"], d, atol=2e-3)
     assert doc["subset"]["rank"] == 17
+
+
+def test_voluntary_motion_end_to_end(demo_run, tmp_path, capsys):
+    """A limb moved by muscles (scenarios/voluntary.toml, shortened): rigtool run tries the
+    passive swing, sees it cannot follow the markers, uses the active model and says so; the
+    reported J_yy is the truth's within its standard error."""
+    tmp, _ = demo_run
+    scen = tmp_path / "lift.toml"
+    text = (ROOT / "scenarios" / "voluntary.toml").read_text()
+    body = text[text.index("[relative_motion]"):].replace("duration_s = 12.0", "duration_s = 7.0"
+                                                          ).replace("window = [1.0, 11.0]",
+                                                                    "window = [1.0, 6.0]")
+    scen.write_text(f'[scenario]\nname = "lift"\nextends = "{ROOT / "scenarios" / "voluntary.toml"}"'
+                    f"\n\n{body}")
+    bundle = tmp_path / "bundle"
+    assert main(["simulate", str(scen), "-o", str(bundle)]) == 0
+    # same rig and calibration captures as the demo: its calibration serves
+    shutil.copy(tmp / "calibration" / "paper-rig.calibrated.toml", bundle / "calibration")
+    capsys.readouterr()
+    out = tmp_path / "results"
+    session = bundle / "captures" / "two-link" / "session.toml"
+    assert main(["run", str(session), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "relative motion (output-error (prescribed motion))" in printed
+    rep = json.loads((out / "report.json").read_text())
+    rel = rep["relative_motion"]
+    assert rel["model"]["requested"] == "auto" and rel["model"]["used"] == "active"
+    assert [t["model"] for t in rel["model"]["tried"]] == ["passive", "active"]
+    assert not rel["model"]["tried"][0]["reached_noise"]
+    assert rel["output_error"]["used"] and rel["output_error"]["method"].startswith("output")
+    truth = json.loads((session.parent / "truth.json").read_text())
+    k = truth["phi_b"]["names"].index("link1.J_yy")
+    assert abs(rel["phi_b"]["values"][k] - truth["phi_b"]["values"][k]) < 3 * rel["phi_b"]["std"][k]
+    assert not any("output-error refinement" in w for w in rep.get("warnings", []))
+    assert "moved by muscles" in (out / "report.md").read_text()

@@ -1,8 +1,7 @@
 """The engine's one JAX import: 64-bit floats and the persistent compilation cache.
 
-Why JAX (measured on this project's 2-core machine, benchmarks/engine_choice.py): the
-output-error fits need the derivative of a simulated trajectory with respect to every unknown.
-JAX gives it exactly by forward-mode differentiation through the compiled RK4 loop
+Why JAX: the output-error fits need the derivative of a simulated trajectory with respect
+to every unknown. JAX gives it exactly by forward-mode differentiation through the compiled RK4 loop
 (``jax.linearize`` of one step, ``vmap`` over the unknowns, ``lax.scan`` over frames), from
 the same code that simulates: no hand-derived variational equations to keep in step with the
 model. numba compiles the loop as well but has no automatic differentiation; pinocchio

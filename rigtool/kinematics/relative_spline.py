@@ -46,12 +46,16 @@ class RelativeRotationSpline:
         Time span of the frames fitted, s.
     residual_rad : float
         RMS of the rotation vectors' residual to the spline, rad (the noise it removed).
+    lam : (float, float, float)
+        The smoothing of each component (for refits of perturbed data with the same
+        smoother: the noise probes).
     """
 
     mean_rotation: np.ndarray
     components: tuple[BSpline, BSpline, BSpline]
     t_range_s: tuple[float, float]
     residual_rad: float
+    lam: tuple[float, float, float]
 
     def rotvec(self, t_s: np.ndarray, nu: int = 0) -> np.ndarray:
         """``r``, ``r'`` or ``r''`` (``nu`` = 0, 1, 2) at times ``t_s [N]``, ``[N, 3]``."""
@@ -101,11 +105,33 @@ def fit_relative_rotation(time_s: np.ndarray, rotation_rel: np.ndarray,
     q_mean = mean_rotation(rotation_rel[ok])
     rv = log_rotation(q_mean.T @ rotation_rel[ok])
     t = np.asarray(time_s, float)[ok]
-    comps = tuple(make_smoothing_spline(t, rv[:, k], lam=None if lam is None else lam[k])
-                  for k in range(3))
+    comps, lams = [], []
+    for k in range(3):
+        if lam is None:
+            spl = make_smoothing_spline(t, rv[:, k])
+            lams.append(_lam_of(t, rv[:, k], spl))
+        else:
+            spl = make_smoothing_spline(t, rv[:, k], lam=lam[k])
+            lams.append(float(lam[k]))
+        comps.append(spl)
     fitted = np.stack([c(t) for c in comps], 1)
     resid = float(np.sqrt(np.mean((fitted - rv) ** 2)))
-    return RelativeRotationSpline(q_mean, comps, (float(t[0]), float(t[-1])), resid)
+    return RelativeRotationSpline(q_mean, tuple(comps), (float(t[0]), float(t[-1])), resid,
+                                  tuple(lams))
+
+
+def _lam_of(t: np.ndarray, y: np.ndarray, gcv: BSpline) -> float:
+    """The smoothing parameter scipy's cross-validation chose (it does not return it): the
+    residual norm grows monotonically with it, so bisect on log(lam) to the GCV fit's."""
+    target = np.linalg.norm(gcv(t) - y)
+    lo, hi = -16.0, 6.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if np.linalg.norm(make_smoothing_spline(t, y, lam=10.0 ** mid)(t) - y) < target:
+            lo = mid
+        else:
+            hi = mid
+    return float(10.0 ** (0.5 * (lo + hi)))
 
 
 def prescribed_inputs(splines: list[RelativeRotationSpline | None], parents: list[int],

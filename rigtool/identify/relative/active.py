@@ -52,8 +52,9 @@ def _poses(data: MarkerData, markers: dict, frames: np.ndarray):
 
 
 def _splines(tree: Tree, data: MarkerData, markers: dict, plat_rot: np.ndarray,
-             frames: np.ndarray, xyz_noise: dict | None = None):
-    """Per link (None for the base) the relative rotation spline over ``frames``."""
+             frames: np.ndarray, xyz_noise: dict | None = None, like: list | None = None):
+    """Per link (None for the base) the relative rotation spline over ``frames`` (with
+    ``like``: the same smoothing as those splines)."""
     out = [None]
     for i, link in enumerate(tree.links[1:], start=1):
         names = list(markers[link.name])
@@ -64,7 +65,8 @@ def _splines(tree: Tree, data: MarkerData, markers: dict, plat_rot: np.ndarray,
         traj = fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[frames])
         rel = np.einsum("tji,tjk->tik", plat_rot, traj.rotation)
         try:
-            out.append(fit_relative_rotation(data.time_s[frames], rel))
+            out.append(fit_relative_rotation(data.time_s[frames], rel,
+                                             lam=None if like is None else like[i].lam))
         except ValueError:
             raise InputError(f"link '{link.name}' is posed in fewer than 5 frames of the "
                              "relative-motion capture", path=data.source) from None
@@ -260,7 +262,7 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
         cov_b = cov_b + sb @ sb.T
     cov_in = _input_probes(prob, x, info_inv, jac[:n_mark], tree, data, markers, wide,
                            plat_traj_w.rotation, link_sigma, grid_t, parents, centres,
-                           n_probes, seed)
+                           n_probes, seed, splines)
     cov_b = cov_b + map_b @ cov_in[:n_theta, :n_theta] @ map_b.T
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
@@ -311,10 +313,12 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
 
 
 def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, wide,
-                  plat_rot, link_sigma, grid_t, parents, centres, n_probes: int, seed: int
-                  ) -> np.ndarray:
+                  plat_rot, link_sigma, grid_t, parents, centres, n_probes: int, seed: int,
+                  splines: list) -> np.ndarray:
     """Covariance of ``x`` from the prescribed input's noise: the links' markers perturbed by
-    their noise, the splines refitted, the estimate's Gauss-Newton shift per probe."""
+    their noise, the splines refitted with the data's smoothing (the fixed-smoothing spline
+    is linear in the data, so the refit's change is the spline's response to that noise
+    alone), the estimate's Gauss-Newton shift per probe."""
     if n_probes < 2:
         return np.zeros((x.size, x.size))
     rng = np.random.default_rng(seed)
@@ -324,7 +328,7 @@ def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, 
         noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
                                     else 0.0, (wide.size, len(markers[l.name]), 3))
                  for l in tree.links[1:]}
-        spl = _splines(tree, data, markers, plat_rot, wide, xyz_noise=noise)
+        spl = _splines(tree, data, markers, plat_rot, wide, xyz_noise=noise, like=splines)
         u = prescribed_inputs(spl, parents, centres, grid_t)
         states, mk = prob.simulate(prob._full(x), u_grid=u)
         r_k, _ = prob.rows(states, mk)
