@@ -455,5 +455,4 @@ def total_mass_std(session, total_mass_kg: float, /) -> tuple[float, str]:
                 and std > 0:
             return float(std), f"mass_std_kg of {Path(session.total_mass_from).name}"
     return (DEFAULT_SCALE_REL_STD * float(total_mass_kg),
-            f"assumed: {100 * DEFAULT_SCALE_REL_STD:g} % of the reading; session.total_mass_std "
-            "gives your scale's")
+            f"assumed {100 * DEFAULT_SCALE_REL_STD:g} % of the reading")

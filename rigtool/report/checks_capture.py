@@ -93,8 +93,11 @@ def marker_residual_check(out) -> Check:
     rel = [i for i in judged if i["stage"] == "relative motion"]
     lo, hi = min(i["ratio"] for i in judged), max(i["ratio"] for i in judged)
     noise = [i["noise_mm"] for i in judged if np.isfinite(i["noise_mm"])]
-    finding = (f"residual/noise {lo:.2f} to {hi:.2f} over {len(judged)} captures "
-               f"(marker noise {min(noise):.3f} to {max(noise):.3f} mm)" if noise else "")
+    stages = [i["stage"] for i in judged]
+    label = {"posture": "postures"}
+    which = ", ".join(f"{label.get(st, st)} {stages.count(st)}" for st in dict.fromkeys(stages))
+    finding = (f"residual/noise {lo:.2f} to {hi:.2f} over {len(judged)} captures ({which}; "
+               f"marker noise {min(noise):.3f} to {max(noise):.3f} mm)" if noise else "")
     if high or drifting:
         bad = high + [i for i in drifting if i not in high]
         parts = [f"{i['capture']} {i['residual_mm']:.3f} mm against {i['noise_mm']:.3f} mm "
@@ -247,8 +250,10 @@ def mass_check(out) -> Check:
     std = max(i["std_kg"] for i in items)
     tol = max(i["tolerance_kg"] for i in items)
     n = len(items)
+    src = getattr(out, "total_mass_std_source", "")
     base = (f"vibration {spread} ± {std:.3f} kg ({items[0]['method']}, {n} posture"
-            f"{'s' if n > 1 else ''}), scale {weighed:.3f} ± {scale_std:.3f} kg")
+            f"{'s' if n > 1 else ''}), scale {weighed:.3f} ± {scale_std:.3f} kg"
+            + (f" ({src})" if src else ""))
     if items[0]["method"] == "equation-error":
         base += " (the calibration's uncertainty is not in the equation-error figure)"
     bad = [i for i in items if not i["within"]]

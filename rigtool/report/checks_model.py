@@ -36,11 +36,10 @@ COVERED_PHRASES = (
     "fewer than 3 base-link markers usable",          # markers_still
     "did not reach the data",                         # marker_residual (relative motion)
     "the output-error refinement left",               # marker_residual (relative motion)
-    "physically consistent interval's bound",         # bounds
+    "the physically consistent interval",             # bounds
     "admits no physically consistent set of links",   # bounds
     "outside the physically consistent set",          # bounds
-    "differs from the unconstrained one",             # bounds (equation-error postures)
-    "the vibration gives a mass",                     # mass
+    "differs from the unconstrained",                 # bounds (equation-error postures)
 )
 #: messages about the method, not the estimate: shown as notes
 NOTE_PHRASES = ("passband edge", "dual-metric weighting needs all six DOFs")
@@ -90,7 +89,7 @@ def bounds_check(out) -> Check:
     title = "Physical bounds"
     items, problems, cautions = [], [], []
     for p in out.postures:
-        if p.refinement is None and any("differs from the unconstrained one" in w
+        if p.refinement is None and any("differs from the unconstrained" in w
                                         for w in p.warnings):
             cautions.append(f"{p.result.name} (consistent fit over 2 standard errors from the "
                             "unconstrained one)")
