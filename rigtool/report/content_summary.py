@@ -12,9 +12,8 @@ from rigtool.report.blocks import Bullets, Col, Para, Section, Table
 LEVEL_MARK = {"ok": "🟢", "caution": "🟠", "problem": "🔴", "not checked": "⚪"}
 VERDICT = {"ok": "All checks pass", "caution": "Usable, with cautions",
            "problem": "A problem needs attention", "not checked": "Nothing could be checked"}
-SOURCE_NOTE = ("Source of each number: measured (the vibration fixes it: its standard error is "
-               "well below the prior's), prior (the measurement is silent; the number is the "
-               "prior's), both (in between), mixed (entries differ; segments.csv has each).")
+SOURCE_NOTE = ("Source: measured (the vibration fixes it), prior (the measurement is silent), "
+               "both, or mixed (segments.csv flags every entry).")
 
 
 def _pm(v, s, scale: float = 1.0, digits: int = 2) -> str:
@@ -37,8 +36,8 @@ def segments_table(summary: dict) -> Table:
                     + [_pm(s["com"][k], s["com_std"][k], 1e3, 1) for k in range(3)]
                     + [f"{m:.4f}" for m in s["principal_moments"]]
                     + [f"{src['mass']} / {src['com']} / {src['inertia']}"])
-    return Table(cols, rows, "Each link's own mass, COM (link frame) and principal moments of "
-                 "inertia about its COM, ± one standard error. " + SOURCE_NOTE)
+    return Table(cols, rows, "Each link's own mass, COM (link frame) and principal moments "
+                 "about its COM, ± one standard error. " + SOURCE_NOTE)
 
 
 def overall_table(summary: dict) -> Table:

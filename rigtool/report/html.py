@@ -42,7 +42,7 @@ p.caption,figcaption{font-size:12.5px;color:#5f6368;margin:2px 0 12px;max-width:
  vertical-align:-1px;background:var(--na)}
 .light.ok{background:var(--ok)}.light.caution{background:var(--caution)}
 .light.problem{background:var(--problem)}
-table.checks td:first-child{white-space:nowrap}
+table.checks td:first-child,table.checks td:nth-child(2){white-space:nowrap}
 table.checks tr.problem td{background:#fce8e6}table.checks tr.caution td{background:#fef7e0}
 figure{margin:12px 0 18px}figure img{max-width:100%;height:auto;border:1px solid #eee}
 code{font-size:12px;background:#f1f3f4;padding:0 3px;border-radius:3px;word-break:break-all}
