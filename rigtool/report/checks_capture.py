@@ -117,6 +117,10 @@ def marker_residual_check(out) -> Check:
             "rig was not changed or moved since its calibration (recalibrate if it was), the "
             "mass check below, and that nothing moved on the platform during the capture.",
             items)
+    unjudged = [i["capture"] for i in items if i.get("method") == "equation-error"]
+    if unjudged:
+        finding += (f"; {listing(unjudged)} fitted by equation error, not judged (no simulated "
+                    "markers)")
     if rel and not rel[0]["used"]:
         r = rel[0]
         return Check(
@@ -255,7 +259,7 @@ def mass_check(out) -> Check:
             f"{'s' if n > 1 else ''}), scale {weighed:.3f} ± {scale_std:.3f} kg"
             + (f" ({src})" if src else ""))
     if items[0]["method"] == "equation-error":
-        base += " (the calibration's uncertainty is not in the equation-error figure)"
+        base += "; the equation-error figure leaves out the calibration's uncertainty"
     bad = [i for i in items if not i["within"]]
     if not bad:
         return Check("mass", title, "ok", f"{base}: within the {tol:.3f} kg tolerance "

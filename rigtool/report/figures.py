@@ -27,11 +27,11 @@ def write_figures(out, doc: dict, out_dir: Path) -> list[Figure]:
     """Draw every figure of the session into ``out_dir``; returns them in report order."""
     figs: list[Figure] = []
     n_post = len(out.postures)
-    ellipsoid_figure(doc, out.link_markers, out_dir / "segments_ellipsoids.png")
+    ellipsoid_figure(doc, out.link_markers, out_dir / "inertia_ellipsoids.png")
     what = ("each link's segment as its inertia ellipsoid (uniform solid ellipsoid with the "
             "segment's mass and principal moments, centred on its COM)"
             if doc.get("segments") else "the whole object as its inertia ellipsoid")
-    figs.append(Figure("segments_ellipsoids.png",
+    figs.append(Figure("inertia_ellipsoids.png",
                        f"The object in each of its {n_post} postures, base-link frame (m): "
                        f"{what}; link frames at the joint centres (x red, y green, z blue), "
                        "markers as dots.", "segments" if doc.get("segments") else "postures"))

@@ -107,7 +107,7 @@ def ellipsoid_figure(doc: dict, markers: dict[str, dict[str, np.ndarray]],
         if not segs:
             w, v = np.linalg.eigh(np.asarray(p["inertia_com"], float))
             pts.append(_draw_ellipsoid(ax, np.asarray(p["com"], float), v,
-                                       ellipsoid_semi_axes(p["mass"], w), _COLOURS[0]))
+                                       ellipsoid_semi_axes(p["mass"], w), "0.55"))
         _equal_box(ax, np.vstack(pts))
         ax.view_init(elev=22, azim=-58)
         ax.set_title(p["name"], fontsize=9)
@@ -115,8 +115,13 @@ def ellipsoid_figure(doc: dict, markers: dict[str, dict[str, np.ndarray]],
         ax.set_xlabel("x [m]", fontsize=7)
         ax.set_ylabel("y [m]", fontsize=7)
         ax.set_zlabel("z [m]", fontsize=7)
-    handles = [plt.Line2D([], [], color=_COLOURS[j % len(_COLOURS)], lw=6, alpha=0.5,
-                          label=link["name"]) for j, link in enumerate(links)]
+    handles = [plt.Line2D([], [], color=_COLOURS[j % len(_COLOURS)], lw=6 if segs else 0,
+                          marker=None if segs else "o", alpha=0.5 if segs else 1.0,
+                          label=link["name"] + ("" if segs else " (markers)"))
+               for j, link in enumerate(links)]
+    if not segs:
+        handles.append(plt.Line2D([], [], color="0.55", lw=6, alpha=0.5,
+                                  label="whole object"))
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8,
                frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))

@@ -52,23 +52,25 @@ def identifiability_figure(sub: dict, path: Path) -> None:
     floor = min(tol / 10, np.nanmin(np.where(sv > 0, sv, np.nan)) / 3 if np.any(sv > 0)
                 else tol / 10)
     shown = np.where(sv > 0, sv, floor)
-    fig, ax = plt.subplots(figsize=(8.5, 0.3 * len(sv) + 1.4))
+    fig, ax = plt.subplots(figsize=(11, 0.3 * len(sv) + 1.4))
     y = np.arange(len(sv))
     null = sv <= tol
     ax.barh(y, shown, left=0, color=np.where(null, "tab:red", "tab:blue"), height=0.6,
             alpha=0.8)
     ax.set_xscale("log")
-    ax.set_xlim(floor, 3.0)
+    ax.set_xlim(floor, 1.5)
     ax.axvline(tol, color="tab:red", lw=0.8, ls="--")
     ax.text(tol, len(sv) - 0.4, f" rank tolerance {tol:g}", color="tab:red", fontsize=7,
             va="top")
     ax.set_yticks(y, [f"σ{k + 1} = {v:.3g}" for k, v in enumerate(sv)], fontsize=7)
-    for k, terms in enumerate(dirs):
-        inside = shown[k] >= 0.05                    # long bar: the names on it, in white
-        ax.text(2.0 * tol if inside else 1.1 * shown[k], k,
-                ("null: " if null[k] else "") + _term_label(terms), fontsize=6.5,
-                va="center", color="white" if inside else "0.15")
-    ax.invert_yaxis()
+    ax.set_ylim(len(sv) - 0.5, -0.5)
+    # the directions, named, as labels on the right (one per bar)
+    right = ax.twinx()
+    right.set_ylim(ax.get_ylim())
+    right.set_yticks(y, [("null: " if null[k] else "") + _term_label(dirs[k])
+                         for k in range(len(sv))], fontsize=6.5)
+    for k, lab in enumerate(right.get_yticklabels()):
+        lab.set_color("tab:red" if null[k] else "0.15")
     ax.set_xlabel("singular value relative to the largest (unit-free rows, columns "
                   "equilibrated)", fontsize=8)
     ax.set_title(f"Identifiability of Φ_s: rank {sub['rank']} of {len(sv)}, condition number "
