@@ -222,3 +222,31 @@ def test_bounds_on_a_bound_amber_empty_red():
     assert check.level == "problem" and "empty" in check.finding
     rel.bounds = {"link1.J_yy": (0.4, 0.6)}
     assert bounds_check(out).level == "ok"
+
+
+# ------------------------------------------------------------------ the scale's uncertainty
+
+def test_scale_uncertainty_from_manifest_weigh_json_or_default(tmp_path):
+    """The mass check's tolerance holds the scale's uncertainty: the manifest's
+    total_mass_std, else the weigh.json's mass_std_kg, else 0.1 % of the mass; a bad value
+    is refused naming the field."""
+    from rigtool.devices.scale import total_mass_std
+    from rigtool.errors import ConfigError
+    src = (ROOT / "captures" / "two-link" / "session.toml").read_text()
+    path = tmp_path / "session.toml"
+    path.write_text(src)
+    session = load_session(path)
+    std, where = total_mass_std(session, 80.0)
+    assert std == pytest.approx(0.08) and "assumed 0.1 %" in where
+    path.write_text(src.replace("total_mass = 80.81700000000001",
+                                "total_mass = 80.817\ntotal_mass_std = 0.02"))
+    assert total_mass_std(load_session(path), 80.817) == (0.02, "session.total_mass_std")
+    (tmp_path / "weigh.json").write_text(json.dumps({"mass_kg": 80.82, "mass_std_kg": 0.01}))
+    path.write_text(src.replace("total_mass = 80.81700000000001",
+                                'total_mass_from = "weigh.json"'))
+    std, where = total_mass_std(load_session(path), 80.82)
+    assert std == 0.01 and "weigh.json" in where
+    path.write_text(src.replace("total_mass = 80.81700000000001",
+                                "total_mass = 80.817\ntotal_mass_std = -1"))
+    with pytest.raises(ConfigError, match="session.total_mass_std"):
+        load_session(path)

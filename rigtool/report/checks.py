@@ -10,13 +10,18 @@ Each check judges the estimate the report gives; a warning is a check that is no
 from __future__ import annotations
 
 import datetime as _dt
+from typing import TYPE_CHECKING
 
 from rigtool.report.check_types import Check, worst
 from rigtool.report.checks_capture import capture_checks
 from rigtool.report.checks_model import fit_messages, model_checks
 
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
 
-def session_checks(out, *, now: _dt.datetime | None = None) -> tuple[list[Check], list[str]]:
+
+def session_checks(out: SessionOutcome, *, now: _dt.datetime | None = None
+                   ) -> tuple[list[Check], list[str]]:
     """Every check of a session outcome, and the notes (method remarks, not warnings).
 
     Parameters

@@ -11,11 +11,16 @@ Units: marker figures in mm (per coordinate), angles in degrees, masses in kg.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rigtool.identify.relative.output_error import REACHED_NOISE_FACTOR
 from rigtool.kinematics.marker_scatter import moving_markers
 from rigtool.report.check_types import Check, listing
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
 
 #: a posture whose joint or base link moves more than this (RMS, deg) was not held
 LOCK_LIMIT_DEG = 0.5
@@ -58,7 +63,7 @@ def _calibration_items(rig_raw: dict) -> list[dict]:
     return items
 
 
-def marker_residual_check(out) -> Check:
+def marker_residual_check(out: SessionOutcome) -> Check:
     """Output-error marker residual against the marker noise, every capture."""
     items = _calibration_items(getattr(out.rigfile, "raw", {}) or {})
     for p in out.postures:
@@ -88,7 +93,8 @@ def marker_residual_check(out) -> Check:
         return Check("marker_residual", title, "not checked",
                      "no output-error fit ran (equation-error method): there is no simulated "
                      "marker to compare with the measured ones", items=items)
-    high = [i for i in judged if i["ratio"] > REACHED_NOISE_FACTOR and i["stage"] != "relative motion"]
+    high = [i for i in judged
+            if i["ratio"] > REACHED_NOISE_FACTOR and i["stage"] != "relative motion"]
     drifting = [i for i in judged if i.get("drifts") and i["stage"] != "relative motion"]
     rel = [i for i in judged if i["stage"] == "relative motion"]
     lo, hi = min(i["ratio"] for i in judged), max(i["ratio"] for i in judged)
@@ -136,7 +142,7 @@ def marker_residual_check(out) -> Check:
     return Check("marker_residual", title, "ok", finding, items=items)
 
 
-def markers_still_check(out) -> Check:
+def markers_still_check(out: SessionOutcome) -> Check:
     """Every marker keeps its place on its body (platform and links) in every posture."""
     title = "Markers still on their bodies"
     found: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
@@ -176,7 +182,7 @@ def markers_still_check(out) -> Check:
         "again.", items)
 
 
-def postures_held_check(out) -> Check:
+def postures_held_check(out: SessionOutcome) -> Check:
     """Each locked posture was held: no joint and no base link moving during its capture."""
     title = "Postures held still"
     moving_bodies = {(i["posture"], i["body"]) for i in
@@ -222,7 +228,7 @@ def postures_held_check(out) -> Check:
         "and record it again, or leave that posture out of the manifest.", items)
 
 
-def mass_check(out) -> Check:
+def mass_check(out: SessionOutcome) -> Check:
     """The vibration's mass against the scale's, with the uncertainty of both."""
     title = "Mass: vibration against scale"
     weighed = float(out.total_mass_kg)
@@ -278,7 +284,7 @@ def mass_check(out) -> Check:
         "session.total_mass; if the scale is right, recalibrate the rig.", items)
 
 
-def capture_checks(out) -> list[Check]:
+def capture_checks(out: SessionOutcome) -> list[Check]:
     """The capture-level checks, in report order."""
     return [marker_residual_check(out), markers_still_check(out), postures_held_check(out),
             mass_check(out)]

@@ -8,12 +8,16 @@ See rigtool.report.check_types for the levels. Units: SI; the calibration's age 
 from __future__ import annotations
 
 import datetime as _dt
+from typing import TYPE_CHECKING
 import re
 
 import numpy as np
 
 from rigtool.identify.relative.equation_error import describe_interval
 from rigtool.report.check_types import Check, listing
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
 
 #: Phi_s is weakly determined when its condition number (column-equilibrated, unit-free
 #: rows) exceeds this: its weakest direction is a thousand times worse than its best
@@ -45,7 +49,7 @@ COVERED_PHRASES = (
 NOTE_PHRASES = ("passband edge", "dual-metric weighting needs all six DOFs")
 
 
-def phi_s_check(out) -> Check:
+def phi_s_check(out: SessionOutcome) -> Check:
     """Rank, condition and consistency of the subset fit."""
     title = "Phi_s: rank and condition"
     s = out.subset
@@ -84,7 +88,7 @@ def phi_s_check(out) -> Check:
                  "postures' marker and hold checks above.", [item])
 
 
-def bounds_check(out) -> Check:
+def bounds_check(out: SessionOutcome) -> Check:
     """Estimates held at a physical bound (feasible J_yy interval, pseudo-inertia)."""
     title = "Physical bounds"
     items, problems, cautions = [], [], []
@@ -121,13 +125,14 @@ def bounds_check(out) -> Check:
                      "error describes the unconstrained estimate, not the bound.",
                      "A longer or larger swing (relative motion) or another posture narrows "
                      "the estimate; check the marker and hold checks above.", items)
-    inside = [f"{i['parameter']} {i['value']:.5g} inside {describe_interval(i['lower'], i['upper'])}"
+    inside = [f"{i['parameter']} {i['value']:.5g} inside "
+              f"{describe_interval(i['lower'], i['upper'])}"
               for i in items if "parameter" in i]
     return Check("bounds", title, "ok", listing(inside) or "no estimate at a bound",
                  items=items)
 
 
-def calibration_check(out, now: _dt.datetime | None = None) -> Check:
+def calibration_check(out: SessionOutcome, now: _dt.datetime | None = None) -> Check:
     """The calibration's age and its held-out test."""
     title = "Calibration: age and held-out test"
     cal = (getattr(out.rigfile, "raw", {}) or {}).get("calibration", {}) or {}
@@ -184,7 +189,7 @@ def calibration_check(out, now: _dt.datetime | None = None) -> Check:
                  " ".join(action), items)
 
 
-def segments_check(out) -> Check:
+def segments_check(out: SessionOutcome) -> Check:
     """The segment parameters reproduce Phi_B (priors agree with the measurement)."""
     title = "Segments reproduce Phi_B"
     seg = out.segments
@@ -218,7 +223,7 @@ def _template(text: str) -> str:
     return re.sub(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", text)
 
 
-def fit_messages(out) -> tuple[Check, list[str]]:
+def fit_messages(out: SessionOutcome) -> tuple[Check, list[str]]:
     """The fits' own warnings that no check covers, each said once with the captures it
     concerns; and the notes (method remarks). Returns ``(check, notes)``."""
     title = "Other messages from the fits"
@@ -250,7 +255,7 @@ def fit_messages(out) -> tuple[Check, list[str]]:
                  [{"message": w} for w in warnings]), notes
 
 
-def model_checks(out, now: _dt.datetime | None = None) -> list[Check]:
+def model_checks(out: SessionOutcome, now: _dt.datetime | None = None) -> list[Check]:
     """The identification-level checks, in report order (the fits' other messages last)."""
     return [phi_s_check(out), bounds_check(out), calibration_check(out, now),
             segments_check(out)]

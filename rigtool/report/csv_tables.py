@@ -4,8 +4,13 @@ SI units; numbers with 9 significant digits."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import csv
 from pathlib import Path
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
 
 _INERTIA_ENTRIES = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"),
                     (0, 1, "xy"))
@@ -21,7 +26,7 @@ def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     return path
 
 
-def write_tables(out, out_dir: Path) -> list[Path]:
+def write_tables(out: SessionOutcome, out_dir: Path) -> list[Path]:
     """Every CSV table of a session outcome; returns the paths written."""
     written = []
     if out.subset is not None:

@@ -9,6 +9,7 @@ comparison when a truth.json sits next to the manifest. SI units throughout.
 from __future__ import annotations
 
 import datetime as _dt
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from rigtool.errors import RigtoolError
 from rigtool.report.checks import session_checks
 from rigtool.report.summary import summary_block
 from rigtool.report.truth import find_truth, truth_block
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import PostureOutcome, SessionOutcome
 
 
 def r(x, digits: int = 7):
@@ -38,7 +42,7 @@ def r(x, digits: int = 7):
     return x
 
 
-def _posture_entry(p) -> dict:
+def _posture_entry(p: PostureOutcome) -> dict:
     res = p.result
     entry = {
         "name": res.name, "mass": r(res.mass), "com": r(res.com), "com_std": r(res.com_std, 3),
@@ -87,7 +91,7 @@ def _posture_entry(p) -> dict:
     return entry
 
 
-def _relative_block(out) -> dict:
+def _relative_block(out: SessionOutcome) -> dict:
     rel = out.relative.to_json()
     rel.pop("minimal_parameters")
     ref = out.relative_refinement
@@ -134,7 +138,7 @@ def _calibration_block(rigfile) -> dict:
     return out
 
 
-def tree_links(out) -> list[dict]:
+def tree_links(out: SessionOutcome) -> list[dict]:
     """The links as the fits used them (joint centres filled in)."""
     tree = out.tree if out.tree is not None else out.session.tree
     return [{"name": l.name, "parent": l.parent,
@@ -143,7 +147,7 @@ def tree_links(out) -> list[dict]:
                                             {"joint": "spherical"})} for l in tree.links]
 
 
-def report_dict(out, *, now: _dt.datetime | None = None) -> dict:
+def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict:
     """The report.json content of a :class:`~rigtool.pipeline.session.SessionOutcome`.
 
     ``now``: the time the calibration's age is measured to (default: now, UTC).

@@ -4,6 +4,8 @@ section each belongs to; drawing is done by rigtool.report.plots_*.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +13,9 @@ from rigtool.report.plots_fit import (motion_figure, output_error_figure, relati
                                       residual_figure, wrench_figure)
 from rigtool.report.plots_inertia import ellipsoid_figure
 from rigtool.report.plots_subset import identifiability_figure, subset_values_figure
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
 
 
 @dataclass(frozen=True)
@@ -23,7 +28,7 @@ class Figure:
     section: str
 
 
-def write_figures(out, doc: dict, out_dir: Path) -> list[Figure]:
+def write_figures(out: SessionOutcome, doc: dict, out_dir: Path) -> list[Figure]:
     """Draw every figure of the session into ``out_dir``; returns them in report order."""
     figs: list[Figure] = []
     n_post = len(out.postures)

@@ -11,6 +11,7 @@ rigtool.report.exports (URDF, OpenSim).
 from __future__ import annotations
 
 import datetime as _dt
+from typing import TYPE_CHECKING
 import json
 from pathlib import Path
 
@@ -21,8 +22,12 @@ from rigtool.report.figures import write_figures
 from rigtool.report.html import render_html
 from rigtool.report.markdown import render_markdown
 
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
 
-def write_report(out, out_dir: Path, *, now: _dt.datetime | None = None) -> list[Path]:
+
+def write_report(out: SessionOutcome, out_dir: Path, *,
+                 now: _dt.datetime | None = None) -> list[Path]:
     """Write every report file of a :class:`~rigtool.pipeline.session.SessionOutcome` into
     ``out_dir``; returns the paths written. ``now``: the time the calibration's age is
     measured to (default: now, UTC)."""
