@@ -59,7 +59,7 @@ class Check:
 
     def message(self) -> str:
         """The check as one warning line: title, finding, meaning, action."""
-        text = f"{self.title}: {self.finding}"
+        text = f"{self.title}: {self.finding}."
         for part in (self.meaning, self.action):
             if part:
                 text += f" {part}"

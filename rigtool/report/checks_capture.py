@@ -104,42 +104,47 @@ def marker_residual_check(out: SessionOutcome) -> Check:
     which = ", ".join(f"{label.get(st, st)} {stages.count(st)}" for st in dict.fromkeys(stages))
     finding = (f"residual/noise {lo:.2f} to {hi:.2f} over {len(judged)} captures ({which}; "
                f"marker noise {min(noise):.3f} to {max(noise):.3f} mm)" if noise else "")
-    if high or drifting:
-        bad = high + [i for i in drifting if i not in high]
-        parts = [f"{i['capture']} {i['residual_mm']:.3f} mm against {i['noise_mm']:.3f} mm "
-                 f"noise ({i['ratio']:.1f}x"
-                 + (f"; {i['early_mm']:.3f} mm early, {i['late_mm']:.3f} mm late" if i.get(
-                     "drifts") else "") + ")" for i in bad]
-        stages = sorted({i["stage"] for i in bad})
-        return Check(
-            "marker_residual", title, "problem",
-            "the simulated rig does not follow " + listing(parts),
-            "The model (the calibrated rig, the weighed mass, an object locked on the platform) "
-            "does not describe " + ("these captures" if len(bad) > 1 else "this capture")
-            + ": its numbers carry a model error that their standard errors do not hold"
-            + (" (the calibration itself is affected: every number of this report)."
-               if "calibration" in stages else "."),
-            "Look at the output-error fit figure for where the residual grows; check that the "
-            "rig was not changed or moved since its calibration (recalibrate if it was), the "
-            "mass check below, and that nothing moved on the platform during the capture.",
-            items)
     unjudged = [i["capture"] for i in items if i.get("method") == "equation-error"]
     if unjudged:
         finding += (f"; {listing(unjudged)} fitted by equation error, not judged (no simulated "
                     "markers)")
+    findings, meanings, actions, level = [], [], [], "ok"
+    bad = high + [i for i in drifting if i not in high]
+    if bad:
+        level = "problem"
+        parts = [f"{i['capture']} {i['residual_mm']:.3f} mm against {i['noise_mm']:.3f} mm "
+                 f"noise ({i['ratio']:.1f}x"
+                 + (f"; {i['early_mm']:.3f} mm early, {i['late_mm']:.3f} mm late" if i.get(
+                     "drifts") else "") + ")" for i in bad]
+        findings.append("the simulated rig does not follow " + listing(parts))
+        meanings.append(
+            "The model (the calibrated rig, the weighed mass, an object locked on the platform) "
+            "does not describe " + ("these captures" if len(bad) > 1 else "this capture")
+            + ": its numbers carry a model error that their standard errors do not hold"
+            + (" (the calibration itself is affected: every number of this report)."
+               if any(i["stage"] == "calibration" for i in bad) else "."))
+        actions.append(
+            "Look at the output-error fit figure for where the residual grows; check that the "
+            "rig was not changed or moved since its calibration (recalibrate if it was), the "
+            "mass check below, and that nothing moved on the platform during the capture.")
     if rel and not rel[0]["used"]:
         r = rel[0]
-        return Check(
-            "marker_residual", title, "caution",
-            f"{finding}; the relative-motion refinement left {r['residual_mm']:.3f} mm "
-            f"against {r['noise_mm']:.3f} mm noise ({r['ratio']:.1f}x, over "
-            f"{REACHED_NOISE_FACTOR:g}x) and is not used",
-            "Its model (a passive swing about spherical joints) does not describe this capture "
-            "(a limb moved by muscles, a joint that is not spherical, a sliding marker); the "
-            "relative-motion numbers are the equation-error ones, with their standard errors.",
-            "Nothing to redo for this report; for the refinement, record a passive swing.",
-            items)
-    return Check("marker_residual", title, "ok", finding, items=items)
+        level = "problem" if level == "problem" else "caution"
+        findings.append(f"the relative-motion refinement left {r['residual_mm']:.3f} mm against "
+                        f"{r['noise_mm']:.3f} mm noise ({r['ratio']:.1f}x, over "
+                        f"{REACHED_NOISE_FACTOR:g}x) and is not used")
+        meanings.append(
+            "The swing's model (a passive swing about spherical joints, on this rig and mass) "
+            "does not describe that capture (a limb moved by muscles, a joint that is not "
+            "spherical, a sliding marker, or the problems above); the relative-motion numbers "
+            "are the equation-error ones, with their standard errors.")
+        if not bad:
+            actions.append("Nothing to redo for this report; for the refinement, record a "
+                           "passive swing.")
+    if level == "ok":
+        return Check("marker_residual", title, "ok", finding, items=items)
+    return Check("marker_residual", title, level, "; ".join(findings),
+                 " ".join(meanings), " ".join(actions), items)
 
 
 def markers_still_check(out: SessionOutcome) -> Check:

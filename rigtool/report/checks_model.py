@@ -65,27 +65,31 @@ def phi_s_check(out: SessionOutcome) -> Check:
                      "The postures cannot separate these combinations; their values are not "
                      "reported.", " ".join(s.advice) or "Add a posture that moves the named "
                      "links about other axes.", [item])
-    notes, level = [], "ok"
+    notes, meaning, action = [], [], []
     if s.condition_number > CONDITION_LIMIT and s.singular_vectors is not None:
-        level = "caution"
         weak = s.singular_vectors[s.rank - 1]
         order = np.argsort(-np.abs(weak))[:3]
-        notes.append("its weakest direction is mostly " + listing(
-            [s.names[i] for i in order]) + f" ({s.singular_values[s.rank - 1]:.1e} of the "
-            "strongest)")
+        named = listing([s.names[i] for i in order])
+        notes.append(f"its weakest direction is mostly {named} "
+                     f"({s.singular_values[s.rank - 1]:.1e} of the strongest)")
+        meaning.append("Phi_s is determined, but loosely along that direction: its standard "
+                       "errors there are large, and they say so.")
+        action.append(f"Add a posture that rotates the links of {named} about other axes.")
     if np.isfinite(s.reduced_chi2) and s.reduced_chi2 > CHI2_LIMIT and s.weights == "given":
-        level = "caution"
         notes.append(f"the postures disagree with one tree of rigid links (reduced "
                      f"chi-square over {CHI2_LIMIT:g})")
+        meaning.append("The postures' properties do not fit one set of rigid links beyond "
+                       "their standard errors (a posture not held, a marker that slid, a joint "
+                       "centre off, or a model error shown above): Phi_s's standard errors are "
+                       "too small.")
+        action.append("Resolve the capture checks above; a posture that alone disagrees can "
+                      "be left out.")
     notes += list(s.warnings)
-    if level == "ok":
+    if not notes:
         return Check("phi_s", title, "ok", finding, items=[item])
-    return Check("phi_s", title, level, finding + "; " + "; ".join(notes),
-                 "Phi_s is determined but loosely along that direction, or a posture does not "
-                 "fit the others (a joint centre off, a link that moved, a marker that slid); "
-                 "the standard errors hold the first, not the second.",
-                 "Add a posture that rotates the named links about other axes, and check the "
-                 "postures' marker and hold checks above.", [item])
+    return Check("phi_s", title, "caution", finding + "; " + "; ".join(notes),
+                 " ".join(meaning) or "The subset fit flagged this.", " ".join(action),
+                 [item])
 
 
 def bounds_check(out: SessionOutcome) -> Check:
