@@ -360,6 +360,7 @@ class Session:
     raw: dict
     priors: dict[str, LinkPriorSpec] = field(default_factory=dict)
     subject_sex: str | None = None
+    total_mass_std_kg: float | None = None      # the scale's standard uncertainty, kg
 
 
 def load_session(path: str | Path) -> Session:
@@ -379,6 +380,9 @@ def load_session(path: str | Path) -> Session:
                                                     positive=True)
     mass_path = None if mass_from is None else path.parent / as_str(
         mass_from, field="session.total_mass_from", path=path)
+    mass_std = s.get("total_mass_std")
+    if mass_std is not None:
+        mass_std = as_float(mass_std, field="session.total_mass_std", path=path, positive=True)
 
     ft = raw.get("filter", {})
     method = as_str(ft.get("method", "fir"), field="filter.method", path=path,
@@ -469,7 +473,8 @@ def load_session(path: str | Path) -> Session:
                          _units(rt, field="relative_motion", path=path),
                          _motion_model(rt.get("motion", "auto"), path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
-                   tuple(postures), rel, raw, priors, sex)
+                   tuple(postures), rel, raw, priors, sex, mass_std)
+
 
 
 def _motion_model(value, *, path: Path) -> str:

@@ -1,4 +1,5 @@
-"""report.html in headless Chromium: every figure decodes and shows, every table renders.
+"""report.html in headless Chromium: every figure decodes and shows with its caption, every
+table renders, and the summary (verdict, segments, check lights) is the first screen.
 
 The demo session is run as in test_run.py; a copy of its report.html gets a small probe
 script appended that, after the page's load event, writes what the browser actually laid
@@ -70,12 +71,38 @@ window.addEventListener('load', function () {
     });
     return {cells: cells, w: r.width, h: r.height};
   });
+  function box(el) {
+    if (!el) { return null; }
+    var r = el.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, w: r.width, h: r.height};
+  }
+  var figures = Array.prototype.map.call(document.querySelectorAll('figure'), function (f) {
+    var cap = f.querySelector('figcaption');
+    return {box: box(f), img: box(f.querySelector('img')),
+            caption: cap ? cap.innerText : '', visible: f.checkVisibility()};
+  });
+  var first = document.querySelector('main').firstElementChild;
+  var layout = {viewport: {w: window.innerWidth, h: window.innerHeight},
+                summary: box(document.getElementById('summary')),
+                verdict: box(document.querySelector('#summary p.verdict')),
+                checks: box(document.querySelector('#summary table.checks')),
+                segments: box(document.querySelector('#summary table')),
+                toc: Array.prototype.map.call(document.querySelectorAll('nav#toc a'),
+                                              function (a) { return a.getAttribute('href'); }),
+                sections: Array.prototype.map.call(document.querySelectorAll('main > section'),
+                                                   function (x) { return x.id; }),
+                first_block: first ? first.tagName : '',
+                figures: figures};
   var pre = document.createElement('pre');
   pre.id = 'rigtool-render-probe';
-  pre.textContent = JSON.stringify({images: imgs, tables: tables});
+  pre.textContent = JSON.stringify({images: imgs, tables: tables, layout: layout});
   document.body.appendChild(pre);
 });
 </script>"""
+
+
+#: the first screen the summary must fill: a laptop browser window, CSS pixels
+SCREEN = (1280, 900)
 
 
 def _chromium_args(user_dir: Path) -> list[str]:
@@ -101,7 +128,9 @@ def rendered(report):
     assert "</body>" in html
     probe = tmp / "probe.html"
     probe.write_text(html.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
-    run = subprocess.run(_chromium_args(tmp / "chrome-dom") + ["--dump-dom", probe.as_uri()],
+    run = subprocess.run(_chromium_args(tmp / "chrome-dom")
+                         + [f"--window-size={SCREEN[0]},{SCREEN[1]}", "--dump-dom",
+                            probe.as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     m = re.search(r'<pre id="rigtool-render-probe">(.*?)</pre>', run.stdout, re.S)
@@ -161,3 +190,57 @@ def test_first_screen_is_not_blank(report):
     assert img.shape[:2] == (1600, 1200)
     dark = (img.max(axis=2) < 0.5).mean()            # text and table rules
     assert 0.002 < dark < 0.5, dark
+
+
+def test_first_screen_shows_the_green_lights(report):
+    """A screenshot of the first 1280 x 900 screen: the checks' green lights are drawn on it
+    (the demo passes every check), and no red or amber one."""
+    tmp, out = report
+    shot = tmp / "lights.png"
+    run = subprocess.run(_chromium_args(tmp / "chrome-lights")
+                         + [f"--window-size={SCREEN[0]},{SCREEN[1]}", f"--screenshot={shot}",
+                            (out / "report.html").as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    import matplotlib.image as mpimg
+    img = mpimg.imread(shot)[..., :3]
+    assert img.shape[:2] == (SCREEN[1], SCREEN[0])
+
+    def near(rgb):                                   # pixels of one CSS colour
+        return int((np.abs(img - np.array(rgb) / 255.0).max(axis=2) < 0.04).sum())
+
+    n_checks = len(json.loads((out / "report.json").read_text())["checks"])
+    assert near((0x1e, 0x8e, 0x3e)) > 40 * n_checks           # a dot per check + the bar
+    assert near((0xc5, 0x22, 0x1f)) == 0 and near((0xe3, 0x74, 0x00)) == 0
+
+
+def test_summary_is_the_first_screen_and_a_figure_shows(report, rendered):
+    """Issue 20: the report answers first. In a 1280 x 900 window (757 px of page in
+    headless Chromium's --dump-dom) the summary starts at the
+    top of the page (only the title line above it) and its verdict, segment table and check
+    lights are all on that first screen; the table of contents links every section; the
+    figures are laid out visibly with their captions."""
+    _, out = report
+    probe, html = rendered
+    lay = probe["layout"]
+    vw, vh = lay["viewport"]["w"], lay["viewport"]["h"]
+    assert vw == SCREEN[0] and vh >= 700, lay["viewport"]     # (--dump-dom keeps some chrome)
+    assert lay["sections"][0] == "summary"
+    summ = lay["summary"]
+    assert 0 <= summ["top"] < 0.15 * vh, summ                 # nothing but the title above
+    for part in ("verdict", "segments", "checks"):
+        box = lay[part]
+        assert box is not None and box["h"] > 0, part
+        assert box["top"] >= summ["top"] and box["bottom"] <= vh, (part, box, vh)
+    doc = json.loads((out / "report.json").read_text())
+    checks = next(t for t in probe["tables"] if t["cells"][0][:2] == ["status", "check"])
+    assert [r[1] for r in checks["cells"][1:]] == [c["title"] for c in doc["checks"]]
+    assert {r[0] for r in checks["cells"][1:]} == {"ok"}
+    assert lay["toc"] == [f"#{s}" for s in lay["sections"]]
+    figs = lay["figures"]
+    assert len(figs) == len(list(out.glob("*.png")))
+    for f in figs:
+        assert f["visible"] and f["img"]["w"] > 300 and f["img"]["h"] > 100, f
+        assert len(f["caption"]) > 30, f                      # a caption that says something
+    # the ellipsoid view of the segments is among them, captioned as such
+    assert any("inertia ellipsoid" in f["caption"] for f in figs)

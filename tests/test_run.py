@@ -196,3 +196,78 @@ def test_voluntary_motion_end_to_end(demo_run, tmp_path, capsys):
     assert abs(rel["phi_b"]["values"][k] - truth["phi_b"]["values"][k]) < 3 * rel["phi_b"]["std"][k]
     assert not any("output-error refinement" in w for w in rep.get("warnings", []))
     assert "moved by muscles" in (out / "report.md").read_text()
+
+
+def test_demo_report_answers_first_without_warnings(demo):
+    """Issue 20: on the bundled demo no warning is written (nothing is wrong with it), every
+    check is green, and the report opens with the summary: the object, the segments (mass,
+    COM, principal moments, source), the checks and the method of every stage."""
+    _, out = demo
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["warnings"] == []
+    assert {c["level"] for c in doc["checks"]} == {"ok"}, [
+        (c["title"], c["finding"]) for c in doc["checks"] if c["level"] != "ok"]
+    assert {c["key"] for c in doc["checks"]} >= {"marker_residual", "markers_still",
+                                                  "postures_held", "mass", "phi_s",
+                                                  "bounds", "calibration", "segments"}
+    assert list(doc).index("summary") < list(doc).index("postures")  # summary before detail
+    summ = doc["summary"]
+    assert summ["verdict"] == "ok"
+    assert [s["link"] for s in summ["segments"]] == ["link0", "link1"]
+    for s in summ["segments"]:
+        i = np.array(doc["segments"]["links"][s["link"]]["inertia_com"])
+        assert np.allclose(s["principal_moments"], np.linalg.eigvalsh(i), rtol=1e-6)
+        assert s["source"]["mass"] in ("measured", "both", "prior")
+    stages = {m["stage"]: m["method"] for m in summ["methods"]}
+    assert stages["postures"] == "output-error (3)" and stages["relative motion"] == \
+        "output-error"
+    # the mass check uses the reported (output-error) estimate: the vibration weighs what
+    # the scale did, within its own standard error
+    for p in doc["postures"]:
+        mv = p["mass_from_vibration"]
+        assert mv["method"] == "output-error"
+        assert abs(mv["value"] - doc["total_mass"]) < 4 * mv["std"]
+    md = (out / "report.md").read_text()
+    assert md.index("## Summary") < md.index("## Postures") < md.index("## Segment")
+    assert "## Warnings" not in md and "No warnings." in md
+    assert "🔴" not in md and "🟠" not in md
+
+
+def test_truth_comparison_matches_an_independent_computation(demo):
+    """truth.json sits next to the demo's manifest: the report compares every estimate with
+    it in SPEC units; recomputed here from report.json and truth.json alone."""
+    tmp, out = demo
+    doc = json.loads((out / "report.json").read_text())
+    truth = json.loads((tmp / "captures" / "two-link" / "truth.json").read_text())
+    tc = doc["truth_comparison"]
+    assert tc["file"] == "truth.json" and any(i["path"] == "truth.json" for i in doc["inputs"])
+    rows = {(r["group"], r["unit"]): r for r in tc["summary"]}
+    # posture COM (m): largest |estimate - truth| over postures and axes, and in std
+    err = np.concatenate([np.subtract(p["com"], t["com"])
+                          for p, t in zip(doc["postures"], truth["postures"])])
+    std = np.concatenate([p["com_std"] for p in doc["postures"]])
+    r = rows[("postures (base-link frame)", "m")]
+    assert r["entries"] == 9
+    assert np.isclose(r["max_abs_error"], np.abs(err).max(), rtol=1e-4)
+    assert np.isclose(r["max_abs_z"], np.abs(err / std).max(), rtol=1e-3)
+    # Phi_B J entries (kg m^2)
+    b = doc["relative_motion"]["phi_b"]
+    tb = dict(zip(truth["phi_b"]["names"], truth["phi_b"]["values"]))
+    j = [k for k, n in enumerate(b["names"]) if ".J_" in n]
+    e = np.array([b["values"][k] - tb[b["names"][k]] for k in j])
+    r = rows[("Phi_B", "kg m^2")]
+    assert r["entries"] == len(j)
+    assert np.isclose(r["rms_error"], np.sqrt(np.mean(e ** 2)), rtol=1e-4)
+    # segment masses (kg) against the simulated links
+    tl = {l["name"]: l["mass"] for l in truth["links"]}
+    e = [doc["segments"]["links"][n]["mass"] - tl[n] for n in tl]
+    assert np.isclose(rows[("segments (link frames)", "kg")]["max_abs_error"],
+                      np.abs(e).max(), rtol=1e-4)
+    # the rig's calibration against the simulated rig: spring stiffness (N/m)
+    ts = {s["name"]: s["stiffness"] for s in truth["springs"]}
+    cal = doc["rig"]["calibration"]["springs"]
+    e = [cal[n]["stiffness"] - ts[n] for n in ts]
+    assert np.isclose(rows[("calibration (rig)", "N/m")]["max_abs_error"], np.abs(e).max(),
+                      rtol=1e-4)
+    html = (out / "report.html").read_text()
+    assert 'id="truth"' in html and "Against the truth" in html

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from rigtool.errors import InputError
@@ -33,7 +34,6 @@ def run(args: argparse.Namespace) -> int:
     from rigtool.pipeline.preflight import check_session
 
     check_session(args.session)      # every file named, checked in seconds, before the fitting
-    from rigtool.identify.relative.equation_error import describe_interval
     from rigtool.pipeline.session import run_session     # code is even imported
     from rigtool.report.writer import write_report
 
@@ -48,23 +48,45 @@ def run(args: argparse.Namespace) -> int:
                           method=args.method, progress=progress, preflight=False)
     progress("writing the report")
     written = write_report(outcome, out_dir)
-    for p in outcome.postures:
-        r = p.result
-        print(f"{r.name}: COM [{', '.join(f'{1e3 * v:.2f}' for v in r.com)}] mm "
-              f"(+- {1e3 * max(r.com_std):.2g}), I_com diag "
-              f"[{', '.join(f'{r.inertia_com[k, k]:.4f}' for k in range(3))}] kg m^2")
-    if outcome.subset is not None:
-        s = outcome.subset
-        print(f"subset Phi_s: {len(s.names)} parameters, rank {s.rank}, condition number "
-              f"{s.condition_number:.3g}")
-    if outcome.relative is not None:
-        rel = outcome.relative
-        print(f"relative motion ({rel.method}): " + ", ".join(
-            f"{k} = {v:.5f} +- {rel.std[k]:.2g} kg m^2 (feasible interval "
-            f"{describe_interval(*rel.bounds[k])})" for k, v in rel.resolved.items()))
-    for note in outcome.notes:
+    doc = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
+    print(summary_text(doc))
+    for note in doc.get("notes", []):
         print(f"note: {note}")
-    for w in outcome.warnings:
+    for w in doc["warnings"]:
         print(f"warning: {w}")
-    print(f"wrote {len(written)} files to {out_dir}")
+    print(f"wrote {len(written)} files to {out_dir} (open report.html)")
     return 0
+
+
+def summary_text(doc: dict) -> str:
+    """The report's summary for the terminal: the object, its segments (or the whole object
+    per posture), Phi_s and the relative-motion terms, and one line per check."""
+    from rigtool.identify.relative.equation_error import describe_interval
+    s = doc["summary"]
+    lines = [s["object"]]
+    for seg in s["segments"]:
+        src = seg["source"]
+        lines.append(f"  {seg['link']}: {seg['mass']:.3f} +- {seg['mass_std']:.3f} kg, COM ["
+                     + ", ".join(f"{1e3 * v:.1f}" for v in seg["com"]) + "] mm, principal "
+                     "moments [" + ", ".join(f"{v:.4f}" for v in seg["principal_moments"])
+                     + f"] kg m^2 (mass {src['mass']}, COM {src['com']}, inertia "
+                     f"{src['inertia']})")
+    for p in doc["postures"]:
+        lines.append(f"  {p['name']}: COM [" + ", ".join(f"{1e3 * v:.2f}" for v in p["com"])
+                     + f"] mm (+- {1e3 * max(p['com_std']):.2g}), I_com diag ["
+                     + ", ".join(f"{p['inertia_com'][k][k]:.4f}" for k in range(3))
+                     + f"] kg m^2 ({p['method']})")
+    if "subset" in doc:
+        sub = doc["subset"]
+        lines.append(f"  subset Phi_s: {len(sub['names'])} parameters, rank {sub['rank']}, "
+                     f"condition number {sub['condition_number']:.3g}")
+    if "relative_motion" in doc:
+        rel = doc["relative_motion"]
+        lines.append(f"  relative motion ({rel['method']}): " + ", ".join(
+            f"{k} = {v:.5f} +- {rel['std'][k]:.2g} kg m^2 (feasible interval "
+            f"{describe_interval(*rel['bounds'][k])})" for k, v in rel["resolved"].items()))
+    marks = {"ok": "ok     ", "caution": "CAUTION", "problem": "PROBLEM",
+             "not checked": "-      "}
+    lines.append("checks:")
+    lines += [f"  {marks[c['level']]} {c['title']}" for c in doc["checks"]]
+    return "\n".join(lines)

@@ -34,7 +34,7 @@ from rigtool.errors import ConfigError, DeviceError, InputError, RigtoolError
 
 __all__ = ["KG_PER_UNIT", "PROTOCOLS", "ScaleReply", "SerialLike", "WeighResult",
            "open_port", "parse_any_line", "parse_continuous_line", "parse_mt_sics_line",
-           "read_weigh_json", "read_weight", "resolve_total_mass", "weigh",
+           "read_weigh_json", "read_weight", "resolve_total_mass", "total_mass_std", "weigh",
            "write_weigh_json"]
 
 PROTOCOLS: tuple[str, ...] = ("auto", "mt-sics", "continuous")
@@ -430,3 +430,29 @@ def resolve_total_mass(session, /) -> float:
         raise ConfigError(f"{exc.message} (named by session.total_mass_from in "
                           f"{session.path})", path=exc.path, line=exc.line, field=exc.field,
                           found=exc.found) from None
+
+
+#: The scale's relative standard uncertainty assumed when neither the manifest
+#: (``session.total_mass_std``) nor the weigh.json (``mass_std_kg``) gives one: 0.1 % of the
+#: reading, the accuracy of a common laboratory floor scale (OIML class III over most of its
+#: range). It enters the report's mass check only.
+DEFAULT_SCALE_REL_STD = 1e-3
+
+
+def total_mass_std(session, total_mass_kg: float, /) -> tuple[float, str]:
+    """The weighed mass's standard uncertainty (kg) and where it came from.
+
+    ``session.total_mass_std`` (kg) when the manifest gives it, else the weigh.json's
+    ``mass_std_kg`` when the mass comes from one and it holds a positive number, else
+    :data:`DEFAULT_SCALE_REL_STD` times the mass.
+    """
+    if getattr(session, "total_mass_std_kg", None) is not None:
+        return float(session.total_mass_std_kg), "session.total_mass_std"
+    if getattr(session, "total_mass_from", None) is not None:
+        _, record = read_weigh_json(session.total_mass_from)
+        std = record.get("mass_std_kg")
+        if isinstance(std, (int, float)) and not isinstance(std, bool) and math.isfinite(std) \
+                and std > 0:
+            return float(std), f"mass_std_kg of {Path(session.total_mass_from).name}"
+    return (DEFAULT_SCALE_REL_STD * float(total_mass_kg),
+            f"assumed {100 * DEFAULT_SCALE_REL_STD:g} % of the reading")

@@ -277,12 +277,32 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
             "rotation": _matrix(res.stiffness_reference[0]),
             "position": _vector(res.stiffness_reference[1])}
     if res.holdout:
-        cal["holdout"] = [{"capture": h.capture, "mass_error_kg": float(f"{h.mass_error_kg:.4g}"),
-                           "com_error_m": float(f"{h.com_error_m:.4g}"),
-                           "inertia_error_rel": float(f"{h.inertia_error_rel:.4g}")}
-                          for h in res.holdout]
+        cal["holdout"] = [_holdout_entry(h) for h in res.holdout]
     doc["calibration"] = cal
     return doc
+
+
+def _holdout_entry(h) -> dict:
+    """One ``[[calibration.holdout]]`` table: the errors, their standard errors and the
+    largest error in standard errors over the COM and the six inertia entries
+    (``max_error_z``; what the report judges)."""
+    out = {"capture": h.capture, "mass_error_kg": float(f"{h.mass_error_kg:.4g}"),
+           "com_error_m": float(f"{h.com_error_m:.4g}"),
+           "inertia_error_rel": float(f"{h.inertia_error_rel:.4g}")}
+    if h.com_std_m is None or h.inertia_com_std is None:
+        return out
+    iu = np.triu_indices(3)
+    err = np.concatenate([h.identified.com - h.known.com,
+                          (h.identified.inertia_com - h.known.inertia_com)[iu]])
+    std = np.concatenate([np.asarray(h.com_std_m, float),
+                          np.asarray(h.inertia_com_std, float)[iu]])
+    z = np.abs(err) / np.where(std > 0, std, np.nan)
+    out["com_std_m"] = _vector(h.com_std_m, 4)
+    if np.isfinite(h.inertia_std_rel):
+        out["inertia_std_rel"] = float(f"{h.inertia_std_rel:.4g}")
+    if np.any(np.isfinite(z)):
+        out["max_error_z"] = float(f"{np.nanmax(z):.4g}")
+    return out
 
 
 def default_output(rig_path: Path) -> Path:

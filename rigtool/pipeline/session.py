@@ -2,11 +2,13 @@
 
 Stages, each feeding the next (data flows one way):
 
-1. the manifest and its calibrated rig (rigtool.config), the object's weighed mass;
-2. link marker coordinates (from the manifest, or built from a static capture);
-3. per locked posture: platform motion (filtered both sides, noise probes), the base link's
-   pose on the platform, every child's rotation ``0R_j`` (averaged over the capture), and
-   the object's COM and inertia (rigtool.identify.posture.equation_error);
+1. the manifest and its calibrated rig (rigtool.config), the object's weighed mass and the
+   scale's uncertainty;
+2. link marker coordinates (from the manifest, or built from a static capture;
+   rigtool.pipeline.links);
+3. per locked posture (rigtool.pipeline.posture): platform motion (filtered both sides, noise
+   probes), the base link's pose on the platform, every child's rotation ``0R_j`` (averaged
+   over the capture), and the object's COM and inertia (rigtool.identify.posture);
 4. the subset Phi_s from all postures (rigtool.identify.subset.fit);
 5. the relative-motion capture: the remaining J_yy terms, the full minimal set Phi_B
    (rigtool.identify.relative.equation_error, then by default its output-error refinement,
@@ -21,99 +23,29 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
-from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session, sha256_of
-from rigtool.devices.scale import resolve_total_mass
-from rigtool.errors import ConfigError, IdentifiabilityError, InputError
-from rigtool.calibration_uncertainty import calibration_std_from_rigfile
-from rigtool.identify.common.output_error import base_pose_covariance
-from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
-from rigtool.pipeline.preflight import check_session
+from rigtool.config import RigFile, Session, load_rig, load_session, sha256_of
+from rigtool.devices.scale import resolve_total_mass, total_mass_std
+from rigtool.errors import ConfigError, IdentifiabilityError
+from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
 from rigtool.pipeline.relative_model import RelativeModelChoice, refine_relative_motion
-from rigtool.identify.posture.equation_error import PostureResult, fit_posture
-from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
-                                              with_noise_probes)
-from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.segments.fit import SegmentsResult, estimate_segments, priors_from_specs
-from rigtool.identify.subset.fit import PostureOverall, SubsetResult, fit_subset
-from rigtool.kinematics.joint_centre import score_joint_centre
-from rigtool.kinematics.pose import BodyTrajectory, body_trajectory, markers_from_static
-from rigtool.mocap import MarkerData, read_capture
-from rigtool.pipeline.methods import check_method
+from rigtool.identify.subset.fit import SubsetResult, fit_subset
+from rigtool.mocap import read_capture
+from rigtool.pipeline.links import estimate_joint_centres, link_markers
+from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
+                                      _calibration_std, _child_rotations, fit_one_posture,
+                                      motion_traces, posture_overall)
+from rigtool.pipeline.preflight import check_session
 from rigtool.tree import Tree
 
 Progress = Callable[[str], None]
-
-
-@dataclass
-class PostureOutcome:
-    """One posture: the fit and what was measured around it."""
-
-    result: PostureResult
-    rotations: dict[str, np.ndarray]            # 0R_j, link -> base axes
-    rotation_spread_deg: dict[str, float]        # RMS wobble of each joint during the capture
-    base_rotation_platform: np.ndarray
-    base_position_platform: np.ndarray
-    marker_rms_m: dict[str, float]               # rigid-fit residual per body
-    warnings: list[str] = field(default_factory=list)
-    traces: "MotionTraces | None" = None          # time series for the report's figures
-    equation_error: PostureResult | None = None  # the equation-error fit (start of the refinement)
-    refinement: OutputErrorResult | None = None  # the output-error fit, when run
-
-    @property
-    def method(self) -> str:
-        """What produced ``result``: ``"output-error"`` when refined, else
-        ``"equation-error"``."""
-        return "equation-error" if self.refinement is None else "output-error"
-
-
-@dataclass
-class MotionTraces:
-    """Time series of one capture for the report (paper 002 Fig. 5 and marker residuals).
-
-    Attributes
-    ----------
-    time_s : ndarray (T,)
-    displacement_m : ndarray (T, 3)
-        Filtered platform origin position minus its mean, lab axes.
-    rotation_rad : ndarray (T, 3)
-        Filtered platform rotation about its mean pose (rotation vector, lab axes).
-    accel_lab : ndarray (T, 3)
-        Filtered platform origin acceleration, m/s^2.
-    alpha_body : ndarray (T, 3)
-        Filtered platform angular acceleration, platform axes, rad/s^2.
-    marker_residual_m : dict[str, ndarray (T,)]
-        Per body, the RMS distance of its markers from the fitted rigid cluster per frame.
-    valid : ndarray of bool (T,)
-        Frames used by the fit.
-    """
-
-    time_s: np.ndarray
-    displacement_m: np.ndarray
-    rotation_rad: np.ndarray
-    accel_lab: np.ndarray
-    alpha_body: np.ndarray
-    marker_residual_m: dict[str, np.ndarray]
-    valid: np.ndarray
-
-
-def motion_traces(cap: CaptureMotion, trajs: dict[str, BodyTrajectory]) -> MotionTraces:
-    """Figure-ready traces of a capture's filtered platform motion and marker residuals."""
-    ok = cap.valid & np.isfinite(cap.position).all(axis=1)
-    disp = cap.position - np.nanmean(cap.position[ok], axis=0)
-    rot = np.full_like(cap.position, np.nan)
-    if ok.sum() > 0:
-        mean = Rotation.from_matrix(cap.rotation[ok]).mean()
-        rot[ok] = (Rotation.from_matrix(cap.rotation[ok]) * mean.inv()).as_rotvec()
-    return MotionTraces(cap.time_s, disp, rot, cap.accel_lab, cap.omega_dot_body,
-                        {k: t.residual_rms_m for k, t in trajs.items()}, cap.valid)
 
 
 @dataclass
@@ -135,6 +67,8 @@ class SessionOutcome:
     relative_model: RelativeModelChoice | None = None       # which model, and why
     segments: SegmentsResult | None = None       # per-link parameters (Phi_B + priors)
     notes: list[str] = field(default_factory=list)      # stages skipped and why
+    total_mass_std_kg: float = float("nan")      # the scale's standard uncertainty
+    total_mass_std_source: str = ""              # where that number came from
 
 
 def _noop(message: str) -> None:
@@ -144,207 +78,6 @@ def _noop(message: str) -> None:
 def _rel(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when inside it (as report.json lists inputs)."""
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-
-
-def link_markers(session: Session, tree: Tree) -> dict[str, dict[str, np.ndarray]]:
-    """Marker coordinates of every link in its own frame (manifest, or static capture)."""
-    out: dict[str, dict[str, np.ndarray]] = {}
-    for i, link in enumerate(tree.links):
-        spec = session.frames.get(link.name)
-        if spec is None:
-            out[link.name] = dict(link.markers_link)
-            continue
-        raw_links = session.raw.get("links", [])
-        frame_t = raw_links[i].get("frame", {}) if i < len(raw_links) else {}
-        names = list(link.markers_link) or list(frame_t.get("markers", []))
-        if not names:
-            names = sorted({*([spec.origin] if isinstance(spec.origin, str) else spec.origin),
-                            *spec.x_axis, spec.xy_plane} - {"joint_center"})
-        data = read_capture(spec.static_capture)
-        origin = spec.origin
-        if origin == "joint_center" and link.joint_center_parent is None:
-            # Provisional origin at the markers' midpoint; estimate_joint_centres moves it to
-            # the centre found from the relative motion.
-            origin = names
-        elif origin == "joint_center":
-            jc = link.joint_center_parent
-            parent = link.parent
-            if parent not in out:
-                raise ConfigError("origin = \"joint_center\" needs the parent's markers",
-                                  path=session.path, field=f"links[{i}].frame.origin")
-            ptraj = body_trajectory(data, out[parent])
-            ok = ptraj.valid
-            if not ok.any():
-                raise InputError(f"the parent '{parent}' is not seen in the static capture",
-                                 path=spec.static_capture)
-            r = Rotation.from_matrix(ptraj.rotation[ok]).mean().as_matrix()
-            origin = r @ jc + ptraj.position_m[ok].mean(axis=0)
-        out[link.name] = markers_from_static(data, origin=origin, x_axis=spec.x_axis,
-                                             xy_plane=spec.xy_plane, names=names)
-        if len(out[link.name]) < 3:
-            raise ConfigError("a link frame from a static capture needs at least 3 markers",
-                              path=session.path, field=f"links[{i}].frame")
-    return out
-
-
-def estimate_joint_centres(session: Session, tree: Tree,
-                           markers: dict[str, dict[str, np.ndarray]],
-                           data: MarkerData | None) -> tuple[Tree, dict, dict]:
-    """Fill the joint centres the manifest leaves out from the relative-motion capture (SCoRE).
-
-    A link without ``joint_center`` has its marker coordinates in a provisional frame with the
-    link's axes; the centre found in that frame becomes the link's origin (its markers are
-    shifted), and the centre in the parent's frame becomes ``joint_center``.
-
-    Returns
-    -------
-    tree : Tree
-        With every joint centre set.
-    markers : dict
-        Link marker coordinates in the (possibly moved) link frames.
-    estimates : dict[str, JointCentreEstimate]
-        Per link whose centre was estimated.
-    """
-    missing = [i for i, l in enumerate(tree.links) if i > 0 and l.joint_center_parent is None]
-    if not missing:
-        return tree, markers, {}
-    names = ", ".join(tree.links[i].name for i in missing)
-    if data is None:
-        raise ConfigError(f"no joint_center for {names} and no [relative_motion] capture to "
-                          "estimate it from; give joint_center (parent frame, m) or add a "
-                          "capture where the link swings", path=session.path,
-                          field=f"links[{missing[0]}].joint_center")
-    window = session.relative_motion.window
-    frames = None
-    if window is not None:
-        frames = (data.time_s >= window[0]) & (data.time_s <= window[1])
-    links = list(tree.links)
-    markers = dict(markers)
-    estimates = {}
-    for i in missing:
-        link = links[i]
-        ptraj = body_trajectory(data, markers[link.parent])
-        ctraj = body_trajectory(data, markers[link.name])
-        try:
-            est = score_joint_centre(ptraj, ctraj, frames=frames,
-                                     block_frames=max(1, int(round(data.rate_hz / 2))))
-        except IdentifiabilityError as exc:
-            raise IdentifiabilityError(f"joint centre of '{link.name}': {exc.message}",
-                                       path=session.relative_motion.capture) from None
-        estimates[link.name] = est
-        markers[link.name] = {k: v - est.centre_child_m for k, v in markers[link.name].items()}
-        links[i] = replace(link, joint_center_parent=est.centre_parent_m,
-                           markers_link=markers[link.name])
-    return Tree(tuple(links)), markers, estimates
-
-
-def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float]:
-    r = Rotation.from_matrix(rot)
-    mean = r.mean()
-    spread = float(np.sqrt(np.mean((mean.inv() * r).magnitude() ** 2)))
-    return mean.as_matrix(), float(np.rad2deg(spread))
-
-
-def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
-                     ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    base = tree.links[0].name
-    rb = trajs[base]
-    rotations, spread = {}, {}
-    for link in tree.links[1:]:
-        tj = trajs[link.name]
-        ok = rb.valid & tj.valid
-        if ok.sum() < 3:
-            raise InputError(f"link '{link.name}' and the base link are seen together in "
-                             f"{int(ok.sum())} frames; expected the whole posture in view",
-                             path=path)
-        rel = np.swapaxes(rb.rotation[ok], -1, -2) @ tj.rotation[ok]
-        rotations[link.name], spread[link.name] = _mean_rotation(rel)
-    return rotations, spread
-
-
-def _calibration_std(rigfile: RigFile) -> dict | None:
-    """The calibrated rig's uncertainty for the output-error fits (None for a rig file
-    without ``[calibration.std]``, or a stand-in without a raw document)."""
-    return calibration_std_from_rigfile(getattr(rigfile, "raw", {}), rigfile.rig,
-                                        path=getattr(rigfile, "path", None))
-
-
-def _attached_markers(tree: Tree, markers: dict[str, dict[str, np.ndarray]]) -> dict:
-    """``refine_posture`` keywords that put a locked object's markers in the fit: the base
-    link's (with their base-link coordinates) and every other link's (by name)."""
-    base = tree.links[0].name
-    others = [n for link in tree.links[1:] for n in markers[link.name]]
-    return {"base_markers": dict(markers[base]), "object_markers": others}
-
-
-def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
-                    markers: dict[str, dict[str, np.ndarray]], capture: Path, *,
-                    name: str, window, units, total_mass_kg: float,
-                    settings: FilterSettings, spring_model: str = "exact",
-                    weighting: str = "noise", compensate: bool = True,
-                    data: MarkerData | None = None,
-                    method: str = "equation-error",
-                    object_markers_in_fit: bool = True) -> PostureOutcome:
-    """Read one locked-posture capture and fit the object's overall properties.
-
-    ``method="output-error"`` refines the equation-error fit by simulating the platform and
-    fitting its raw markers (:func:`rigtool.identify.posture.output_error.refine_posture`); with
-    ``object_markers_in_fit`` (default) the object's markers join that fit as markers rigidly
-    attached to the platform, and the base link's pose on the platform is estimated in it.
-    """
-    check_method(method)
-    rig = rigfile.rig
-    data = read_capture(capture, units=units) if data is None else data
-    plat_markers = rig.platform.markers_platform
-    cap = capture_motion(data, plat_markers, settings, name=name, window=window)
-    if compensate:
-        cap = with_noise_probes(cap, plat_markers, settings)
-    plat_traj = body_trajectory(data, plat_markers)
-    trajs = {l.name: body_trajectory(data, markers[l.name]) for l in tree.links}
-    base = tree.links[0].name
-    r_pb, t_pb, wobble = relative_pose(plat_traj, trajs[base], cap.valid)
-    warnings = []
-    if np.rad2deg(wobble) > 0.5:
-        warnings.append(f"{name}: the base link moves on the platform by "
-                        f"{np.rad2deg(wobble):.2f} deg RMS; it should be fixed to it")
-    rotations, spread = _child_rotations(tree, trajs, capture)
-    for link, deg in spread.items():
-        if deg > 0.5:
-            warnings.append(f"{name}: joint of '{link}' moves by {deg:.2f} deg RMS; a locked "
-                            "posture is assumed")
-    res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
-                      base_position_platform=t_pb, total_mass_kg=total_mass_kg,
-                      spring_model=spring_model, weighting=weighting, fit_mass=True)
-    equation_error, refinement = res, None
-    if method == "output-error":
-        *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
-                                            trajs[base].rotation, trajs[base].position_m,
-                                            cap.valid)
-        refinement = refine_posture(rig, rig.platform.params, data,
-                                    base_rotation_platform=r_pb, base_position_platform=t_pb,
-                                    total_mass_kg=total_mass_kg, start=res, window=window,
-                                    name=name, markers_platform=plat_markers,
-                                    calibration_std=_calibration_std(rigfile),
-                                    base_pose_cov=pose_cov,
-                                    **(_attached_markers(tree, markers)
-                                       if object_markers_in_fit else {}))
-        res = refinement.as_posture_result()
-        if refinement.base_pose_fitted:
-            r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
-    rms = {"platform": float(np.sqrt(np.nanmean(plat_traj.residual_rms_m ** 2)))}
-    rms.update({k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in trajs.items()})
-    return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms,
-                          warnings + list(cap.warnings) + list(res.warnings),
-                          motion_traces(cap, {"platform": plat_traj, **trajs}),
-                          equation_error, refinement)
-
-
-def posture_overall(p: PostureOutcome) -> PostureOverall:
-    """What the subset fit needs of one posture (with the posture fit's covariance)."""
-    r = p.result
-    return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
-                          p.rotations, covariance9=r.covariance9)
-
 
 def _posture_job(args) -> PostureOutcome:
     session, rigfile, tree, markers, ref, kwargs = args
@@ -461,10 +194,12 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         notes.append("the full minimal set Phi_B and segment parameters need a "
                      "[relative_motion] capture" if session.relative_motion is None else
                      "relative motion not run")
+    mass_std, mass_std_source = total_mass_std(session, total_mass)
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
                           warnings, tree, joint_centres, relative, segments=segments,
                           notes=notes, relative_refinement=refinement,
-                          relative_model=relative_model)
+                          relative_model=relative_model,
+                          total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source)
 
 
 def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float
@@ -481,3 +216,10 @@ def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass
                       "segment = \"...\" for a human, or [links.prior] CAD values for a robot)")
     return estimate_segments(tree, relative.values, relative.covariance, total_mass,
                              priors), None
+
+
+# re-exported: the session's parts live in rigtool.pipeline.links and rigtool.pipeline.posture
+__all__ = ["SessionOutcome", "run_session", "PostureOutcome",
+           "MotionTraces", "motion_traces", "fit_one_posture", "posture_overall",
+           "link_markers", "estimate_joint_centres", "_attached_markers", "_child_rotations",
+           "_calibration_std"]

@@ -64,18 +64,19 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.engine.lm import levenberg_marquardt
-from rigtool.identify.posture.attached_markers import (attached_positions, joint_information,
-                                               nuisance_products, platform_frame_positions,
-                                               pose_columns)
+from rigtool.identify.posture.attached_markers import joint_information, nuisance_products
 from rigtool.calibration_uncertainty import calibration_members_of
 from rigtool.identify.common.output_error import (central_jacobian, next_horizon,
                                                   object_in_base_frame, start_state,
                                                   window_frames)
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
+from rigtool.identify.posture.attached_fit import fit_attached, solve_stage
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
+from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_direction,
+                                                     vibration_mass)
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
+from rigtool.engine.markers import predicted_markers
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
@@ -85,6 +86,17 @@ _PERM9 = [0, 1, 2, 3, 6, 8, 7, 5, 4]          # pi[1:] -> [h, J0 xx yy zz yz zx 
 
 
 # --------------------------------------------------------------------------- result
+
+@dataclass(frozen=True)
+class PlatformMarkerFit:
+    """The platform's markers over the fitted window: ``measured_m`` (NaN where unseen) and
+    ``simulated_m`` ``[T, K, 3]`` (lab, m) at the estimate, ``names [K]``, ``time_s [T]``."""
+
+    names: tuple[str, ...]
+    time_s: np.ndarray
+    measured_m: np.ndarray
+    simulated_m: np.ndarray
+
 
 @dataclass(frozen=True)
 class OutputErrorResult:
@@ -125,6 +137,10 @@ class OutputErrorResult:
     base_pose_fitted: bool = False                    # estimated in the fit (base_markers)
     attached_markers: tuple[str, ...] = ()            # object markers in the fit
     attached_scatter_mm: tuple[float, ...] = ()       # their RMS scatter about their place
+    left_out_markers: tuple[tuple[str, float], ...] = ()   # object markers not still on the
+                                                      # platform: (name, RMS scatter mm)
+    mass_from_vibration: VibrationMass | None = None  # the scale check (mass freed, 1 step)
+    platform_markers: "PlatformMarkerFit | None" = None    # measured vs simulated (figures)
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -136,6 +152,9 @@ class OutputErrorResult:
                        weighting="output-error",
                        residual_rms={**self.start.residual_rms,
                                      "marker_mm": self.residual_rms_mm},
+                       mass_from_vibration=(None if self.mass_from_vibration is None else
+                                            (self.mass_from_vibration.value_kg,
+                                             self.mass_from_vibration.std_kg)),
                        warnings=list(self.start.warnings) + list(self.warnings))
 
 
@@ -237,7 +256,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     prob.fit_object = False
     prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
     x = np.concatenate([state0, extra])
-    sol = _solve(prob, x, ftol=1e-10)
+    sol = solve_stage(prob, x, ftol=1e-10)
     iterations = sol.n_cost + sol.n_normal
     # 2) everything, on a growing horizon
     prob.fit_object = True
@@ -247,7 +266,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     while True:
         prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
         horizons.append(prob.n_frames * dt)
-        sol = _solve(prob, x, ftol=ftol)
+        sol = solve_stage(prob, x, ftol=ftol)
         iterations += sol.n_cost + sol.n_normal
         stage_log.append((prob.n_frames * dt, sol.n_cost, sol.n_normal))
         x = sol.x
@@ -257,7 +276,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     warnings: list[str] = []
     att = None
     if base_markers or object_markers:
-        att = _fit_attached(prob, x, data, idx, mk, dict(base_markers or {}),
+        att = fit_attached(prob, x, data, idx, mk, dict(base_markers or {}),
                             list(object_markers), ftol, label, warnings)
         x = att["x"]
         iterations += att["nfev"]
@@ -266,24 +285,32 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     n_x = x.size
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
-    extra_dirs = None
-    if members:
-        theta_nom = prob.inputs(x)[0]
-        extra_dirs = np.stack([prob.inputs(x, m[2])[0] - theta_nom for m in members], axis=1)
+    theta_nom = prob.inputs(x)[0]
+    # extra columns: one per calibration member, then the object's mass (the scale check)
+    extra_dirs = np.stack([prob.inputs(x, m[2])[0] - theta_nom for m in members]
+                          + [mass_theta_direction(x[:9], total_mass_kg, prob.tmat,
+                                                  theta_nom.size)], axis=1)
     ne = prob.normal(x, extra_theta=extra_dirs)
+    n_cal, m_col = len(members), n_x + len(members)
     jtj = ne.jtj_raw[:n_x, :n_x]
-    jtj_cal = ne.jtj_raw[:n_x, n_x:] if members else None          # J^T J_cal
+    jtj_extra = ne.jtj_raw[:n_x, n_x:]                 # J^T [J_cal, j_mass]
     if att is not None and prob.n_attached:
         info = joint_information(jtj, ne.prods[:, :, :n_x], ne.n_seen, att["n_base"],
                                  att["pose_cols"])
-        cross_cal = None if jtj_cal is None else np.vstack([
-            jtj_cal, nuisance_products(ne.prods[:, :, n_x:], att["n_base"], att["pose_cols"])])
+        cross_extra = np.vstack([jtj_extra, nuisance_products(ne.prods[:, :, n_x:],
+                                                              att["n_base"], att["pose_cols"])])
     else:
-        info, cross_cal = jtj, jtj_cal
+        info, cross_extra = jtj, jtj_extra
+    cross_cal = cross_extra[:, :n_cal] if members else None
     n_res, n_par = ne.n_rows, info.shape[0]
     dof = max(n_res - n_par, 1)
     s2 = ne.cost / dof
     info_inv = np.linalg.pinv(info)
+    grad = np.zeros(n_par)
+    grad[:n_x] = ne.jtr_raw[:n_x]           # the attached places sit at their optimum
+    mass_check = vibration_mass(total_mass_kg, s2, info, grad, cross_extra[:, n_cal],
+                                float(ne.jtj_raw[m_col, m_col]), float(ne.jtr_raw[m_col]),
+                                cross_cal, ne.jtj_raw[m_col, n_x:m_col])
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
     cov_all = cov_noise.copy()
     if cross_cal is not None:
@@ -361,80 +388,23 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         base_pose_fitted=pose_idx is not None,
         attached_markers=() if att is None else tuple(att["names"]),
         attached_scatter_mm=() if att is None else tuple(float(v) for v in att["scatter_mm"]),
-)
+        left_out_markers=() if att is None else tuple(att["left_out"]),
+        mass_from_vibration=mass_check,
+        platform_markers=_platform_marker_fit(prob, ne.states, names, data.time_s[idx]),
+    )
 
 
-def _fit_attached(prob: PostureProblem, x: np.ndarray, data: MarkerData, idx: np.ndarray,
-                  mk_platform: np.ndarray, base_markers: dict[str, np.ndarray],
-                  object_markers: list[str], ftol: float, label: str,
-                  warnings: list[str]) -> dict:
-    """Add the object's markers to a converged platform-marker fit and fit again with their
-    positions on the platform eliminated (variable projection: every simulated member places
-    them at their maximum-likelihood positions on its own trajectory, so the finite-difference
-    Jacobian is that of the reduced problem and Gauss-Newton converges to the joint
-    maximum-likelihood estimate). Leaves ``prob`` with the positions held at the estimate's
-    (for the information matrix, rigtool.identify.posture.attached_markers.joint_information).
-
-    Returns ``x``, the markers kept (``names``, base-link markers first, ``n_base``), the
-    base pose (``base_rotation``, ``base_position_m``, ``pose_cols``), the platform's fitted
-    rotation per frame (``rotation_lab``), ``scatter_mm``, ``nfev`` and ``stages``.
-    """
-    names = list(base_markers) + [n for n in object_markers if n not in base_markers]
-    n_base = len(base_markers)
-    xyz = data.select(names)[idx]
-    seen = np.all(np.isfinite(xyz), axis=2)
-    sigma_mm = float(np.sqrt(prob.cost(x) / (3 * prob.mask[:prob.n_frames].sum())))
-    rot, pos = prob.trajectory(x)
-    _, scatter = platform_frame_positions(rot, pos, xyz, seen)
-    # a rigidly attached marker scatters by its noise: sqrt(3) sigma in 3-D
-    limit = 2.0 * np.sqrt(3.0) * sigma_mm
-    keep = (scatter <= limit) & (seen.sum(0) >= 20)
-    dropped = [f"{n} ({v:.3f} mm)" for n, v, k in zip(names, scatter, keep) if not k]
-    if dropped:
-        warnings.append(f"{label}: object markers left out of the output-error fit, not still "
-                        f"on the platform (RMS scatter over {limit:.3f} mm, or seen in fewer "
-                        f"than 20 frames): {', '.join(dropped)}")
-    base_kept = keep[:n_base].copy()
-    if n_base and base_kept.sum() < 3:
-        warnings.append(f"{label}: fewer than 3 base-link markers usable; the base link's pose "
-                        "on the platform is taken from the per-frame poses")
-        keep[:n_base] = False
-        base_kept[:] = False
-    names = [n for n, k in zip(names, keep) if k]
-    xyz, seen = xyz[:, keep], seen[:, keep]
-    n_base = int(base_kept.sum())
-    defs = (np.array([np.asarray(base_markers[n], float)
-                      for n, k in zip(base_markers, base_kept) if k]) if n_base else None)
-    out = {"names": names, "n_base": n_base, "nfev": 0, "stages": []}
-    if not names:
-        out.update(x=x, rotation_lab=rot, pose_cols=None, base_rotation=None,
-                   base_position_m=None, scatter_mm=np.zeros(0))
-        return out
-    n_plat = len(mk_platform)
-    xyz0 = np.where(seen[..., None], xyz, 0.0)
-    prob.measured = np.concatenate([prob.measured[:, :n_plat], xyz0], axis=1)
-    prob.mask = np.concatenate([prob.mask[:, :n_plat], seen], axis=1)
-    prob.markers_body = np.vstack([mk_platform, np.zeros((len(names), 3))])
-    prob.attached_xyz, prob.attached_seen, prob.base_defs = xyz0, seen, defs
-    prob.project, prob.cache, prob.n_attached = True, {}, len(names)
-    sol = _solve(prob, x, ftol=ftol)
-    x = sol.x
-    out["nfev"] = sol.n_cost + sol.n_normal
-    out["stages"].append((prob.n_frames * prob.dt, sol.n_cost, sol.n_normal))
-    rot, pos = prob.trajectory(x)
-    placed = attached_positions(rot, pos, xyz0, seen, defs)
-    prob.markers_body = np.vstack([mk_platform, placed.positions_m])
-    prob.project, prob.cache = False, {}
-    out.update(x=x, rotation_lab=rot, scatter_mm=placed.scatter_mm,
-               base_rotation=placed.base_rotation, base_position_m=placed.base_position_m,
-               pose_cols=None if not n_base else pose_columns(defs, placed.base_rotation))
-    return out
+def _platform_marker_fit(prob: PostureProblem, states: np.ndarray | None,
+                         names: list[str], time_s: np.ndarray) -> PlatformMarkerFit | None:
+    """The platform's markers measured and simulated at the estimate (for the report)."""
+    if states is None:
+        return None
+    k_n = len(names)
+    t_n = states.shape[0]
+    seen = prob.mask[:t_n, :k_n]
+    measured = np.where(seen[..., None], prob.measured[:t_n, :k_n], np.nan)
+    return PlatformMarkerFit(tuple(names), np.asarray(time_s[:t_n], float), measured,
+                             predicted_markers(states, prob.markers_body[:k_n]))
 
 
-def _solve(prob: PostureProblem, x: np.ndarray, *, ftol: float, max_iterations: int = 50):
-    """Levenberg-Marquardt on the streamed normal equations (rigtool.engine.lm)."""
-    return levenberg_marquardt(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol,
-                               max_iterations=max_iterations)
-
-
-__all__ = ["OutputErrorResult", "refine_posture", "NUISANCE"]
+__all__ = ["OutputErrorResult", "PlatformMarkerFit", "refine_posture", "NUISANCE"]

@@ -264,6 +264,8 @@ class SubsetResult:
     warnings: list[str] = field(default_factory=list)
     link_params: dict | None = None          # consistent variant: per-link standard params
     consistent_values: np.ndarray | None = None  # consistent variant: the Phi_s they give
+    singular_vectors: np.ndarray | None = None   # [P, P] rows: the directions (column-
+                                                 # equilibrated parameters) of singular_values
 
     @property
     def identified(self) -> bool:
@@ -292,6 +294,9 @@ class SubsetResult:
                "base_parameter_check": self.base_check, "warnings": list(self.warnings)}
         if self.consistent_values is not None:
             out["consistent_values"] = [num(v) for v in self.consistent_values]
+        if self.singular_vectors is not None:
+            out["singular_directions"] = [weakest_terms(v, self.names)
+                                          for v in self.singular_vectors]
         if self.link_params is not None:
             out["consistent_link_params"] = {
                 k: [num(v) for v in np.asarray(p)] for k, p in self.link_params.items()}
@@ -338,6 +343,19 @@ def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: fl
         bw_rows.append(w @ b)
     return (np.vstack(aw_rows), np.concatenate(bw_rows), np.vstack(a_rows),
             np.concatenate(b_rows), given)
+
+
+def weakest_terms(direction: np.ndarray, names: list[str], *, rel: float = 0.25,
+                  most: int = 4) -> list[list]:
+    """The parameters a singular direction (column-equilibrated) is made of: ``[[name,
+    coefficient], ...]``, largest first, those above ``rel`` of the largest, at most
+    ``most``; the coefficients of a unit vector (so they read as shares)."""
+    v = np.asarray(direction, float)
+    order = np.argsort(-np.abs(v))
+    big = abs(v[order[0]]) if v.size else 0.0
+    sign = 1.0 if v[order[0]] >= 0 else -1.0          # the largest term positive
+    return [[names[i], round(float(sign * v[i]), 3)] for i in order[:most]
+            if abs(v[i]) >= rel * big]
 
 
 def null_combinations(null_scaled: np.ndarray, scale: np.ndarray, names: list[str],
@@ -475,7 +493,8 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
                         "analytic Phi_s rank; rotations may be inaccurate")
     cond = float(s_full[0] / s_full[rank - 1]) if rank else float("inf")
     result = SubsetResult(names, values, std, cov, rank, cond, s_rel, unident, advice, rms,
-                          chi2, weights, len(postures), rtol, base_check, warnings)
+                          chi2, weights, len(postures), rtol, base_check, warnings,
+                          singular_vectors=vt)
     if consistent:
         from rigtool.identify.subset.consistent import consistent_fit
         consistent_fit(tree, result, a_w, b_w, total_mass_kg)

@@ -1,0 +1,218 @@
+"""One locked posture of a session: read its capture, fit the object's overall properties
+(equation error, then by default the output-error refinement), and keep what the report
+needs around the fit (rotations of the links, the base link's pose on the platform, marker
+noise and each marker's scatter on its body, time series for the figures).
+
+Conventions: base-link frame for the object's properties (SPEC "Overall properties"),
+rotations ``0R_j`` map link axes to base axes; SI units, marker figures in mm where named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from rigtool.calibration_uncertainty import calibration_std_from_rigfile
+from rigtool.config import FilterSettings, RigFile, Session
+from rigtool.errors import InputError
+from rigtool.identify.common.output_error import base_pose_covariance
+from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion,
+                                                     marker_sigma_from_residual, relative_pose,
+                                                     with_noise_probes)
+from rigtool.identify.posture.equation_error import PostureResult, fit_posture
+from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
+from rigtool.identify.subset.fit import PostureOverall
+from rigtool.kinematics.marker_scatter import marker_scatter_mm
+from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
+from rigtool.mocap import MarkerData, read_capture
+from rigtool.pipeline.methods import check_method
+from rigtool.tree import Tree
+
+
+@dataclass
+class PostureOutcome:
+    """One posture: the fit and what was measured around it."""
+
+    result: PostureResult
+    rotations: dict[str, np.ndarray]            # 0R_j, link -> base axes
+    rotation_spread_deg: dict[str, float]        # RMS wobble of each joint during the capture
+    base_rotation_platform: np.ndarray
+    base_position_platform: np.ndarray
+    marker_rms_m: dict[str, float]               # rigid-fit residual per body
+    warnings: list[str] = field(default_factory=list)   # from the reported fit
+    traces: "MotionTraces | None" = None          # time series for the report's figures
+    equation_error: PostureResult | None = None  # the equation-error fit (start of the refinement)
+    refinement: OutputErrorResult | None = None  # the output-error fit, when run
+    base_wobble_deg: float = 0.0                 # RMS motion of the base link on the platform
+    marker_noise_mm: float = float("nan")        # per coordinate, from the rigid fits (median
+                                                 # over the bodies; no dynamic model involved)
+    marker_scatter_mm: dict[str, dict[str, float]] = field(default_factory=dict)
+                                                 # body -> marker -> RMS scatter about its place
+    notes: list[str] = field(default_factory=list)   # about the capture (filter band), not
+                                                     # problems of the estimate
+
+    @property
+    def method(self) -> str:
+        """What produced ``result``: ``"output-error"`` when refined, else
+        ``"equation-error"``."""
+        return "equation-error" if self.refinement is None else "output-error"
+
+
+@dataclass
+class MotionTraces:
+    """Time series of one capture for the report (paper 002 Fig. 5 and marker residuals).
+
+    Attributes
+    ----------
+    time_s : ndarray (T,)
+    displacement_m : ndarray (T, 3)
+        Filtered platform origin position minus its mean, lab axes.
+    rotation_rad : ndarray (T, 3)
+        Filtered platform rotation about its mean pose (rotation vector, lab axes).
+    accel_lab : ndarray (T, 3)
+        Filtered platform origin acceleration, m/s^2.
+    alpha_body : ndarray (T, 3)
+        Filtered platform angular acceleration, platform axes, rad/s^2.
+    marker_residual_m : dict[str, ndarray (T,)]
+        Per body, the RMS distance of its markers from the fitted rigid cluster per frame.
+    valid : ndarray of bool (T,)
+        Frames used by the fit.
+    """
+
+    time_s: np.ndarray
+    displacement_m: np.ndarray
+    rotation_rad: np.ndarray
+    accel_lab: np.ndarray
+    alpha_body: np.ndarray
+    marker_residual_m: dict[str, np.ndarray]
+    valid: np.ndarray
+
+
+def motion_traces(cap: CaptureMotion, trajs: dict[str, BodyTrajectory]) -> MotionTraces:
+    """Figure-ready traces of a capture's filtered platform motion and marker residuals."""
+    ok = cap.valid & np.isfinite(cap.position).all(axis=1)
+    disp = cap.position - np.nanmean(cap.position[ok], axis=0)
+    rot = np.full_like(cap.position, np.nan)
+    if ok.sum() > 0:
+        mean = Rotation.from_matrix(cap.rotation[ok]).mean()
+        rot[ok] = (Rotation.from_matrix(cap.rotation[ok]) * mean.inv()).as_rotvec()
+    return MotionTraces(cap.time_s, disp, rot, cap.accel_lab, cap.omega_dot_body,
+                        {k: t.residual_rms_m for k, t in trajs.items()}, cap.valid)
+
+
+
+def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float]:
+    r = Rotation.from_matrix(rot)
+    mean = r.mean()
+    spread = float(np.sqrt(np.mean((mean.inv() * r).magnitude() ** 2)))
+    return mean.as_matrix(), float(np.rad2deg(spread))
+
+
+def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
+                     ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    base = tree.links[0].name
+    rb = trajs[base]
+    rotations, spread = {}, {}
+    for link in tree.links[1:]:
+        tj = trajs[link.name]
+        ok = rb.valid & tj.valid
+        if ok.sum() < 3:
+            raise InputError(f"link '{link.name}' and the base link are seen together in "
+                             f"{int(ok.sum())} frames; expected the whole posture in view",
+                             path=path)
+        rel = np.swapaxes(rb.rotation[ok], -1, -2) @ tj.rotation[ok]
+        rotations[link.name], spread[link.name] = _mean_rotation(rel)
+    return rotations, spread
+
+
+def _calibration_std(rigfile: RigFile) -> dict | None:
+    """The calibrated rig's uncertainty for the output-error fits (None for a rig file
+    without ``[calibration.std]``, or a stand-in without a raw document)."""
+    return calibration_std_from_rigfile(getattr(rigfile, "raw", {}), rigfile.rig,
+                                        path=getattr(rigfile, "path", None))
+
+
+def _attached_markers(tree: Tree, markers: dict[str, dict[str, np.ndarray]]) -> dict:
+    """``refine_posture`` keywords that put a locked object's markers in the fit: the base
+    link's (with their base-link coordinates) and every other link's (by name)."""
+    base = tree.links[0].name
+    others = [n for link in tree.links[1:] for n in markers[link.name]]
+    return {"base_markers": dict(markers[base]), "object_markers": others}
+
+
+def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
+                    markers: dict[str, dict[str, np.ndarray]], capture: Path, *,
+                    name: str, window, units, total_mass_kg: float,
+                    settings: FilterSettings, spring_model: str = "exact",
+                    weighting: str = "noise", compensate: bool = True,
+                    data: MarkerData | None = None,
+                    method: str = "equation-error",
+                    object_markers_in_fit: bool = True) -> PostureOutcome:
+    """Read one locked-posture capture and fit the object's overall properties.
+
+    ``method="output-error"`` refines the equation-error fit by simulating the platform and
+    fitting its raw markers (:func:`rigtool.identify.posture.output_error.refine_posture`); with
+    ``object_markers_in_fit`` (default) the object's markers join that fit as markers rigidly
+    attached to the platform, and the base link's pose on the platform is estimated in it.
+    """
+    check_method(method)
+    rig = rigfile.rig
+    data = read_capture(capture, units=units) if data is None else data
+    plat_markers = rig.platform.markers_platform
+    cap = capture_motion(data, plat_markers, settings, name=name, window=window)
+    if compensate:
+        cap = with_noise_probes(cap, plat_markers, settings)
+    plat_traj = body_trajectory(data, plat_markers)
+    trajs = {l.name: body_trajectory(data, markers[l.name]) for l in tree.links}
+    base = tree.links[0].name
+    r_pb, t_pb, wobble = relative_pose(plat_traj, trajs[base], cap.valid)
+    # a base link or a joint that moves during the capture is judged by the report
+    # (rigtool.report.checks), once for every posture
+    rotations, spread = _child_rotations(tree, trajs, capture)
+    res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
+                      base_position_platform=t_pb, total_mass_kg=total_mass_kg,
+                      spring_model=spring_model, weighting=weighting, fit_mass=True)
+    equation_error, refinement = res, None
+    if method == "output-error":
+        *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
+                                            trajs[base].rotation, trajs[base].position_m,
+                                            cap.valid)
+        refinement = refine_posture(rig, rig.platform.params, data,
+                                    base_rotation_platform=r_pb, base_position_platform=t_pb,
+                                    total_mass_kg=total_mass_kg, start=res, window=window,
+                                    name=name, markers_platform=plat_markers,
+                                    calibration_std=_calibration_std(rigfile),
+                                    base_pose_cov=pose_cov,
+                                    **(_attached_markers(tree, markers)
+                                       if object_markers_in_fit else {}))
+        res = refinement.as_posture_result()
+        if refinement.base_pose_fitted:
+            r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
+    bodies = {"platform": plat_traj, **trajs}
+    rms = {k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in bodies.items()}
+    noise = [marker_sigma_from_residual(t.residual_rms_m, len(t.marker_names))
+             for t in bodies.values()]
+    noise = [v for v in noise if np.isfinite(v)]
+    scatter = {k: dict(zip(t.marker_names,
+                           marker_scatter_mm(t, data.select(list(t.marker_names))).tolist()))
+               for k, t in bodies.items()}
+    warnings = list(res.warnings) if refinement is None else list(refinement.warnings)
+    return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms, warnings,
+                          motion_traces(cap, bodies), equation_error, refinement,
+                          base_wobble_deg=float(np.rad2deg(wobble)),
+                          marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
+                          marker_scatter_mm=scatter, notes=list(cap.warnings))
+
+
+def posture_overall(p: PostureOutcome) -> PostureOverall:
+    """What the subset fit needs of one posture (with the posture fit's covariance)."""
+    r = p.result
+    return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
+                          p.rotations, covariance9=r.covariance9)
+
+
+__all__ = ["PostureOutcome", "MotionTraces", "motion_traces", "fit_one_posture",
+           "posture_overall"]

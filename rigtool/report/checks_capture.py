@@ -1,0 +1,310 @@
+"""Checks of the captures themselves: does the model follow the markers to their noise, do the
+markers stay on their bodies, was each posture held still, does the vibration weigh what the
+scale weighed.
+
+Every check judges the estimate the report gives (the output-error fit when it ran, else the
+equation-error one), against a tolerance built from every uncertainty that enters it, and
+says it once for all the captures it concerns (rigtool.report.check_types).
+
+Units: marker figures in mm (per coordinate), angles in degrees, masses in kg.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rigtool.identify.relative.output_error import REACHED_NOISE_FACTOR
+from rigtool.kinematics.marker_scatter import moving_markers
+from rigtool.report.check_types import Check, listing
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
+
+#: a posture whose joint or base link moves more than this (RMS, deg) was not held
+LOCK_LIMIT_DEG = 0.5
+#: coverage factor of the mass check's tolerance (standard uncertainties combined)
+MASS_COVERAGE = 3.0
+
+
+def drift(per_frame_mm: np.ndarray) -> tuple[float, float]:
+    """RMS marker residual (mm) over the first and the last tenth of a fitted window."""
+    per = np.asarray(per_frame_mm, float)
+    tenth = max(1, per.size // 10)
+    with np.errstate(invalid="ignore"):
+        early = float(np.sqrt(np.nanmean(per[:tenth] ** 2))) if per.size else np.nan
+        late = float(np.sqrt(np.nanmean(per[-tenth:] ** 2))) if per.size else np.nan
+    return early, late
+
+
+def _drifts(early: float, late: float, sigma_mm: float) -> bool:
+    """The fitted simulation drifts from the data (as the fits themselves judge it)."""
+    if not (np.isfinite(early) and np.isfinite(late)):
+        return False
+    hi, lo = max(early, late), min(early, late)
+    return hi ** 2 > 2.0 * lo ** 2 and hi ** 2 > 1.5 * sigma_mm ** 2
+
+
+def _calibration_items(rig_raw: dict) -> list[dict]:
+    """The calibration captures' output-error residual against their marker noise."""
+    cal = rig_raw.get("calibration", {}) or {}
+    oe = cal.get("output_error", {}) or {}
+    resid = oe.get("marker_residual_rms_mm", {}) or {}
+    sigmas = cal.get("marker_sigma_m", []) or []
+    names = [str(c.get("capture", "")).replace("\\", "/").rsplit("/", 1)[-1]
+             for c in rig_raw.get("calibration_captures", [])]
+    noise = {n: 1e3 * float(s) for n, s in zip(names, sigmas)}
+    items = []
+    for name, value in resid.items():
+        nz = noise.get(name, 1e3 * float(np.median(sigmas)) if sigmas else np.nan)
+        items.append({"capture": name, "stage": "calibration", "residual_mm": float(value),
+                      "noise_mm": nz, "ratio": float(value) / nz if nz else np.nan})
+    return items
+
+
+def marker_residual_check(out: SessionOutcome) -> Check:
+    """Output-error marker residual against the marker noise, every capture."""
+    items = _calibration_items(getattr(out.rigfile, "raw", {}) or {})
+    for p in out.postures:
+        oe = p.refinement
+        if oe is None:
+            items.append({"capture": p.result.name, "stage": "posture", "residual_mm": None,
+                          "noise_mm": p.marker_noise_mm, "ratio": None,
+                          "method": "equation-error"})
+            continue
+        early, late = drift(oe.residual_rms_frame_mm)
+        items.append({"capture": p.result.name, "stage": "posture",
+                      "residual_mm": oe.marker_sigma_mm, "noise_mm": p.marker_noise_mm,
+                      "ratio": oe.marker_sigma_mm / p.marker_noise_mm,
+                      "early_mm": early, "late_mm": late,
+                      "drifts": _drifts(early, late, oe.marker_sigma_mm)})
+    ref = getattr(out, "relative_refinement", None)
+    choice = getattr(out, "relative_model", None)
+    if ref is None and choice is not None and choice.tried:
+        # no model reached the noise: the last one tried stands for them (the reason says all)
+        t = choice.tried[-1]
+        items.append({"capture": f"relative motion ({t['model']} model)",
+                      "stage": "relative motion", "residual_mm": t["residual_mm"],
+                      "noise_mm": t["noise_mm"], "ratio": t["residual_mm"] / t["noise_mm"],
+                      "used": False, "early_mm": float("nan"), "late_mm": float("nan"),
+                      "drifts": False})
+    if ref is not None:
+        early, late = drift(ref.residual_rms_frame_mm)
+        items.append({"capture": "relative motion" + (
+                          f" ({choice.used} model)" if choice is not None else ""),
+                      "stage": "relative motion",
+                      "residual_mm": ref.marker_sigma_mm, "noise_mm": ref.noise_mm,
+                      "ratio": ref.marker_sigma_mm / ref.noise_mm, "used": ref.reached_noise(),
+                      "early_mm": early, "late_mm": late,
+                      "drifts": _drifts(early, late, ref.marker_sigma_mm)})
+    judged = [i for i in items if i.get("ratio") is not None and np.isfinite(i["ratio"])]
+    title = "Marker residual against marker noise"
+    if not judged:
+        return Check("marker_residual", title, "not checked",
+                     "no output-error fit ran (equation-error method): there is no simulated "
+                     "marker to compare with the measured ones", items=items)
+    high = [i for i in judged
+            if i["ratio"] > REACHED_NOISE_FACTOR and i["stage"] != "relative motion"]
+    drifting = [i for i in judged if i.get("drifts") and i["stage"] != "relative motion"]
+    rel = [i for i in judged if i["stage"] == "relative motion"]
+    lo, hi = min(i["ratio"] for i in judged), max(i["ratio"] for i in judged)
+    noise = [i["noise_mm"] for i in judged if np.isfinite(i["noise_mm"])]
+    stages = [i["stage"] for i in judged]
+    label = {"posture": "postures"}
+    which = ", ".join(f"{label.get(st, st)} {stages.count(st)}" for st in dict.fromkeys(stages))
+    finding = (f"residual/noise {lo:.2f} to {hi:.2f} over {len(judged)} captures ({which}; "
+               f"marker noise {min(noise):.3f} to {max(noise):.3f} mm)" if noise else "")
+    unjudged = [i["capture"] for i in items if i.get("method") == "equation-error"]
+    if unjudged:
+        finding += (f"; {listing(unjudged)} fitted by equation error, not judged (no simulated "
+                    "markers)")
+    findings, meanings, actions, level = [], [], [], "ok"
+    bad = high + [i for i in drifting if i not in high]
+    if bad:
+        level = "problem"
+        parts = [f"{i['capture']} {i['residual_mm']:.3f} mm against {i['noise_mm']:.3f} mm "
+                 f"noise ({i['ratio']:.1f}x"
+                 + (f"; {i['early_mm']:.3f} mm early, {i['late_mm']:.3f} mm late" if i.get(
+                     "drifts") else "") + ")" for i in bad]
+        findings.append("the simulated rig does not follow " + listing(parts))
+        meanings.append(
+            "The model (the calibrated rig, the weighed mass, an object locked on the platform) "
+            "does not describe " + ("these captures" if len(bad) > 1 else "this capture")
+            + ": its numbers carry a model error that their standard errors do not hold"
+            + (" (the calibration itself is affected: every number of this report)."
+               if any(i["stage"] == "calibration" for i in bad) else "."))
+        actions.append(
+            "Look at the output-error fit figure for where the residual grows; check that the "
+            "rig was not changed or moved since its calibration (recalibrate if it was), the "
+            "mass check below, and that nothing moved on the platform during the capture.")
+    if rel and not rel[0]["used"]:
+        r = rel[0]
+        level = "problem" if level == "problem" else "caution"
+        findings.append(f"the relative-motion refinement left {r['residual_mm']:.3f} mm against "
+                        f"{r['noise_mm']:.3f} mm noise ({r['ratio']:.1f}x, over "
+                        f"{REACHED_NOISE_FACTOR:g}x) and is not used")
+        meanings.append(
+            "The swing's model (a passive swing about spherical joints, on this rig and mass) "
+            "does not describe that capture (a limb moved by muscles, a joint that is not "
+            "spherical, a sliding marker, or the problems above); the relative-motion numbers "
+            "are the equation-error ones, with their standard errors.")
+        if not bad:
+            actions.append("Nothing to redo for this report; for the refinement, record a "
+                           "passive swing.")
+    if level == "ok":
+        return Check("marker_residual", title, "ok", finding, items=items)
+    return Check("marker_residual", title, level, "; ".join(findings),
+                 " ".join(meanings), " ".join(actions), items)
+
+
+def markers_still_check(out: SessionOutcome) -> Check:
+    """Every marker keeps its place on its body (platform and links) in every posture."""
+    title = "Markers still on their bodies"
+    found: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
+    items = []
+    for p in out.postures:
+        for body, scatter in p.marker_scatter_mm.items():
+            for name, value in moving_markers(scatter, p.marker_noise_mm):
+                found.setdefault((body, name), []).append((p.result.name, value,
+                                                           p.marker_noise_mm))
+                items.append({"posture": p.result.name, "body": body, "marker": name,
+                              "scatter_mm": value, "noise_mm": p.marker_noise_mm})
+    if not any(p.marker_scatter_mm for p in out.postures):
+        return Check("markers_still", title, "not checked", "no marker scatter recorded")
+    if not found:
+        worst_ratio = max((v / p.marker_noise_mm for p in out.postures
+                           for s in p.marker_scatter_mm.values() for v in s.values()
+                           if np.isfinite(v) and p.marker_noise_mm > 0), default=np.nan)
+        return Check("markers_still", title, "ok",
+                     f"every marker keeps its place on its body (largest scatter "
+                     f"{worst_ratio:.1f}x the marker noise; a still marker stays below "
+                     f"{np.sqrt(3):.1f}x)", items=items)
+    parts = []
+    for (body, name), hits in found.items():
+        postures = [h[0] for h in hits]
+        parts.append(f"{name} on {body} ({max(h[1] for h in hits):.2f} mm RMS scatter "
+                     f"against {hits[0][2]:.3f} mm noise, in {listing(postures)})")
+    bodies = sorted({b for b, _ in found})
+    return Check(
+        "markers_still", title, "problem",
+        "moving on its body: " + listing(parts),
+        f"A marker that slides, is knocked or sits on moving skin distorts the fitted pose of "
+        f"{listing(bodies)}: the link's rotation in those postures (which the subset fit "
+        "uses) is biased" + (", and so is the platform's motion, hence every posture number"
+                             if "platform" in bodies else "")
+        + ". The output-error fit leaves such a marker out of its own fit.",
+        "Fix the marker (or take it out of the manifest's markers for that link) and run "
+        "again.", items)
+
+
+def postures_held_check(out: SessionOutcome) -> Check:
+    """Each locked posture was held: no joint and no base link moving during its capture."""
+    title = "Postures held still"
+    moving_bodies = {(i["posture"], i["body"]) for i in
+                     markers_still_check(out).items}
+    items, parts = [], []
+    explained = []
+    for p in out.postures:
+        name = p.result.name
+        moved = {"base link on the platform": p.base_wobble_deg} if \
+            p.base_wobble_deg > LOCK_LIMIT_DEG else {}
+        moved.update({f"joint of {k}": v for k, v in p.rotation_spread_deg.items()
+                      if v > LOCK_LIMIT_DEG})
+        base = out.tree.links[0].name if out.tree is not None else ""
+        for what, deg in moved.items():
+            # the pose of a body with a moving marker moves with it: not the posture's fault
+            pair = {what.removeprefix("joint of "), base} if what.startswith("joint") \
+                else {"platform", base}
+            if any((name, b) in moving_bodies for b in pair):
+                explained.append(f"{what} in {name}")
+                continue
+            items.append({"posture": name, "what": what, "rms_deg": deg})
+            parts.append(f"{what} {deg:.2f} deg RMS in {name}")
+        left = [n for n, _ in (p.refinement.left_out_markers if p.refinement else ())]
+        if left:
+            items.append({"posture": name, "what": "object markers not still on the platform",
+                          "markers": left})
+    worst_deg = max([p.base_wobble_deg for p in out.postures]
+                    + [v for p in out.postures for v in p.rotation_spread_deg.values()],
+                    default=0.0)
+    if not parts:
+        text = (f"every joint and the base link stay within {worst_deg:.2f} deg RMS (limit "
+                f"{LOCK_LIMIT_DEG} deg)")
+        if explained:
+            text += "; " + listing(explained) + " move with a moving marker (see above)"
+        return Check("postures_held", title, "ok", text, items=items)
+    return Check(
+        "postures_held", title, "problem",
+        "moved during a locked capture: " + listing(parts),
+        "The posture's COM and inertia average over that motion, and the subset fit uses the "
+        "mean rotation: those postures' numbers and Phi_s are off by an amount the standard "
+        "errors do not hold.",
+        "Hold the posture (lock the joint, strap the limb, fix the base link to the platform) "
+        "and record it again, or leave that posture out of the manifest.", items)
+
+
+def mass_check(out: SessionOutcome) -> Check:
+    """The vibration's mass against the scale's, with the uncertainty of both."""
+    title = "Mass: vibration against scale"
+    weighed = float(out.total_mass_kg)
+    scale_std = float(getattr(out, "total_mass_std_kg", np.nan))
+    if not np.isfinite(scale_std):
+        scale_std = 0.0
+    items = []
+    for p in out.postures:
+        oe = p.refinement
+        if oe is not None and oe.mass_from_vibration is not None:
+            vm = oe.mass_from_vibration
+            value, std, method = vm.value_kg, vm.std_kg, "output-error"
+            cal = vm.std_calibration_kg
+        elif p.equation_error is not None and p.equation_error.mass_from_vibration is not None:
+            value, std = p.equation_error.mass_from_vibration
+            method, cal = "equation-error", None
+        else:
+            continue
+        tol = MASS_COVERAGE * float(np.hypot(std, scale_std))
+        items.append({"posture": p.result.name, "vibration_kg": value, "std_kg": std,
+                      "std_calibration_kg": cal, "method": method, "weighed_kg": weighed,
+                      "weighed_std_kg": scale_std, "difference_kg": value - weighed,
+                      "tolerance_kg": tol, "within": abs(value - weighed) <= tol})
+    if not items:
+        return Check("mass", title, "not checked", "no posture estimated the mass")
+    lo = f"{min(i['vibration_kg'] for i in items):.3f}"
+    hi = f"{max(i['vibration_kg'] for i in items):.3f}"
+    spread = lo if lo == hi else f"{lo} to {hi}"
+    std = max(i["std_kg"] for i in items)
+    tol = max(i["tolerance_kg"] for i in items)
+    n = len(items)
+    src = getattr(out, "total_mass_std_source", "")
+    base = (f"vibration {spread} ± {std:.3f} kg ({items[0]['method']}, {n} posture"
+            f"{'s' if n > 1 else ''}), scale {weighed:.3f} ± {scale_std:.3f} kg"
+            + (f" ({src})" if src else ""))
+    if items[0]["method"] == "equation-error":
+        base += "; the equation-error figure leaves out the calibration's uncertainty"
+    bad = [i for i in items if not i["within"]]
+    if not bad:
+        return Check("mass", title, "ok", f"{base}: within the {tol:.3f} kg tolerance "
+                     f"({MASS_COVERAGE:g} combined standard uncertainties)", items=items)
+    diff = np.mean([i["difference_kg"] for i in bad])
+    return Check(
+        "mass", title, "problem",
+        f"{base}: {abs(diff):.3f} kg ({100 * abs(diff) / weighed:.2f} %) apart in "
+        f"{listing([i['posture'] for i in bad])}, beyond the {tol:.3f} kg tolerance "
+        f"({MASS_COVERAGE:g} combined standard uncertainties)",
+        "Either the weighed mass is not the mass on the platform (another object, clothes or "
+        "straps, a scale off zero, a typing error) or the rig's calibration no longer holds "
+        "(springs changed or replaced): every COM and inertia in this report assumes the "
+        "weighed mass.",
+        "Weigh the object again as it lies on the platform (rigtool weigh) or correct "
+        "session.total_mass; if the scale is right, recalibrate the rig.", items)
+
+
+def capture_checks(out: SessionOutcome) -> list[Check]:
+    """The capture-level checks, in report order."""
+    return [marker_residual_check(out), markers_still_check(out), postures_held_check(out),
+            mass_check(out)]
+
+
+__all__ = ["capture_checks", "marker_residual_check", "markers_still_check",
+           "postures_held_check", "mass_check", "drift"]

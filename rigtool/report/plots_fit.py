@@ -1,0 +1,140 @@
+"""Figures of the fits over time: the output-error fit (a platform marker measured against
+simulated, and its residual against the marker-noise band), the rigid-cluster residuals,
+each posture's filtered motion (paper 002 Fig. 5) and equation-error wrench fit, and both
+sides of eq. 16 over the relative-motion capture (Fig. 6).
+
+Each function draws into a new matplotlib figure (Agg backend), saves it to ``path`` and
+closes it; none calls ``show()``. Units: time in s, marker positions and residuals in mm.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _moving_coordinate(fit) -> tuple[int, int]:
+    """``(marker, axis)`` of the platform marker coordinate that moves most (its motion is
+    what the fit follows; the clearest to show)."""
+    spread = np.nanstd(fit.measured_m, axis=0)                  # [K, 3]
+    spread = np.where(np.isfinite(spread), spread, -1.0)
+    k, a = np.unravel_index(int(np.argmax(spread)), spread.shape)
+    return int(k), int(a)
+
+
+def output_error_figure(postures, path: Path) -> None:
+    """Per posture: one platform marker coordinate measured (dots) and simulated (line), and
+    below it their difference with the ±2 sigma marker-noise band."""
+    plt = _plt()
+    fitted = [p for p in postures if p.refinement is not None
+              and p.refinement.platform_markers is not None]
+    fig, axes = plt.subplots(2 * len(fitted), 1, figsize=(8, 2.6 * len(fitted) + 0.6),
+                             squeeze=False, gridspec_kw={"height_ratios": [2, 1] * len(fitted)})
+    for i, p in enumerate(fitted):
+        fit = p.refinement.platform_markers
+        k, a = _moving_coordinate(fit)
+        t = fit.time_s
+        meas = 1e3 * fit.measured_m[:, k, a]
+        sim = 1e3 * fit.simulated_m[:, k, a]
+        mean = np.nanmean(meas)
+        ax, axr = axes[2 * i, 0], axes[2 * i + 1, 0]
+        ax.plot(t, sim - mean, lw=0.9, color="tab:blue", label="simulated (fit)", zorder=2)
+        ax.plot(t, meas - mean, ".", ms=1.5, color="0.2", label="measured", zorder=3)
+        ax.set_ylabel(f"{fit.names[k]} {'xyz'[a]}\n[mm]", fontsize=8)
+        ax.set_title(f"{p.result.name}: platform marker {fit.names[k]}, lab {'xyz'[a]}, about "
+                     f"its mean; residual RMS {p.refinement.marker_sigma_mm:.3f} mm over all "
+                     "fitted markers", fontsize=8, loc="left")
+        ax.legend(fontsize=7, loc="upper right", ncol=2)
+        sigma = p.marker_noise_mm if np.isfinite(p.marker_noise_mm) else \
+            p.refinement.marker_sigma_mm
+        axr.fill_between(t, -2 * sigma, 2 * sigma, color="tab:green", alpha=0.2, lw=0,
+                         label=f"±2σ marker noise ({sigma:.3f} mm)")
+        axr.plot(t, meas - sim, lw=0.5, color="0.2", label="measured − simulated")
+        lim = max(4 * sigma, float(np.nanmax(np.abs(meas - sim))) if np.any(
+            np.isfinite(meas - sim)) else 4 * sigma)
+        axr.set_ylim(-1.1 * lim, 1.9 * lim)                     # room for the legend
+        axr.set_ylabel("residual\n[mm]", fontsize=8)
+        axr.legend(fontsize=6.5, loc="upper right", ncol=2, framealpha=0.9)
+        for a_ in (ax, axr):
+            a_.grid(alpha=0.3)
+            a_.tick_params(labelsize=7)
+    axes[-1, 0].set_xlabel("time [s]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def wrench_figure(p, path: Path) -> None:
+    """The equation-error fit of one posture: spring + gravity wrench, measured vs model."""
+    plt = _plt()
+    fig, ax = plt.subplots(6, 1, sharex=True, figsize=(8, 9))
+    res = p.equation_error if p.equation_error is not None else p.result
+    res.plot(ax)
+    fig.suptitle(f"{p.result.name}: spring + gravity wrench, measured vs fitted "
+                 "(platform axes, about its origin)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def motion_figure(p, path: Path) -> None:
+    """Filtered platform motion of one posture capture (like paper 002 Fig. 5)."""
+    plt = _plt()
+    tr = p.traces
+    fig, axes = plt.subplots(4, 1, sharex=True, figsize=(8, 7.5))
+    panels = [(1e3 * tr.displacement_m, "displacement [mm]"),
+              (np.rad2deg(tr.rotation_rad), "rotation [deg]"),
+              (tr.accel_lab, "acceleration [m/s²]"),
+              (tr.alpha_body, "angular accel. [rad/s²]\n(platform axes)")]
+    for ax, (y, label) in zip(axes, panels):
+        for k, c in enumerate("xyz"):
+            ax.plot(tr.time_s, np.where(tr.valid, y[:, k], np.nan), lw=0.7, label=c)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].legend(ncol=3, fontsize=7, loc="upper right")
+    axes[-1].set_xlabel("time [s]")
+    fig.suptitle(f"{p.result.name}: filtered platform motion (lab axes unless noted)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def residual_figure(postures, path: Path) -> None:
+    """Per-frame rigid-cluster fit residual of every body in every posture capture."""
+    plt = _plt()
+    fig, axes = plt.subplots(len(postures), 1, sharex=True, squeeze=False,
+                             figsize=(8, 1.8 * len(postures) + 0.8))
+    for ax, p in zip(axes[:, 0], postures):
+        for body, res in p.traces.marker_residual_m.items():
+            ax.plot(p.traces.time_s, 1e3 * res, lw=0.6, label=body)
+        ax.set_ylabel(f"{p.result.name}\nRMS [mm]", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right", ncol=4)
+    axes[-1, 0].set_xlabel("time [s]")
+    fig.suptitle("Marker fit residuals (RMS distance of each body's markers from its fitted "
+                 "rigid cluster)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def relative_figure(out, path: Path) -> None:
+    """Both sides of eq. 16 over time (paper 002 Fig. 6)."""
+    plt = _plt()
+    from rigtool.identify.relative.equation_error import plot_relative
+    fig = plot_relative(out.relative)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+__all__ = ["output_error_figure", "wrench_figure", "motion_figure", "residual_figure",
+           "relative_figure"]
