@@ -99,8 +99,9 @@ class EdgeSampling:
 
     Attributes
     ----------
-    n_points : int
-        Edge points per side.
+    n_points : int or None
+        Edge points per side; None: about one per pixel of the sampled part of the
+        median side (8 to 64), so a larger tag averages more of the image noise.
     span : tuple of float
         The part of the side sampled, as fractions from one corner to the other (the ends
         are left out: near a corner the two edges' blur overlaps).
@@ -110,10 +111,20 @@ class EdgeSampling:
         Sampling step along that profile, px.
     """
 
-    n_points: int = 12
+    n_points: int | None = None
     span: tuple[float, float] = (0.2, 0.8)
     half_width_px: float = 3.0
     step_px: float = 0.25
+
+
+INTERPOLATION = 2
+
+
+def _n_points(corners: np.ndarray, sampling: EdgeSampling) -> int:
+    if sampling.n_points is not None:
+        return int(sampling.n_points)
+    side = float(np.median(np.linalg.norm(np.roll(corners, -1, axis=1) - corners, axis=-1)))
+    return int(np.clip(side * (sampling.span[1] - sampling.span[0]), 8, 64))
 
 
 def _edge_points(image: np.ndarray, origin: np.ndarray, corners: np.ndarray,
@@ -135,13 +146,14 @@ def _edge_points(image: np.ndarray, origin: np.ndarray, corners: np.ndarray,
     # outward normal: the corners go clockwise on the image (v down), so the outside of the
     # square is to the left of the direction of travel
     normal = np.stack([tangent[..., 1], -tangent[..., 0]], axis=-1)
-    frac = np.linspace(*sampling.span, sampling.n_points)
+    n_points = _n_points(corners, sampling)
+    frac = np.linspace(*sampling.span, n_points)
     base = start[:, :, None, :] + frac[None, None, :, None] * along[:, :, None, :]  # [n,4,P,2]
     offs = np.arange(-sampling.half_width_px, sampling.half_width_px + 1e-9, sampling.step_px)
     pts = base[..., None, :] + offs[:, None] * normal[:, :, None, None, :]        # [n,4,P,Q,2]
     shape = pts.shape[:-1]
-    flat = (pts - origin).reshape(1, -1, 2).astype(np.float32)
-    prof = cv2.remap(image, flat[..., 0], flat[..., 1], cv2.INTER_LINEAR,
+    flat = (pts - origin).reshape(-1, len(offs), 2).astype(np.float32)   # rows < SHRT_MAX
+    prof = cv2.remap(image, flat[..., 0], flat[..., 1], INTERPOLATION,
                      borderMode=cv2.BORDER_REPLICATE).reshape(shape)          # inside -> out
     m = max(1, len(offs) // 6)
     dark = prof[..., :m].mean(axis=-1)
@@ -201,7 +213,7 @@ def refine_corners(gray: np.ndarray, corners_px: np.ndarray, camera: CameraModel
     origin = np.array([u0, v0], dtype=np.float64)
     for _ in range(max_iterations):
         points, valid = _edge_points(image, origin, corners, sampling)
-        side_ok = valid.sum(axis=-1) >= max(3, sampling.n_points // 2)   # [n, 4]
+        side_ok = valid.sum(axis=-1) >= max(3, valid.shape[-1] // 2)     # [n, 4]
         ok = side_ok.all(axis=1)
         xy = camera.normalized_rays(points)                                 # [n,4,P,2]
         w = valid.astype(np.float64)

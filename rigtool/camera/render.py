@@ -78,15 +78,18 @@ def subsample_pattern(supersample: int, n_times: int, /) -> tuple[np.ndarray, np
     """Sub-pixel offsets ``[S*S, 2]`` (px, in ``(-0.5, 0.5)``) and the exposure instant
     ``[S*S]`` (an index ``0 .. n_times - 1``) of each sub-pixel ray.
 
-    The instants are spread over the pixel by a fixed shuffle so every instant samples the
-    whole pixel area (stratified in space and in time).
+    The offsets are the first ``S*S`` points of the R2 low-discrepancy sequence (Roberts,
+    2018), not a regular grid: a regular S x S grid sees a straight edge parallel to the
+    pixel rows move in steps of 1/S px (for S = 4, an error of 0.07 px RMS that a tracker
+    then reports as its own), while the R2 points' projections on any direction are all
+    distinct. Consecutive points are spread over the pixel, so giving them the instants in
+    turn samples the whole pixel at every instant (stratified in space and in time).
     """
-    s = int(supersample)
-    grid = (np.arange(s) + 0.5) / s - 0.5
-    du, dv = np.meshgrid(grid, grid)
-    offsets = np.stack([du.ravel(), dv.ravel()], axis=1)
-    order = np.random.default_rng(12345).permutation(s * s)
-    times = (order * n_times) // (s * s)
+    n = int(supersample) ** 2
+    g = 1.32471795724474602596                     # the plastic number
+    alpha = np.array([1.0 / g, 1.0 / g ** 2])
+    offsets = np.mod(0.5 + np.arange(1, n + 1)[:, None] * alpha, 1.0) - 0.5
+    times = np.arange(n) % max(1, int(n_times))
     return offsets, times
 
 
@@ -112,8 +115,9 @@ def _bounding_box(camera: CameraModel, plane: TexturedPlane, rot: np.ndarray,
 
 
 def _lookup(plane: TexturedPlane, x_m: np.ndarray, y_m: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Intensity and coverage mask of the plane at local points (texture or paper)."""
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intensity, coverage mask and texel index (-1: paper, -2: off the plane) at local
+    points of the plane."""
     w, h = plane.size_m
     th, tw = plane.texture.shape
     col = np.floor((x_m + 0.5 * w) * (tw / w)).astype(np.int64)
@@ -123,12 +127,46 @@ def _lookup(plane: TexturedPlane, x_m: np.ndarray, y_m: np.ndarray
     value[inside] = plane.texture[row[inside], col[inside]]
     covered = ((np.abs(x_m) <= 0.5 * w + plane.margin_m)
                & (np.abs(y_m) <= 0.5 * h + plane.margin_m))
-    return value, covered
+    texel = np.where(inside, row * tw + col, np.where(covered, -1, -2))
+    return value, covered, texel
+
+
+class _PlaneRays:
+    """Ray-plane intersections of one plane at its exposure instants."""
+
+    def __init__(self, plane: TexturedPlane, rot_cam: np.ndarray, trans_cam_m: np.ndarray):
+        self.plane = plane
+        self.normal = rot_cam[:, :, 2]                         # [n_t, 3]
+        self.centre = trans_cam_m                              # [n_t, 3]
+        self.rot_t = np.swapaxes(rot_cam, 1, 2)                # camera -> plane axes
+        self.offset = np.einsum("tn,tn->t", self.normal, self.centre)
+
+    def sample(self, ray_x: np.ndarray, ray_y: np.ndarray, instant: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Value, coverage and texel of rays ``(x, y, 1)`` at exposure instants ``instant``
+        (indices broadcasting with the rays)."""
+        nrm, c, rt = self.normal[instant], self.centre[instant], self.rot_t[instant]
+        denom = nrm[..., 0] * ray_x + nrm[..., 1] * ray_y + nrm[..., 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            depth = self.offset[instant] / denom
+        ok = np.isfinite(depth) & (depth > 0)
+        if not self.plane.double_sided:
+            ok &= denom < 0                                    # printed side towards us
+        px, py, pz = depth * ray_x - c[..., 0], depth * ray_y - c[..., 1], depth - c[..., 2]
+        local_x = rt[..., 0, 0] * px + rt[..., 0, 1] * py + rt[..., 0, 2] * pz
+        local_y = rt[..., 1, 0] * px + rt[..., 1, 1] * py + rt[..., 1, 2] * pz
+        value, covered, texel = _lookup(self.plane, np.where(ok, local_x, 1e9),
+                                        np.where(ok, local_y, 1e9))
+        return value, covered & ok, np.where(ok, texel, -2)
 
 
 def draw_plane(image: np.ndarray, rays: PixelRays, plane: TexturedPlane, rot_cam: np.ndarray,
-               trans_cam_m: np.ndarray, *, supersample: int = 4) -> None:
+               trans_cam_m: np.ndarray, *, supersample: int = 8) -> None:
     """Composite one plane over ``image`` (float ``[H, W]``, in place).
+
+    A pixel whose four corners see the same texel (or the same paper, or nothing) at every
+    instant is uniform and takes that value from one ray (texels are several pixels wide);
+    only the others, along edges, are integrated with ``supersample**2`` rays.
 
     Parameters
     ----------
@@ -149,43 +187,44 @@ def draw_plane(image: np.ndarray, rays: PixelRays, plane: TexturedPlane, rot_cam
     if box is None:
         return
     u0, u1, v0, v1 = box
-    offsets, times = subsample_pattern(supersample, rot_cam.shape[0])
+    n_t = rot_cam.shape[0]
+    hit = _PlaneRays(plane, rot_cam, trans_cam_m)
+    offsets, times = subsample_pattern(supersample, n_t)
     n_sub = offsets.shape[0]
-    normal = rot_cam[:, :, 2][times]                     # [K, 3] plane normal per sub-ray
-    centre = trans_cam_m[times]                          # [K, 3]
-    rot_t = np.swapaxes(rot_cam, 1, 2)[times]            # [K, 3, 3] camera -> plane axes
-    offset_plane = np.einsum("kn,kn->k", normal, centre)  # n . c
-    rows_per_chunk = max(1, _CHUNK_RAYS // max(1, n_sub * (u1 - u0)))
+    rows_per_chunk = max(1, _CHUNK_RAYS // max(1, 4 * n_t * (u1 - u0)))
     for r0 in range(v0, v1, rows_per_chunk):
         r1 = min(v1, r0 + rows_per_chunk)
-        base = rays.xy[r0:r1, u0:u1].astype(np.float64)        # [h, w, 2]
+        base = rays.xy[r0:r1, u0:u1].astype(np.float64)             # [h, w, 2]
         ddu = rays.d_du[r0:r1, u0:u1].astype(np.float64)
         ddv = rays.d_dv[r0:r1, u0:u1].astype(np.float64)
-        ray_x = (base[None, ..., 0] + offsets[:, 0, None, None] * ddu[None, ..., 0]
-                 + offsets[:, 1, None, None] * ddv[None, ..., 0])   # [K, h, w]
-        ray_y = (base[None, ..., 1] + offsets[:, 0, None, None] * ddu[None, ..., 1]
-                 + offsets[:, 1, None, None] * ddv[None, ..., 1])
-        denom = (normal[:, 0, None, None] * ray_x + normal[:, 1, None, None] * ray_y
-                 + normal[:, 2, None, None])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            depth = offset_plane[:, None, None] / denom
-        facing = denom < 0 if not plane.double_sided else np.ones_like(denom, bool)
-        ok = np.isfinite(depth) & (depth > 0) & facing
-        px = depth * ray_x - centre[:, 0, None, None]
-        py = depth * ray_y - centre[:, 1, None, None]
-        pz = depth - centre[:, 2, None, None]
-        local_x = rot_t[:, 0, 0, None, None] * px + rot_t[:, 0, 1, None, None] * py \
-            + rot_t[:, 0, 2, None, None] * pz
-        local_y = rot_t[:, 1, 0, None, None] * px + rot_t[:, 1, 1, None, None] * py \
-            + rot_t[:, 1, 2, None, None] * pz
-        value, covered = _lookup(plane, np.where(ok, local_x, 1e9), np.where(ok, local_y, 1e9))
-        covered &= ok
-        n_cov = covered.sum(axis=0)
-        if not n_cov.any():
-            continue
+
+        def ray(du, dv, b=base, gu=ddu, gv=ddv):
+            return b[..., 0] + du * gu[..., 0] + dv * gv[..., 0], \
+                b[..., 1] + du * gu[..., 1] + dv * gv[..., 1]
+
+        # the four corners of every pixel at every instant: [n_t, 4, h, w]
+        corner_off = np.array([[-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5], [0.5, 0.5]])
+        cx, cy = ray(corner_off[:, 0, None, None], corner_off[:, 1, None, None])
+        inst = np.arange(n_t)[:, None, None, None]
+        value, covered, texel = hit.sample(cx[None], cy[None], inst)
+        first = texel[:1, :1]
+        uniform = (texel == first).all(axis=(0, 1))                  # [h, w]
         old = image[r0:r1, u0:u1]
-        total = np.where(covered, value, 0.0).sum(axis=0)
-        image[r0:r1, u0:u1] = (total + (n_sub - n_cov) * old) / n_sub
+        centre_val = value[0, 0]
+        fill = uniform & (first[0, 0] != -2)
+        old[fill] = centre_val[fill]
+        mixed = np.nonzero(~uniform)
+        if mixed[0].size == 0:
+            continue
+        b_m, gu_m, gv_m = base[mixed], ddu[mixed], ddv[mixed]          # [m, 2]
+        sx = b_m[None, :, 0] + offsets[:, 0, None] * gu_m[None, :, 0] \
+            + offsets[:, 1, None] * gv_m[None, :, 0]                   # [K, m]
+        sy = b_m[None, :, 1] + offsets[:, 0, None] * gu_m[None, :, 1] \
+            + offsets[:, 1, None] * gv_m[None, :, 1]
+        val_s, cov_s, _ = hit.sample(sx, sy, times[:, None])
+        n_cov = cov_s.sum(axis=0)
+        total = np.where(cov_s, val_s, 0.0).sum(axis=0)
+        old[mixed] = (total + (n_sub - n_cov) * old[mixed]) / n_sub
 
 
 def finish_frame(image: np.ndarray, rng: np.random.Generator, *, blur_px: float = 0.7,
@@ -220,7 +259,7 @@ def finish_frame(image: np.ndarray, rng: np.random.Generator, *, blur_px: float 
 
 
 def render_frame(rays: PixelRays, planes: list[tuple[TexturedPlane, np.ndarray, np.ndarray]],
-                 *, background: float = 0.45, supersample: int = 4) -> np.ndarray:
+                 *, background: float = 0.45, supersample: int = 8) -> np.ndarray:
     """The noiseless frame (float ``[H, W]``) of planes posed in the camera frame.
 
     ``planes`` holds ``(plane, rot_cam [n_t, 3, 3], trans_cam_m [n_t, 3])``; they are drawn

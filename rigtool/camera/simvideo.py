@@ -52,7 +52,7 @@ class VideoSettings:
 
     exposure_s: float = 1.0 / 500.0
     n_exposure_samples: int = 4
-    supersample: int = 4
+    supersample: int = 8
     blur_px: float = 0.7
     read_noise: float = 2.0 / 255.0
     shot_noise: float = 0.02
