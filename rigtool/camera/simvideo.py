@@ -197,3 +197,63 @@ def render_video(path: str | Path, camera: CameraModel, camera_pose: CameraPose,
                 progress(f"rendered {k + 1}/{n_frames} frames")
     finally:
         writer.release()
+
+
+def board_plane(spec, settings: VideoSettings = VideoSettings(), *,
+                pixels_per_square: int = 40) -> TexturedPlane:
+    """A printed ChArUco board (:class:`rigtool.camera.intrinsics.BoardSpec`) as a plane.
+
+    The texture has ``pixels_per_square`` texels per square; the marker's side must come
+    out a whole number of texels (e.g. 40 per square for a 0.75 marker/square ratio) so
+    the texture is exact.
+    """
+    cols, rows = spec.squares
+    img = spec.board().generateImage((cols * pixels_per_square, rows * pixels_per_square),
+                                     marginSize=0, borderBits=1)
+    texture = np.where(img > 127, settings.paper, settings.ink).astype(np.float32)
+    return TexturedPlane(texture, (cols * spec.square_m, rows * spec.square_m),
+                         margin_m=0.5 * spec.square_m, margin_value=settings.paper)
+
+
+def board_poses(camera: CameraModel, spec, n_views: int, *, seed: int = 0,
+                distance_m: tuple[float, float] = (0.5, 0.9), tilt_deg: float = 35.0
+                ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Poses ``(R_cam_board, t_cam_m)`` of a board (plane frame of :func:`board_plane`)
+    spread over the image: its centre on a grid of image points, at random distances in
+    ``distance_m``, tilted up to ``tilt_deg`` about random in-plane axes, facing the camera."""
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(seed)
+    width, height = camera.image_size
+    side = int(np.ceil(np.sqrt(n_views)))
+    grid = [(width * (0.5 + i) / side, height * (0.5 + j) / side)
+            for j in range(side) for i in range(side)]
+    order = rng.permutation(len(grid))[:n_views]
+    poses = []
+    for k in order:
+        ray = camera.normalized_rays(np.array(grid[k]))
+        depth = rng.uniform(*distance_m)
+        centre = depth * np.array([ray[0], ray[1], 1.0])
+        axis_angle = rng.uniform(0, 2 * np.pi)
+        tilt = np.radians(rng.uniform(0.3, 1.0) * tilt_deg)
+        tilt_rot = Rotation.from_rotvec(tilt * np.array([np.cos(axis_angle),
+                                                         np.sin(axis_angle), 0.0]))
+        spin = Rotation.from_euler("z", rng.uniform(-20, 20), degrees=True)
+        facing = Rotation.from_euler("x", 180.0, degrees=True)   # plane +z towards camera
+        poses.append(((tilt_rot * facing * spin).as_matrix(), centre))
+    return poses
+
+
+def render_board_views(camera: CameraModel, spec, poses, *,
+                       settings: VideoSettings = VideoSettings(), seed: int = 0
+                       ) -> list[np.ndarray]:
+    """Grayscale ``uint8`` images of the board at each pose (no motion blur)."""
+    rays = PixelRays(camera)
+    rng = np.random.default_rng(seed)
+    plane = board_plane(spec, settings)
+    return [finish_frame(render_frame(rays, [(plane, rot[None], t[None])],
+                                      background=settings.background,
+                                      supersample=settings.supersample),
+                         rng, blur_px=settings.blur_px, read_noise=settings.read_noise,
+                         shot_noise=settings.shot_noise)
+            for rot, t in poses]

@@ -283,6 +283,14 @@ def lab_frame_from_video(frames: VideoFrames, tracker: FrameTracker, *, n_frames
     return rot, fit.tvec, info
 
 
+def output_paths(out: str | Path) -> list[Path]:
+    """The capture and its side files: ``OUT.csv``, ``OUT.residuals.csv``,
+    ``OUT.track.json``, ``OUT.markers.toml``."""
+    out = Path(out)
+    return [out] + [out.with_name(out.stem + s)
+                    for s in (".residuals.csv", ".track.json", ".markers.toml")]
+
+
 class _Writers:
     """The capture CSV and the residuals CSV, written chunk by chunk into partial files that
     are renamed at the end (no half-written output after an error)."""
@@ -384,7 +392,7 @@ def _place_chunk(fits: list[dict[str, PoseFit]], tracker: FrameTracker, bodies: 
 
 def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: str | Path, *,
                 camera_file: Path | None = None, rate_hz: float | None = None,
-                lab_frames_s: float = 2.0, progress: Callable[[str], None] | None = None
+                detect_every: int = 30, lab_frames_s: float = 2.0, progress: Callable[[str], None] | None = None
                 ) -> TrackResult:
     """Track every tagged body of ``layout`` through ``video`` and write the capture.
 
@@ -402,6 +410,8 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
     rate_hz : float, optional
         Frame rate when the video's own is missing or wrong (a high-speed camera's file
         often states a playback rate).
+    detect_every : int
+        Full tag detection every this many frames (see :class:`FrameTracker`).
     lab_frames_s : float
         Length of the start of the video over which the lab body's pose is averaged, s.
     progress : callable, optional
@@ -427,7 +437,7 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
         frames.close()
         raise InputError("the video does not state its frame rate; give it with --rate-hz",
                          path=video)
-    tracker = FrameTracker(camera, layout)
+    tracker = FrameTracker(camera, layout, detect_every=detect_every)
     bodies = layout.moving_bodies
     lab_rot, lab_trans = np.eye(3), np.zeros(3)
     lab_info: dict = {"frame": "camera"}
