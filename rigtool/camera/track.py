@@ -254,15 +254,20 @@ def lab_frame_from_video(frames: VideoFrames, tracker: FrameTracker, *, n_frames
     body = tracker.layout.lab_body
     sums: dict[int, np.ndarray] = {}
     counts: dict[int, int] = {}
-    used = 0
+    used, any_tag, last = 0, False, None
     for _ in range(n_frames):
         gray = frames.read()
         if gray is None:
             break
-        used += 1
-        for tag_id, corners in tracker.corners(gray).get(body, {}).items():
+        used, last = used + 1, gray
+        found = tracker.corners(gray)
+        any_tag |= bool(found)
+        for tag_id, corners in found.get(body, {}).items():
             sums[tag_id] = sums.get(tag_id, 0.0) + corners
             counts[tag_id] = counts.get(tag_id, 0) + 1
+    if not any_tag:
+        raise InputError(_no_tags_message(last, tracker.layout, used, frames.path,
+                                          lab=True), path=tracker.layout.source)
     if not sums:
         ids = ", ".join(str(t.id) for t in tracker.layout.tags_of(body))
         raise InputError(f"the lab body '{body}' (tags {ids}) is not seen in the first {used} "
@@ -517,8 +522,8 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
 
 
 def _no_tags_message(gray: np.ndarray | None, layout: TagLayout, n_frames: int,
-                     video: Path) -> str:
-    ids = ", ".join(str(t.id) for t in layout.tags if t.body != layout.lab_body)
+                     video: Path, *, lab: bool = False) -> str:
+    ids = ", ".join(str(t.id) for t in layout.tags if lab or t.body != layout.lab_body)
     text = (f"none of the tracked tags ({layout.dictionary_name}, ids {ids}) is found in the "
             f"first {n_frames} frames of {video}")
     if gray is not None:
