@@ -69,17 +69,18 @@ def floor_board(centre_lab_m: np.ndarray, *, width_m: float = 0.9, edge_m: float
 def platform_scene(traj, markers_platform: dict[str, np.ndarray], *,
                    camera: CameraModel | None = None, distance_m: float = 1.5,
                    elevation_deg: float = 50.0, edge_m: float = 0.06, lab_board: bool = True,
-                   dictionary: str = "DICT_4X4_50") -> Scene:
+                   dictionary: str = "DICT_4X4_50", target_lab_m: np.ndarray | None = None
+                   ) -> Scene:
     """The scene of a simulated capture (a :class:`rigtool.sim.dynamics.Trajectory`).
 
-    The camera looks at the platform's mean position from the ``-y`` side; the floor board
-    lies in front of the platform, 0.17 m beyond its edge towards the camera and 0.05 m
-    lower.
+    The camera looks at ``target_lab_m`` (default: the platform's mean position) from the
+    ``-y`` side; the floor board lies in front of it, 0.17 m beyond the platform's edge
+    towards the camera and 0.05 m lower. Captures filmed by one set-up share the target.
     """
     camera = camera or demo_camera()
     rot = traj.rotation["platform"]
     pos = traj.position_m["platform"]
-    target = pos.mean(axis=0)
+    target = pos.mean(axis=0) if target_lab_m is None else np.asarray(target_lab_m, float)
     el = np.radians(elevation_deg)
     pose = look_at(target + distance_m * np.array([0.0, -np.cos(el), np.sin(el)]), target)
     tags = platform_tags(markers_platform, edge_m=edge_m)
@@ -111,3 +112,41 @@ def write_scene_files(directory: str | Path, scene: Scene) -> tuple[Path, Path]:
                    encoding="utf-8")
     tags.write_text(tags_toml(scene.layout), encoding="utf-8")
     return cam, tags
+
+
+def write_capture_video(traj, markers_platform: dict[str, np.ndarray], folder: str | Path,
+                        name: str, *, rate_hz: float, n_frames: int | None = None,
+                        seed: int = 0, force: bool = False, target_lab_m=None,
+                        progress=None) -> list[Path]:
+    """The video of one simulated capture, as the demo camera films the platform's tags.
+
+    Writes ``folder/NAME.avi`` (raw 8-bit video), ``folder/NAME.video_truth.csv`` (the tag
+    corners' true lab positions, named as ``rigtool track`` names them) and, once per
+    folder, ``folder/camera/camera.toml`` and ``folder/camera/tags.toml`` (true intrinsics,
+    the tags). Only the platform's tags are filmed (the object is not drawn). Captures of
+    one session must pass the same ``target_lab_m`` (see :func:`platform_scene`): the
+    camera and the floor board do not move between them.
+
+    Raises
+    ------
+    InputError
+        When a file exists and ``force`` is false.
+    """
+    from rigtool.camera.simvideo import render_video, true_markers
+    from rigtool.errors import InputError
+    from rigtool.mocap import write_capture
+
+    folder = Path(folder)
+    scene = platform_scene(traj, markers_platform, target_lab_m=target_lab_m)
+    n = len(traj.time_s) if n_frames is None else min(int(n_frames), len(traj.time_s))
+    video = folder / f"{name}.avi"
+    truth = folder / f"{name}.video_truth.csv"
+    for p in (video, truth):
+        if p.exists() and not force:
+            raise InputError("the file exists; pass --force to replace it", path=p)
+    files = list(write_scene_files(folder / "camera", scene))
+    render_video(video, scene.camera, scene.camera_pose, scene.layout, scene.motion,
+                 rate_hz=rate_hz, n_frames=n, seed=seed, progress=progress)
+    write_capture(true_markers(scene.layout, scene.motion, np.arange(n) / rate_hz, rate_hz),
+                  truth, format="plain-csv")
+    return files + [video, truth]
