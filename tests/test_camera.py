@@ -303,3 +303,95 @@ def test_simulated_video_geometry_matches_opencv_projection(tmp_path):
     expected = cam.project(tag.corners_body() @ rot.T + pos)
     assert ok.all()
     np.testing.assert_allclose(refined[0], expected, atol=0.05)
+
+
+_TINY_SCENARIO = """
+[scenario]
+name = "tiny-video"
+seed = 2
+[capture]
+duration_s = 0.1
+rate_hz = 60.0
+format = "plain-csv"
+noise_sigma_mm = 0.0
+offset = [0.003, -0.002, 0.004, 0.01, 0.0, 0.0]
+[rig]
+name = "tiny-rig"
+[platform]
+mass = 20.0
+com = [0.0, 0.0, -0.02]
+inertia_com = [[0.6, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 2.5]]
+markers = { P1 = [0.5, 0.25, 0.0], P2 = [-0.5, 0.25, 0.0], P3 = [-0.5, -0.25, 0.0], P4 = [0.5, -0.25, 0.0] }
+[[springs]]
+name = "S1"
+anchor = [0.6, 0.4, 2.3]
+attachment = [0.5, 0.25, 0.0]
+stiffness = 3000.0
+free_length = 1.0
+[[springs]]
+name = "S2"
+anchor = [-0.6, 0.4, 2.3]
+attachment = [-0.5, 0.25, 0.0]
+stiffness = 3000.0
+free_length = 1.0
+[[springs]]
+name = "S3"
+anchor = [0.0, -0.45, 2.3]
+attachment = [0.0, -0.25, 0.0]
+stiffness = 3000.0
+free_length = 1.0
+[[reference_bodies]]
+name = "blk"
+mass = 5.0
+com = [0.0, 0.0, 0.05]
+inertia_com = [[0.02, 0.0, 0.0], [0.0, 0.03, 0.0], [0.0, 0.0, 0.04]]
+markers = { R1 = [0.1, 0.1, 0.1], R2 = [-0.1, 0.1, 0.1], R3 = [0.0, -0.1, 0.1] }
+[[calibration_captures]]
+name = "empty"
+[object]
+session = "s"
+base = { position = [0.0, 0.0, 0.1] }
+[[object.links]]
+name = "base"
+parent = "platform"
+mass = 30.0
+com = [0.01, -0.05, 0.1]
+inertia_com = [[1.2, 0.05, -0.02], [0.05, 0.9, -0.1], [-0.02, -0.1, 0.8]]
+markers = { B1 = [0.1, 0.0, 0.0], B2 = [0.0, 0.2, 0.0], B3 = [0.0, 0.0, 0.3] }
+[[postures]]
+name = "p1"
+"""
+
+
+def test_simulate_writes_a_video_that_tracks_back_to_its_truth(tmp_path, capsys):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(_TINY_SCENARIO)
+    out = tmp_path / "bundle"
+    assert main(["simulate", str(scenario), "-o", str(out), "--video"]) == 0
+    session = out / "captures" / "s"
+    assert "p1.avi" in capsys.readouterr().out
+    video, truth = session / "p1.avi", session / "p1.video_truth.csv"
+    cam, tags = session / "camera" / "camera.toml", session / "camera" / "tags.toml"
+    assert all(p.exists() for p in (video, truth, cam, tags))
+    assert main(["track", str(video), "--camera", str(cam), "--tags", str(tags),
+                 "-o", str(tmp_path / "p1_video.csv")]) == 0
+    got, want = read_capture(tmp_path / "p1_video.csv"), read_capture(truth)
+    assert got.names == want.names and got.n_frames == want.n_frames == 6
+    # every corner within 0.2 mm (about 20 times the corners' std across the view and 6 times
+    # along it at this camera's noise: a gross error in the set-up, not noise, would fail)
+    assert np.nanmax(np.abs(got.xyz_m - want.xyz_m)) < 2e-4
+    assert main(["simulate", str(scenario), "-o", str(out), "--video"]) == 2  # no overwrite
+
+
+def test_print_sheets_are_a4_pdfs(tmp_path, capsys):
+    tags = _write_tags(tmp_path / "tags.toml")
+    pdf = tmp_path / "tags.pdf"
+    assert main(["camera", "print-tags", str(tags), "-o", str(pdf)]) == 0
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert b"MediaBox [ 0 0 595.2755905512 841.8897637795 ]" in pdf.read_bytes()
+    board = tmp_path / "board.pdf"
+    assert main(["camera", "print-board", "--board", "5x7", "--square-m", "0.03",
+                 "--marker-m", "0.022", "-o", str(board)]) == 0
+    assert main(["camera", "print-board", "--board", "5x7", "--square-m", "0.3",
+                 "--marker-m", "0.22", "-o", str(tmp_path / "big.pdf")]) == 2
+    assert "does not fit on A4" in capsys.readouterr().err
