@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from rigtool.camera.demo import demo_camera, platform_scene, tags_toml, write_scene_files
+from rigtool.camera.demo import demo_camera, platform_scene, write_scene_files
 from rigtool.camera.intrinsics import BoardSpec
-from rigtool.camera.model import CameraModel, camera_toml, load_camera
+from rigtool.camera.model import camera_toml, load_camera
 from rigtool.camera.pnp import corner_covariance_unit, left_jacobian_so3
 from rigtool.camera.simvideo import (VideoSettings, board_poses, render_board_views,
                                      render_video, true_markers)

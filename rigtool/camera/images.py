@@ -85,7 +85,7 @@ def iter_images(images: list[Path], video: Path | None, *, max_frames: int = 200
             size = img.shape
             yield p.name, img
         return
-    from rigtool.camera.track import VideoFrames
+    from rigtool.camera.video import VideoFrames
 
     frames = VideoFrames(video)
     try:
