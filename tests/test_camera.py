@@ -140,6 +140,22 @@ def test_charuco_calibration_recovers_focal_length(tmp_path, capsys):
     assert len(got.calibration["per_view_rms_px"]) >= 10
     assert len(got.calibration["inputs"]) == 12 and all(
         len(i["sha256"]) == 64 for i in got.calibration["inputs"])
+    # the same views as a video, each held for three frames: the repeats are dropped, and
+    # the fit (and its standard deviations) is the one from the images
+    video = tmp_path / "views.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"Y800"), 10.0, (640, 512),
+                             False)
+    for img in images:
+        for _ in range(3):
+            writer.write(img)
+    writer.release()
+    out2 = tmp_path / "camera_from_video.toml"
+    assert main(["camera", "calibrate", str(video), "-o", str(out2), "--board", "7x5",
+                 "--square-m", "0.04", "--marker-m", "0.03"]) == 0
+    assert "24 repeating another view" in capsys.readouterr().out
+    again = load_camera(out2)
+    np.testing.assert_allclose(again.matrix, got.matrix, rtol=1e-9)
+    assert again.calibration["std"]["fx"] == pytest.approx(std["fx"], rel=1e-6)
 
 
 def test_calibration_without_the_board_exits_2(tmp_path, capsys):

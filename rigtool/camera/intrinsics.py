@@ -119,6 +119,40 @@ def detect_views(images: Iterable[tuple[str, np.ndarray]], spec: BoardSpec, *,
                    np.asarray(img, float).reshape(-1, 2))
 
 
+def distinct_views(views: list[View], *, min_shift_px: float) -> tuple[list[View], list[str]]:
+    """Drop views that repeat an earlier one (consecutive video frames, a burst of photos).
+
+    A view repeats a kept one when at least half its corners are also in that one and their
+    median shift in the image is below ``min_shift_px``. Repeated views add no information
+    but would shrink the reported standard deviations as if they did.
+
+    Returns
+    -------
+    kept : list of View
+    dropped : list of str
+        Names of the views left out.
+    """
+    kept: list[View] = []
+    keyed: list[dict[tuple, np.ndarray]] = []
+    dropped = []
+    for v in views:
+        keys = {tuple(np.round(p, 6)): uv for p, uv in zip(v.object_m, v.image_px)}
+        repeat = False
+        for other in keyed:
+            common = [k for k in keys if k in other]
+            if len(common) >= 0.5 * len(keys):
+                shift = np.median([np.linalg.norm(keys[k] - other[k]) for k in common])
+                if shift < min_shift_px:
+                    repeat = True
+                    break
+        if repeat:
+            dropped.append(v.name)
+        else:
+            kept.append(v)
+            keyed.append(keys)
+    return kept, dropped
+
+
 def coverage_of(views: list[View], image_size: tuple[int, int]) -> tuple[float, list[str]]:
     """Fraction of the 8 x 8 image grid holding a corner, and the named image regions
     (corners and edge midpoints) that none covers."""

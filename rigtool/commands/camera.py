@@ -85,7 +85,7 @@ def _board(args: argparse.Namespace):
 def _calibrate(args: argparse.Namespace) -> int:
     from rigtool import __version__
     from rigtool.camera.images import expand_inputs, iter_images
-    from rigtool.camera.intrinsics import View, calibrate, detect_views
+    from rigtool.camera.intrinsics import View, calibrate, detect_views, distinct_views
     from rigtool.camera.model import camera_toml
     from rigtool.config import sha256_of
 
@@ -117,6 +117,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                          "--dictionary and --legacy-board against the printed board)",
                          path=source)
     image_size = sizes.pop()
+    views, repeats = distinct_views(views, min_shift_px=0.02 * image_size[0])
     result = calibrate(views, image_size, distortion=args.distortion)
     cam = result.camera
     inputs = ([{"path": str(video), "sha256": sha256_of(video)}] if video else
@@ -126,7 +127,8 @@ def _calibrate(args: argparse.Namespace) -> int:
                   "board": {"squares": list(spec.squares), "square_m": spec.square_m,
                             "marker_m": spec.marker_m, "dictionary": spec.dictionary_name,
                             "legacy": spec.legacy},
-                  "images_without_board": len(skipped), "inputs": inputs})
+                  "images_without_board": len(skipped), "repeated_views": len(repeats),
+                  "inputs": inputs})
     from dataclasses import replace
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +137,8 @@ def _calibrate(args: argparse.Namespace) -> int:
                    encoding="utf-8")
     std = result.std
     print(f"wrote {out}: {image_size[0]}x{image_size[1]}, {len(views)} views "
-          f"({len(skipped)} without the board), RMS reprojection {result.rms_px:.3f} px")
+          f"({len(skipped)} without the board, {len(repeats)} repeating another view), "
+          f"RMS reprojection {result.rms_px:.3f} px")
     print(f"  fx {cam.matrix[0, 0]:.2f} +- {std.get('fx', float('nan')):.2f} px, "
           f"fy {cam.matrix[1, 1]:.2f} +- {std.get('fy', float('nan')):.2f} px, "
           f"cx {cam.matrix[0, 2]:.2f}, cy {cam.matrix[1, 2]:.2f}; "
