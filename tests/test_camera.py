@@ -154,8 +154,8 @@ def test_charuco_calibration_recovers_focal_length(tmp_path, capsys):
                  "--square-m", "0.04", "--marker-m", "0.03"]) == 0
     assert "24 repeating another view" in capsys.readouterr().out
     again = load_camera(out2)
-    np.testing.assert_allclose(again.matrix, got.matrix, rtol=1e-9)
-    assert again.calibration["std"]["fx"] == pytest.approx(std["fx"], rel=1e-6)
+    np.testing.assert_allclose(again.matrix, got.matrix, rtol=1e-6)   # OpenCV threads: ~1e-9
+    assert again.calibration["std"]["fx"] == pytest.approx(std["fx"], rel=1e-4)
 
 
 def test_calibration_without_the_board_exits_2(tmp_path, capsys):
