@@ -16,8 +16,8 @@ from rigtool import __version__
 from rigtool.errors import RigtoolError
 
 #: Sub-commands in the order ``rigtool --help`` lists them.
-COMMANDS: tuple[str, ...] = ("inspect", "convert", "simulate", "calibrate", "weigh", "subset",
-                             "run")
+COMMANDS: tuple[str, ...] = ("inspect", "convert", "camera", "track", "simulate", "calibrate",
+                             "weigh", "subset", "run")
 
 
 def _load(name: str):

@@ -39,7 +39,7 @@ COVERED_PHRASES = (
     "left out of the output-error fit",              # markers_still / postures_held
     "fewer than 3 base-link markers usable",          # markers_still
     "did not reach the data",                         # marker_residual (relative motion)
-    "the output-error refinement left",               # marker_residual (relative motion)
+    "no output-error model fits this capture",        # marker_residual (relative motion)
     "the physically consistent interval",             # bounds
     "admits no physically consistent set of links",   # bounds
     "outside the physically consistent set",          # bounds
