@@ -24,19 +24,19 @@ from scipy.optimize import least_squares
 
 from rigtool.calibration_uncertainty import calibration_members_of
 from rigtool.errors import IdentifiabilityError, InputError
-from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
+from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual, relative_pose
 from rigtool.identify.relative.active_problem import ActiveProblem
-from rigtool.identify.relative.equation_error import (RelativeResult, feasible_intervals,
-                                                      link_lower_bounds, phi_b_affine)
-from rigtool.identify.relative.output_error import RelativeRefinement, _bounds, _phi_s_matrix
+from rigtool.identify.relative.equation_error import RelativeResult
+from rigtool.identify.relative.fit_common import checked_phi_s, fit_growing_horizon, object_start, phi_b_covariance
+from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.kinematics.relative_spline import (chain_roots, fit_relative_rotation,
                                                 prescribed_inputs)
 from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
-from rigtool.tree import Tree, phi_b_names, phi_s_from_phi_b
+from rigtool.tree import Tree, phi_b_names
 
 METHOD = "output-error (prescribed motion)"
 #: frames either side of the window also given to the splines (no end effects inside it), s
@@ -119,23 +119,8 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     n = len(tree.links)
     if n < 2:
         raise IdentifiabilityError("the relative-motion stage needs at least one moving link")
-    phi_s = phi_s_from_phi_b(np.asarray(start.values, float)) if phi_s is None \
-        else np.asarray(phi_s, float)
-    cov_s = np.asarray(phi_s_cov, float)
-    if phi_s.shape[0] != 8 * n + 1 or not np.all(np.isfinite(phi_s)):
-        raise IdentifiabilityError("the relative-motion refinement needs the whole subset "
-                                   "Phi_s identified by the locked postures")
-    warnings: list[str] = []
-    chol = None
-    if free == "phi_b":
-        try:
-            chol = np.linalg.cholesky(cov_s)
-        except np.linalg.LinAlgError:
-            chol = None
-        if chol is None or not np.all(np.isfinite(chol)):
-            warnings.append("Phi_s has no usable covariance for the prior of the Phi_B fit; "
-                            "only the moving links' J_yy were refined (free='jyy')")
-            free = "jyy"
+    phi_s, cov_s, free, chol, warnings = checked_phi_s(n, start.values, phi_s, phi_s_cov,
+                                                       free)
     for i, link in enumerate(tree.links):
         if len(markers.get(link.name, {})) < 3:
             raise InputError(f"link '{link.name}' needs at least 3 markers for the "
@@ -182,19 +167,10 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     centres = np.array([tree.joint_center(i) if i > 0 else np.zeros(3) for i in range(n)])
     u_grid = prescribed_inputs(splines, parents, centres, grid_t)
     # ---- unknowns and their start
-    lower = link_lower_bounds(phi_s, n, total_mass_kg)
-    intervals = feasible_intervals(lower, phi_s[-1])
     jyy_names = [f"{l.name}.J_yy" for l in tree.links[1:]]
     jyy_idx = np.array([9 * i + 4 for i in range(1, n)])
-    phi_b0 = np.asarray(start.values, float)
-    lo_t, hi_t = _bounds(free, n, intervals)
-    empty = lo_t >= hi_t
-    lo_t[empty], hi_t[empty] = -np.inf, np.inf
-    if free == "phi_b":
-        lo_t, hi_t = np.full_like(lo_t, -np.inf), np.full_like(hi_t, np.inf)
-    theta0 = phi_b0[jyy_idx] if free == "jyy" else phi_b0.copy()
-    width = np.where(np.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0)
-    theta0 = np.clip(theta0, lo_t + 1e-6 * width, hi_t - 1e-6 * width)
+    obj = object_start(free, n, start.values, phi_s, total_mass_kg)
+    theta0, lo_t, hi_t, intervals = obj.theta0, obj.lo, obj.hi, obj.intervals
     prob = ActiveProblem(rig, platform.pi.astype(float), chain_roots(parents), centres, r_pb,
                          t_pb, float(total_mass_kg), mk_body, np.array(on_base),
                          np.where(mask[..., None], xyz, 0.0), mask, u_grid, dt, substeps,
@@ -220,46 +196,25 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     n_rest = 12 + 6 * fit_base
     lo = np.concatenate([lo_t, np.full(n_rest, -np.inf)])
     hi = np.concatenate([hi_t, np.full(n_rest, np.inf)])
-    horizons = []
-    while True:
-        prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
-        horizons.append(prob.n_frames * dt)
-        sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
-                            method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
-                            max_nfev=max_nfev)
-        iterations += sol.nfev
-        stage_log.append((prob.n_frames * dt, sol.nfev, sol.njev))
-        x = sol.x
-        if prob.n_frames >= n_total:
-            break
+    x, its, stages, horizons = fit_growing_horizon(prob, x, lo, hi, n_total, horizon_factor,
+                                                   dt, ftol, max_nfev)
+    iterations += its
+    stage_log += stages
     # ---- covariance: marker noise, Phi_s (jyy), calibration, the input (probes)
     r, jac = prob.residual(x), prob.jacobian(x)
     n_mark = int(mask.sum()) * 3
     r_m = r[:n_mark]
     s2 = float(r_m @ r_m) / max(n_mark - x.size, 1)
     info_inv = np.linalg.pinv(jac.T @ jac)
-    cov_x = s2 * info_inv
     n_theta = prob.n_theta
     theta, st_hat, base_hat = prob.split(x)
     r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
-    g_mat, h_mat = phi_b_affine(n)
-    if free == "jyy":
-        sens_s = -info_inv @ (jac[:n_mark].T @ prob.phi_s_jacobian(x))
-        jb_s = g_mat + h_mat @ sens_s[:n_theta]
-        cov_b_noise = h_mat @ cov_x[:n_theta, :n_theta] @ h_mat.T
-        cov_b = cov_b_noise + (jb_s @ cov_s @ jb_s.T if np.all(np.isfinite(cov_s)) else 0.0)
-        map_b = h_mat
-    else:
-        cov_b_noise = cov_x[:n_theta, :n_theta].copy()
-        cov_b = cov_b_noise.copy()
-        map_b = np.eye(9 * n)
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
-    j_cal = prob.calibration_jacobian(x, members)
-    if j_cal is not None:
-        sb = map_b @ (-info_inv @ (jac[:n_mark].T @ j_cal))[:n_theta]
-        cov_b = cov_b + sb @ sb.T
+    cov = phi_b_covariance(prob, x, jac[:n_mark], info_inv, s2, cov_s,
+                           prob.calibration_jacobian(x, members))
+    cov_b, cov_b_noise, cov_x, map_b = cov.cov, cov.cov_noise, cov.cov_x, cov.map_b
     cov_in = _input_probes(prob, x, info_inv, jac[:n_mark], tree, data, markers, wide,
                            plat_traj_w.rotation, link_sigma, grid_t, parents, centres,
                            n_probes, seed, splines)

@@ -19,12 +19,12 @@ from rigtool.engine._jax import jax, jnp
 from rigtool.engine import prescribed as ep
 from rigtool.engine.rigid import RigidModel
 from rigtool.identify.relative.equation_error import phi_b_affine
-from rigtool.identify.relative.problem import _skew, _transform
+from rigtool.identify.relative.fit_common import PriorRowsFit, _skew, object_bodies
 from rigtool.rig import Rig
 
 
 @dataclass
-class ActiveProblem:
+class ActiveProblem(PriorRowsFit):
     """Residuals and exact Jacobian of the active fit (see the module docstring)."""
 
     rig: Rig
@@ -76,23 +76,6 @@ class ActiveProblem:
         st = x[self.n_params:] if self.fit_params else x
         return params[:self.n_theta], st, params[self.n_theta:]
 
-    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if base.size == 0:
-            return self.r_pb, self.t_pb
-        rot = np.asarray(jax.scipy.linalg.expm(_skew(jnp.asarray(base[3:6], float))))
-        return rot @ self.r_pb, self.t_pb + base[:3]
-
-    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
-        if self.free == "phi_b":
-            return theta
-        g, h = phi_b_affine(self.n)
-        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
-
-    def calib_vector(self, calib: tuple | None = None) -> np.ndarray:
-        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
-                          self.rig.damping) if calib is None else calib
-        return np.concatenate([np.asarray(v, float).ravel() for v in (plat, k, l0, c)])
-
     def _make_map(self):
         n, n_th, free, fit_base = self.n, self.n_theta, self.free, self.fit_base
         g_mat, h_mat = (jnp.asarray(a) for a in phi_b_affine(n))
@@ -116,18 +99,10 @@ class ActiveProblem:
                 rot_b, t_b = r_pb0, t_pb0
             st = x[i:]
             phi_b = theta if free == "phi_b" else g_mat @ phi_s + h_mat @ theta
-            per = phi_b.reshape(n, 9)
-            # the minimal parameters as bodies: each moving link's mass lumped at its joint
-            # (on the parent), so the link carries [0, MS, J] and the base the whole M0
-            links = jnp.concatenate(
-                [jnp.zeros((n, 1)), per[:, :3],
-                 jnp.stack([per[:, 3], per[:, 8], per[:, 7], per[:, 4], per[:, 6], per[:, 5]],
-                           1)], 1)
-            base_pi = links[0].at[0].set(mass)
-            body0 = calib[:10] + _transform(base_pi, rot_b, t_b)
+            pis = object_bodies(phi_b, mass, calib[:10], rot_b, t_b, n)
             offsets = jnp.stack([rot_b @ centres[r] + t_b for r in roots])
             k, l0, c = calib[10:10 + s_n], calib[10 + s_n:10 + 2 * s_n], calib[10 + 2 * s_n:]
-            theta_e = jnp.concatenate([body0, links[1:].ravel(), offsets.ravel(), k, k * l0,
+            theta_e = jnp.concatenate([pis.ravel(), offsets.ravel(), k, k * l0,
                                        c])
             mk = jnp.where(on_base[:, None], mk0 @ rot_b.T + t_b, mk0)
             rot0 = jax.scipy.linalg.expm(_skew(st[3:6])) @ rot_ref
@@ -184,34 +159,9 @@ class ActiveProblem:
                                   tangent_y0=d_y)
         return self.rows(states, mk, tan, d_mk)
 
-    def _eval(self, x: np.ndarray):
-        key = (self.n_frames, self.fit_params, x.tobytes())
-        if key not in self.cache:
-            full = self._full(x)
-            d_th, d_y, d_mk = self._directions(full, 0)
-            n_rows = int(self.mask[:self.n_frames].sum()) * 3
-            try:
-                r, jac = self._rows_along(full, d_th, d_y, d_mk)
-                if not self.fit_params:
-                    jac = jac[:, self.n_params:]
-                if not np.all(np.isfinite(r)) or not np.all(np.isfinite(jac)):
-                    raise FloatingPointError
-            except (FloatingPointError, np.linalg.LinAlgError):
-                r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
-            if self.prior_rows is not None and self.fit_params:
-                theta = self.split(x)[0]
-                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
-                jp = np.zeros((self.prior_rows.shape[0], x.size))
-                jp[:, :self.n_theta] = self.prior_rows
-                jac = np.vstack([jac, jp])
-            self.cache = {key: (r, jac)}
-        return self.cache[key]
-
-    def residual(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[0]
-
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[1]
+    def _marker_rows(self, full: np.ndarray):
+        """Marker rows and their Jacobian along every unknown (``full``: all of them)."""
+        return self._rows_along(full, *self._directions(full, 0))
 
     def phi_s_jacobian(self, x: np.ndarray) -> np.ndarray:
         """``[M, 8n+1]``: the marker rows' derivative with respect to Phi_s."""

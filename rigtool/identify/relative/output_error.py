@@ -69,12 +69,12 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.errors import InputError, IdentifiabilityError
 from rigtool.calibration_uncertainty import calibration_members_of
-from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
+from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.relative.problem import RelativeProblem
+from rigtool.identify.relative.fit_common import checked_phi_s, fit_growing_horizon, jyy_bounds, object_start, phi_b_covariance
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative.equation_error import (RelativeResult, eq16_with,
-                                                     feasible_intervals, link_lower_bounds,
-                                                     phi_b_affine)
+                                                     feasible_intervals, link_lower_bounds)
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -287,22 +287,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     if n < 2:
         raise IdentifiabilityError("the relative-motion stage needs at least one moving link")
     names_b = phi_b_names(tree)
-    phi_s = phi_s_from_phi_b(np.asarray(start.values, float)) if phi_s is None \
-        else np.asarray(phi_s, float)
-    cov_s = np.asarray(phi_s_cov, float)
-    if phi_s.shape[0] != 8 * n + 1 or not np.all(np.isfinite(phi_s)):
-        raise IdentifiabilityError("the relative-motion refinement needs the whole subset "
-                                   "Phi_s identified by the locked postures")
-    warnings: list[str] = []
-    if free == "phi_b":
-        try:
-            chol = np.linalg.cholesky(cov_s)
-        except np.linalg.LinAlgError:
-            chol = None
-        if chol is None or not np.all(np.isfinite(chol)):
-            warnings.append("Phi_s has no usable covariance for the prior of the Phi_B fit; "
-                            "only the moving links' J_yy were refined (free='jyy')")
-            free = "jyy"
+    phi_s, cov_s, free, chol, warnings = checked_phi_s(n, start.values, phi_s, phi_s_cov,
+                                                       free)
     # ---- markers: platform, base (bolted to the platform), moving links
     if base_pose is None:
         from rigtool.identify.common.platform_motion import relative_pose
@@ -348,26 +334,16 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     mask = np.concatenate(mask_all, axis=1)
     set_of = np.array(set_of)
     # ---- unknowns and their start
-    g_mat, h_mat = phi_b_affine(n)
-    lower = link_lower_bounds(phi_s, n, total_mass_kg)
-    intervals = feasible_intervals(lower, phi_s[-1])
     jyy_names = [f"{l.name}.J_yy" for l in tree.links[1:]]
     jyy_idx = np.array([9 * i + 4 for i in range(1, n)])
     n_damp = n - 1 if damping == "per-joint" else 1
-    phi_b0 = np.asarray(start.values, float)
-    lo_t, hi_t = _bounds(free, n, intervals)
-    empty = lo_t >= hi_t
-    lo_t[empty], hi_t[empty] = -np.inf, np.inf
-    if free == "phi_b":
-        # Phi_s moves with Phi_B here, so the postures' intervals are not the right box: fit
-        # unbounded, then check the estimate against its own intervals (below)
-        lo_t, hi_t = np.full_like(lo_t, -np.inf), np.full_like(hi_t, np.inf)
-    theta0 = phi_b0[jyy_idx] if free == "jyy" else phi_b0.copy()
-    if np.any(empty):
+    # with Phi_B free, Phi_s moves with it, so the postures' intervals are not the right box:
+    # fit unbounded, then check the estimate against its own intervals (below)
+    obj = object_start(free, n, start.values, phi_s, total_mass_kg)
+    theta0, lo_t, hi_t, intervals = obj.theta0, obj.lo, obj.hi, obj.intervals
+    if obj.empty:
         warnings.append("Phi_s admits no physically consistent set of links (the J_yy "
                         "intervals are empty); those J_yy are not bounded")
-    width = np.where(np.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0)
-    theta0 = np.clip(theta0, lo_t + 1e-6 * width, hi_t - 1e-6 * width)
     damp0 = np.full(n_damp, float(damping_start))
     plat_st = state0[0]
     st0 = np.concatenate([plat_st[:3], plat_st[3:6]]
@@ -406,25 +382,17 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     n_free = sol.x.size + 6 * fit_base
     lo = np.concatenate([lo_t, np.zeros(n_damp), np.full(n_free, -np.inf)])
     hi = np.concatenate([hi_t, np.full(n_damp, np.inf), np.full(n_free, np.inf)])
-    horizons = []
-    while True:
-        prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
-        horizons.append(prob.n_frames * dt)
-        sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
-                            method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
-                            max_nfev=max_nfev)
-        iterations += sol.nfev
-        stage_log.append((prob.n_frames * dt, sol.nfev, sol.njev))
-        x = sol.x
-        if prob.n_frames >= n_total:
-            break
+    x, its, stages, horizons = fit_growing_horizon(prob, x, lo, hi, n_total, horizon_factor,
+                                                   dt, ftol, max_nfev)
+    iterations += its
+    stage_log += stages
     if free == "phi_b":
         # physical consistency of the estimate (J_yy intervals given its own Phi_s and M0);
         # outside: refit with those intervals as bounds, from the clipped estimate
         phi_s_hat = phi_s_from_phi_b(prob.split(x)[0])
         intervals = feasible_intervals(link_lower_bounds(phi_s_hat, n, total_mass_kg),
                                        phi_s_hat[-1])
-        lo_t, hi_t = _bounds(free, n, intervals)
+        lo_t, hi_t = jyy_bounds(free, n, intervals)
         empty = lo_t >= hi_t
         lo_t[empty], hi_t[empty] = -np.inf, np.inf
         th = x[:prob.n_theta]
@@ -446,33 +414,15 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     dof = max(n_mark - x.size, 1)
     s2 = float(r_m @ r_m) / dof
     info_inv = np.linalg.pinv(jac.T @ jac)
-    cov_x = s2 * info_inv
     n_theta = prob.n_theta
     theta, damp_hat, st_hat, base_hat = prob.split(x)
     r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
-    if free == "jyy":
-        j_s = prob.phi_s_jacobian(x)                                    # [M, 8n+1]
-        sens_s = -info_inv @ (jac[:n_mark].T @ j_s)                      # dx / dPhi_s
-        d_theta = sens_s[:n_theta]
-        jb_s = g_mat + h_mat @ d_theta
-        cov_b_noise = h_mat @ cov_x[:n_theta, :n_theta] @ h_mat.T
-        cov_b = cov_b_noise + jb_s @ cov_s @ jb_s.T if np.all(np.isfinite(cov_s)) \
-            else cov_b_noise.copy()
-        cov_x = cov_x + sens_s @ cov_s @ sens_s.T if np.all(np.isfinite(cov_s)) else cov_x
-        map_b = h_mat
-    else:
-        cov_b_noise = cov_x[:n_theta, :n_theta].copy()
-        cov_b = cov_b_noise.copy()
-        map_b = np.eye(9 * n)
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
-    j_cal = prob.calibration_jacobian(x, members)
-    if j_cal is not None:
-        sens = -info_inv @ (jac[:n_mark].T @ j_cal)
-        cov_x = cov_x + sens @ sens.T
-        sb = map_b @ sens[:n_theta]
-        cov_b = cov_b + sb @ sb.T
+    cov = phi_b_covariance(prob, x, jac[:n_mark], info_inv, s2, cov_s,
+                           prob.calibration_jacobian(x, members))
+    cov_b, cov_b_noise, cov_x = cov.cov, cov.cov_noise, cov.cov_x
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
     std_x = np.sqrt(np.clip(np.diag(cov_x), 0, None))
@@ -536,16 +486,6 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         residual_rms_frame_mm=per_frame, warnings=warnings, base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(std_x[n_theta + n_damp:n_theta + n_damp + 6].copy() if fit_base
                        else np.zeros(6)), noise_mm=float(sigma_mm))
-
-
-def _bounds(free: str, n: int, intervals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Box bounds of the object unknowns: the moving links' ``J_yy`` in their intervals."""
-    if free == "jyy":
-        return intervals[:, 0].copy(), intervals[:, 1].copy()
-    lo, hi = np.full(9 * n, -np.inf), np.full(9 * n, np.inf)
-    for k in range(n - 1):
-        lo[9 * (k + 1) + 4], hi[9 * (k + 1) + 4] = intervals[k]
-    return lo, hi
 
 
 def _jyy_pos(free: str, k: int) -> int:

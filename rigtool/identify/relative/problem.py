@@ -19,32 +19,12 @@ import numpy as np
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine import tree as et
 from rigtool.identify.relative.equation_error import phi_b_affine
+from rigtool.identify.relative.fit_common import PriorRowsFit, _skew, object_bodies
 from rigtool.rig import Rig
 
 
-def _skew(w):
-    z = jnp.zeros((), w.dtype)
-    return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
-
-
-def _transform(pi, rot, t):
-    """``pi`` (body frame about its origin) in a frame where ``x = R x_b + t`` (pseudo-inertia
-    congruence, as rigtool.inertia.transform_params)."""
-    m, h = pi[0], pi[1:4]
-    i_b = jnp.array([[pi[4], pi[5], pi[6]], [pi[5], pi[7], pi[8]], [pi[6], pi[8], pi[9]]])
-    sigma = 0.5 * jnp.trace(i_b) * jnp.eye(3) - i_b
-    tm = jnp.eye(4).at[:3, :3].set(rot).at[:3, 3].set(t)
-    pseudo = jnp.block([[sigma, h[:, None]], [h[None, :], m[None, None]]])
-    out = tm @ pseudo @ tm.T
-    s2 = out[:3, :3]
-    i_f = jnp.trace(s2) * jnp.eye(3) - s2
-    return jnp.concatenate([out[3, 3][None], out[:3, 3],
-                            jnp.stack([i_f[0, 0], i_f[0, 1], i_f[0, 2], i_f[1, 1], i_f[1, 2],
-                                       i_f[2, 2]])])
-
-
 @dataclass
-class RelativeProblem:
+class RelativeProblem(PriorRowsFit):
     """Residuals and exact Jacobian of the swing's fit (see the module docstring)."""
 
     rig: Rig
@@ -99,26 +79,6 @@ class RelativeProblem:
         k = self.n_theta + self.n_damp
         return params[:self.n_theta], params[self.n_theta:k], x[i:], params[k:k + 6]
 
-    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(R_pb, t_pb)`` of base unknowns ``[dt (3), rotation vector (3)]`` (about the
-        marker-fitted pose; empty: that pose)."""
-        if base.size == 0:
-            return self.r_pb, self.t_pb
-        rot = np.asarray(jax.scipy.linalg.expm(_skew(jnp.asarray(base[3:6], float))))
-        return rot @ self.r_pb, self.t_pb + base[:3]
-
-    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
-        if self.free == "phi_b":
-            return theta
-        g, h = phi_b_affine(self.n)
-        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
-
-    def calib_vector(self, calib: tuple | None = None) -> np.ndarray:
-        """``[platform pi (10), k (S), L0 (S), c (S)]`` of the rig or of a member."""
-        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
-                          self.rig.damping) if calib is None else calib
-        return np.concatenate([np.asarray(v, float).ravel() for v in (plat, k, l0, c)])
-
     # ---------------------------------------------------------------- the map (JAX)
     def _make_map(self):
         n, n_th, n_d = self.n, self.n_theta, self.n_damp
@@ -145,14 +105,7 @@ class RelativeProblem:
                 rot_b, t_b = r_pb0, t_pb0
             st = x[i:]
             phi_b = theta if free == "phi_b" else g_mat @ phi_s + h_mat @ theta
-            per = phi_b.reshape(n, 9)
-            links = jnp.concatenate(
-                [jnp.zeros((n, 1)), per[:, :3],
-                 jnp.stack([per[:, 3], per[:, 8], per[:, 7], per[:, 4], per[:, 6], per[:, 5]],
-                           1)], 1)
-            base_pi = links[0].at[0].set(mass)
-            body0 = calib[:10] + _transform(base_pi, rot_b, t_b)
-            pis = jnp.concatenate([body0[None], links[1:]], 0)
+            pis = object_bodies(phi_b, mass, calib[:10], rot_b, t_b, n)
             jp = [jnp.zeros(3)]
             for j in range(1, n):
                 jp.append(rot_b @ centres[j] + t_b if parents[j] == 0 else centres[j])
@@ -194,35 +147,11 @@ class RelativeProblem:
                                jnp.asarray(self.calib_vector()))
         return tuple(np.asarray(a) for a in (jt[0], jy[0], jt[1], jy[1], jt[2], jy[2]))
 
-    def _eval(self, x: np.ndarray):
-        key = (self.n_frames, self.fit_params, x.tobytes())
-        if key not in self.cache:
-            full = self._full(x)
-            d_th, d_y, *_ = self.directions(full)
-            n_rows = int(self.mask[:self.n_frames].sum()) * 3
-            try:
-                _, mks, d_mks = self._simulate(full, d_th, d_y)
-                r, jac = self._rows(mks, d_mks)
-                if not self.fit_params:
-                    jac = jac[:, self.n_params:]
-                if not np.all(np.isfinite(r)) or not np.all(np.isfinite(jac)):
-                    raise FloatingPointError
-            except (FloatingPointError, np.linalg.LinAlgError):
-                r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
-            if self.prior_rows is not None and self.fit_params:
-                theta = self.split(x)[0]
-                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
-                jp = np.zeros((self.prior_rows.shape[0], x.size))
-                jp[:, :self.n_theta] = self.prior_rows
-                jac = np.vstack([jac, jp])
-            self.cache = {key: (r, jac)}
-        return self.cache[key]
-
-    def residual(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[0]
-
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self._eval(x)[1]
+    def _marker_rows(self, full: np.ndarray):
+        """Marker rows and their Jacobian along every unknown (``full``: all of them)."""
+        d_th, d_y, *_ = self.directions(full)
+        _, mks, d_mks = self._simulate(full, d_th, d_y)
+        return self._rows(mks, d_mks)
 
     def marker_jacobian(self, x: np.ndarray, d_theta: np.ndarray, d_y0: np.ndarray
                         ) -> np.ndarray:

@@ -1,0 +1,250 @@
+"""What the passive and the active relative-motion refinements share: the object unknowns'
+start and bounds, the residual cache with Phi_s's prior rows, and Phi_B's covariance.
+
+The two refinements differ in their model (a swinging tree, or the platform with the links'
+motion prescribed) and in which markers they fit; around that, they are the same fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from scipy.optimize import least_squares
+
+from rigtool.engine._jax import jnp
+
+from rigtool.identify.common.output_error import next_horizon
+from rigtool.identify.relative.equation_error import (feasible_intervals, link_lower_bounds,
+                                                      phi_b_affine)
+
+
+def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
+                  phi_s_cov: np.ndarray, free: str):
+    """``(phi_s, cov_s, free, chol, warnings)``: the postures' Phi_s (default: the start's),
+    its covariance and, with Phi_B free, its Cholesky factor for the prior (``free`` falls
+    back to ``"jyy"`` with a warning when the covariance is not usable).
+
+    Raises
+    ------
+    IdentifiabilityError
+        Phi_s incomplete.
+    """
+    from rigtool.errors import IdentifiabilityError
+    from rigtool.tree import phi_s_from_phi_b
+    phi_s = phi_s_from_phi_b(np.asarray(start_phi_b, float)) if phi_s is None \
+        else np.asarray(phi_s, float)
+    cov_s = np.asarray(phi_s_cov, float)
+    if phi_s.shape[0] != 8 * n + 1 or not np.all(np.isfinite(phi_s)):
+        raise IdentifiabilityError("the relative-motion refinement needs the whole subset "
+                                   "Phi_s identified by the locked postures")
+    warnings, chol = [], None
+    if free == "phi_b":
+        try:
+            chol = np.linalg.cholesky(cov_s)
+        except np.linalg.LinAlgError:
+            chol = None
+        if chol is None or not np.all(np.isfinite(chol)):
+            warnings.append("Phi_s has no usable covariance for the prior of the Phi_B fit; "
+                            "only the moving links' J_yy were refined (free='jyy')")
+            free, chol = "jyy", None
+    return phi_s, cov_s, free, chol, warnings
+
+
+def _skew(w):
+    z = jnp.zeros((), w.dtype)
+    return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
+
+
+def _transform(pi, rot, t):
+    """``pi`` (body frame about its origin) in a frame where ``x = R x_b + t`` (pseudo-inertia
+    congruence, as rigtool.inertia.transform_params)."""
+    m, h = pi[0], pi[1:4]
+    i_b = jnp.array([[pi[4], pi[5], pi[6]], [pi[5], pi[7], pi[8]], [pi[6], pi[8], pi[9]]])
+    sigma = 0.5 * jnp.trace(i_b) * jnp.eye(3) - i_b
+    tm = jnp.eye(4).at[:3, :3].set(rot).at[:3, 3].set(t)
+    pseudo = jnp.block([[sigma, h[:, None]], [h[None, :], m[None, None]]])
+    out = tm @ pseudo @ tm.T
+    s2 = out[:3, :3]
+    i_f = jnp.trace(s2) * jnp.eye(3) - s2
+    return jnp.concatenate([out[3, 3][None], out[:3, 3],
+                            jnp.stack([i_f[0, 0], i_f[0, 1], i_f[0, 2], i_f[1, 1], i_f[1, 2],
+                                       i_f[2, 2]])])
+
+
+def object_bodies(phi_b, mass_kg: float, platform_pi, rot_b, t_b, n: int):
+    """JAX: the minimal parameters as bodies ``[n, 10]``: body 0 the platform plus the base
+    link (platform frame, the whole mass M0), each moving link ``[0, MS, J]`` about its joint
+    in its own frame (its mass lumped at the joint, on the parent: the same dynamics)."""
+    per = phi_b.reshape(n, 9)
+    links = jnp.concatenate(
+        [jnp.zeros((n, 1)), per[:, :3],
+         jnp.stack([per[:, 3], per[:, 8], per[:, 7], per[:, 4], per[:, 6], per[:, 5]], 1)], 1)
+    body0 = platform_pi + _transform(links[0].at[0].set(mass_kg), rot_b, t_b)
+    return jnp.concatenate([body0[None], links[1:]], 0)
+
+
+@dataclass(frozen=True)
+class ObjectStart:
+    """The object unknowns' start ``theta0``, their box ``lo``/``hi``, the postures' J_yy
+    ``intervals`` ``[n-1, 2]`` and whether any of them is empty."""
+
+    theta0: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    intervals: np.ndarray
+    empty: bool
+
+
+def object_start(free: str, n: int, start_phi_b: np.ndarray, phi_s: np.ndarray,
+                 total_mass_kg: float) -> ObjectStart:
+    """Start and bounds of the object unknowns (``free`` ``"jyy"``: the moving links' J_yy
+    in their physically consistent intervals; ``"phi_b"``: all of Phi_B, unbounded, checked
+    against its own intervals after the fit)."""
+    intervals = feasible_intervals(link_lower_bounds(phi_s, n, total_mass_kg), phi_s[-1])
+    lo_t, hi_t = jyy_bounds(free, n, intervals)
+    empty = lo_t >= hi_t
+    lo_t[empty], hi_t[empty] = -np.inf, np.inf
+    if free == "phi_b":
+        lo_t, hi_t = np.full_like(lo_t, -np.inf), np.full_like(hi_t, np.inf)
+    jyy_idx = np.array([9 * i + 4 for i in range(1, n)])
+    phi_b0 = np.asarray(start_phi_b, float)
+    theta0 = phi_b0[jyy_idx] if free == "jyy" else phi_b0.copy()
+    width = np.where(np.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0)
+    theta0 = np.clip(theta0, lo_t + 1e-6 * width, hi_t - 1e-6 * width)
+    return ObjectStart(theta0, lo_t, hi_t, intervals, bool(np.any(empty)))
+
+
+def jyy_bounds(free: str, n: int, intervals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Box bounds of the object unknowns: the moving links' ``J_yy`` in their intervals."""
+    if free == "jyy":
+        return intervals[:, 0].copy(), intervals[:, 1].copy()
+    lo, hi = np.full(9 * n, -np.inf), np.full(9 * n, np.inf)
+    for k in range(n - 1):
+        lo[9 * (k + 1) + 4], hi[9 * (k + 1) + 4] = intervals[k]
+    return lo, hi
+
+
+class PriorRowsFit:
+    """``residual(x)``/``jacobian(x)`` of a refinement's problem, evaluated together and
+    cached for the last ``x``, with Phi_s's prior rows appended when Phi_B is free.
+
+    The problem class provides ``_marker_rows(full) -> (r, jac)`` and the attributes ``mask``,
+    ``n_frames``, ``fit_params``, ``n_params``, ``n_theta``, ``prior_rows``, ``prior_rhs``,
+    ``cache`` and the methods ``_full`` and ``split``.
+    """
+
+    def _eval(self, x: np.ndarray):
+        key = (self.n_frames, self.fit_params, x.tobytes())
+        if key not in self.cache:
+            n_rows = int(self.mask[:self.n_frames].sum()) * 3
+            try:
+                r, jac = self._marker_rows(self._full(x))
+                if not self.fit_params:
+                    jac = jac[:, self.n_params:]
+                if not np.all(np.isfinite(r)) or not np.all(np.isfinite(jac)):
+                    raise FloatingPointError
+            except (FloatingPointError, np.linalg.LinAlgError):
+                # the motion left the model: a large residual the solver backs off from
+                r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
+            if self.prior_rows is not None and self.fit_params:
+                theta = self.split(x)[0]
+                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+                jp = np.zeros((self.prior_rows.shape[0], x.size))
+                jp[:, :self.n_theta] = self.prior_rows
+                jac = np.vstack([jac, jp])
+            self.cache = {key: (r, jac)}
+        return self.cache[key]
+
+    def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(R_pb, t_pb)`` of base unknowns ``[dt (3), rotation vector (3)]`` (about the
+        marker-fitted pose; empty: that pose)."""
+        if base.size == 0:
+            return self.r_pb, self.t_pb
+        from scipy.spatial.transform import Rotation
+        return Rotation.from_rotvec(base[3:6]).as_matrix() @ self.r_pb, self.t_pb + base[:3]
+
+    def phi_b(self, theta: np.ndarray, phi_s: np.ndarray | None = None) -> np.ndarray:
+        """Phi_B of the object unknowns (``jyy`` mode: Phi_s completed by the J_yy)."""
+        if self.free == "phi_b":
+            return theta
+        g, h = phi_b_affine(self.n)
+        return g @ (self.phi_s if phi_s is None else phi_s) + h @ theta
+
+    def calib_vector(self, calib: tuple | None = None) -> np.ndarray:
+        """``[platform pi (10), k (S), L0 (S), c (S)]`` of the rig or of a member."""
+        plat, k, l0, c = (self.platform_pi, self.rig.stiffness, self.rig.free_length,
+                          self.rig.damping) if calib is None else calib
+        return np.concatenate([np.asarray(v, float).ravel() for v in (plat, k, l0, c)])
+
+    def residual(self, x: np.ndarray) -> np.ndarray:
+        """Residual rows (mm; the prior's after the markers')."""
+        return self._eval(x)[0]
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Their exact Jacobian."""
+        return self._eval(x)[1]
+
+
+def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_total: int,
+                        factor: float, dt: float, ftol: float, max_nfev: int):
+    """Fit every unknown on horizons growing by ``factor`` up to the whole window (each stage
+    started from the last; a phase error cannot build up before the frequencies are fitted).
+    Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s)``."""
+    iterations, stages, horizons = 0, [], []
+    while True:
+        prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
+        horizons.append(prob.n_frames * dt)
+        sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
+                            method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
+                            max_nfev=max_nfev)
+        iterations += sol.nfev
+        stages.append((prob.n_frames * dt, sol.nfev, sol.njev))
+        x = sol.x
+        if prob.n_frames >= n_total:
+            return x, iterations, stages, horizons
+
+
+@dataclass(frozen=True)
+class PhiBCovariance:
+    """Phi_B's covariance (``cov``), its marker-noise part (``cov_noise``), the unknowns'
+    (``cov_x``, Phi_s's share included in ``jyy`` mode) and the map of the object unknowns
+    to Phi_B (``map_b``)."""
+
+    cov: np.ndarray
+    cov_noise: np.ndarray
+    cov_x: np.ndarray
+    map_b: np.ndarray
+
+
+def phi_b_covariance(prob, x: np.ndarray, jac_m: np.ndarray, info_inv: np.ndarray, s2: float,
+                     cov_s: np.ndarray, j_cal: np.ndarray | None) -> PhiBCovariance:
+    """Gauss-Newton covariance of the refinement at ``x``: marker noise (``s2 (J^T J)^-1``),
+    Phi_s's covariance propagated in ``jyy`` mode (``prob.phi_s_jacobian``), the calibration
+    (``j_cal``: marker rows per calibration member)."""
+    n, n_theta = prob.n, prob.n_theta
+    cov_x = s2 * info_inv
+    finite_s = np.all(np.isfinite(cov_s))
+    if prob.free == "jyy":
+        g_mat, h_mat = phi_b_affine(n)
+        sens_s = -info_inv @ (jac_m.T @ prob.phi_s_jacobian(x))          # dx / dPhi_s
+        jb_s = g_mat + h_mat @ sens_s[:n_theta]
+        cov_noise = h_mat @ cov_x[:n_theta, :n_theta] @ h_mat.T
+        cov = cov_noise + jb_s @ cov_s @ jb_s.T if finite_s else cov_noise.copy()
+        cov_x = cov_x + sens_s @ cov_s @ sens_s.T if finite_s else cov_x
+        map_b = h_mat
+    else:
+        cov_noise = cov_x[:n_theta, :n_theta].copy()
+        cov = cov_noise.copy()
+        map_b = np.eye(9 * n)
+    if j_cal is not None:
+        sens = -info_inv @ (jac_m.T @ j_cal)
+        cov_x = cov_x + sens @ sens.T
+        sb = map_b @ sens[:n_theta]
+        cov = cov + sb @ sb.T
+    return PhiBCovariance(cov, cov_noise, cov_x, map_b)
+
+
+__all__ = ["checked_phi_s", "object_bodies", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
+           "phi_b_covariance", "fit_growing_horizon"]
