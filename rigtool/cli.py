@@ -17,7 +17,7 @@ from rigtool.errors import RigtoolError
 
 #: Sub-commands in the order ``rigtool --help`` lists them.
 COMMANDS: tuple[str, ...] = ("inspect", "convert", "simulate", "calibrate", "weigh", "subset",
-                             "run")
+                             "run", "batch")
 
 
 def _load(name: str):

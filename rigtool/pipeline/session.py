@@ -28,12 +28,13 @@ from typing import Callable
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session, sha256_of
+from rigtool.config import FilterSettings, RigFile, Session, load_rig, load_session
 from rigtool.devices.scale import resolve_total_mass
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.calibration_uncertainty import calibration_std_from_rigfile
 from rigtool.identify.common.output_error import base_pose_covariance
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
+from rigtool.pipeline.inputs import session_inputs
 from rigtool.pipeline.preflight import check_session
 from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, RelativeRefinement,
                                                    refine_relative)
@@ -138,11 +139,6 @@ class SessionOutcome:
 
 def _noop(message: str) -> None:
     return None
-
-
-def _rel(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` when inside it (as report.json lists inputs)."""
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def link_markers(session: Session, tree: Tree) -> dict[str, dict[str, np.ndarray]]:
@@ -381,30 +377,28 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
                 method: str = "output-error", workers: int | None = None,
-                progress: Progress | None = None, preflight: bool = True) -> SessionOutcome:
+                progress: Progress | None = None, preflight: bool = True,
+                rig: str | Path | None = None) -> SessionOutcome:
     """Run every stage of a session (see module docstring).
 
     ``workers``: processes for the posture fits (default: one per posture up to the CPU
     count with the output-error method, else 1). ``preflight`` (default) checks every file
     the manifest names before any fit (rigtool.pipeline.preflight); off when the caller has
-    just done so.
+    just done so. ``rig``: a rig file used instead of the manifest's.
     """
     progress = progress or _noop
-    session = check_session(session_path) if preflight else load_session(session_path)
+    session = (check_session(session_path, rig=rig) if preflight
+               else load_session(session_path, rig=rig))
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)
     tree = session.tree
     markers = link_markers(session, tree)
-    inputs = [{"path": str(session.path.name), "sha256": sha256_of(session.path)},
-              {"path": os.path.relpath(session.rig_path, session.path.parent),
-               "sha256": sha256_of(session.rig_path)}]
+    inputs = session_inputs(session)
     relative_data = None
     if session.relative_motion is not None:
         ref = session.relative_motion
         relative_data = read_capture(ref.capture, units=ref.units)
-        inputs.append({"path": _rel(ref.capture, session.path.parent),
-                       "sha256": sha256_of(ref.capture)})
     tree, markers, joint_centres = estimate_joint_centres(session, tree, markers, relative_data)
     if joint_centres:
         progress("joint centres estimated from the relative motion: "
@@ -412,9 +406,6 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
-    for ref in session.postures:
-        inputs.append({"path": _rel(ref.capture, session.path.parent),
-                       "sha256": sha256_of(ref.capture)})
     kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
