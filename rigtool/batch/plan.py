@@ -34,6 +34,8 @@ from rigtool.pipeline.run_job import RunOptions, check_results_dir
 
 #: the manifest name that adds nothing to a session's key
 DEFAULT_MANIFEST = "session.toml"
+#: RESULTS without -o (with --rig NEW.toml: batch-results-NEW)
+DEFAULT_RESULTS = "batch-results"
 
 
 def expand_sessions(patterns: list[str]) -> list[Path]:
@@ -75,6 +77,14 @@ def safe_name(name: str) -> str:
     """A folder name safe on every file system (no leading dot: hidden names are the
     batch's temporary folders)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "session"
+
+
+def default_results(rig: Path | None) -> Path:
+    """RESULTS without ``-o``: ``batch-results``, or ``batch-results-NEW`` with ``--rig
+    NEW.toml`` (results against another rig file never mix with the earlier ones)."""
+    if rig is None:
+        return Path(DEFAULT_RESULTS)
+    return Path(f"{DEFAULT_RESULTS}-{safe_name(Path(rig).name.removesuffix('.toml'))}")
 
 
 def session_keys(manifests: list[Path]) -> list[str]:
@@ -164,7 +174,7 @@ def _refusal(job: SessionJob, batch_doc: dict | None) -> str | None:
                 + ", this batch uses " + (f"--rig {new_rig}" if new_rig else
                                           "the manifest's rig file")
                 + "; they are never overwritten: give this batch its own results folder "
-                  "with -o (without -o, --rig NEW.toml writes to batch-results-NEW/)")
+                  f"with -o (without -o it is {default_results(job.rig)}/)")
     return None
 
 
@@ -212,5 +222,5 @@ def plan_batch(manifests: list[Path], results: Path, *, options: RunOptions,
     return plan
 
 
-__all__ = ["expand_sessions", "session_keys", "safe_name", "plan_batch", "BatchPlan",
+__all__ = ["expand_sessions", "session_keys", "safe_name", "default_results", "plan_batch", "BatchPlan",
            "up_to_date", "read_batch_record", "remove_leftovers"]

@@ -16,12 +16,11 @@ import os
 import sys
 from pathlib import Path
 
+from rigtool.batch.plan import DEFAULT_RESULTS
 from rigtool.pipeline.run_job import add_fit_arguments
 
 HELP = "many sessions as rigtool run does, on a local Dask cluster or a scheduler"
 
-#: RESULTS without -o (with --rig NEW.toml: batch-results-NEW)
-DEFAULT_RESULTS = "batch-results"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,15 +40,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="rerun sessions whose results are already up to date")
     add_fit_arguments(p)
-
-
-def _results_dir(args: argparse.Namespace) -> Path:
-    if args.output is not None:
-        return args.output
-    if args.rig is not None:
-        from rigtool.batch.plan import safe_name
-        return Path(f"{DEFAULT_RESULTS}-{safe_name(args.rig.name.removesuffix('.toml'))}")
-    return Path(DEFAULT_RESULTS)
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
@@ -84,13 +74,14 @@ def _progress_bar(total: int):
 
 def run(args: argparse.Namespace) -> int:
     from rigtool.batch.lock import results_lock
-    from rigtool.batch.plan import expand_sessions, plan_batch, remove_leftovers
+    from rigtool.batch.plan import (default_results, expand_sessions, plan_batch,
+                                    remove_leftovers)
     from rigtool.batch.summary import write_summary
     from rigtool.pipeline.run_job import check_results_dir, options_from_args
 
     _check_arguments(args)
     manifests = expand_sessions(args.sessions)
-    results = _results_dir(args).absolute()
+    results = (args.output or default_results(args.rig)).absolute()
     for m in manifests:
         check_results_dir(m, results)
     with results_lock(results):
