@@ -17,14 +17,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from rigtool.cli import main
-from rigtool.tomlwrite import dumps
+from rigtool.sim.true_calibration import write_true_calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--method", "equation-error"]
@@ -53,23 +52,6 @@ window = [0.5, 5.5]
 """
 
 
-def calibrated_rig_from_truth(rig_toml: Path, truth_json: Path, out: Path,
-                              stiffness_scale: float = 1.0) -> None:
-    """The rig file completed with the simulator's true calibration (``stiffness_scale``
-    makes a deliberately different rig, as a recalibration would)."""
-    raw = tomllib.loads(rig_toml.read_text())
-    truth = json.loads(truth_json.read_text())
-    by_name = {s["name"]: s for s in truth["springs"]}
-    for sp in raw["springs"]:
-        t = by_name[sp["name"]]
-        sp.update(stiffness=t["stiffness"] * stiffness_scale, free_length=t["free_length"],
-                  damping=t["damping"])
-    plat = truth["platform"]
-    raw["platform"].update(mass=plat["mass"], com=plat["com"], inertia_com=plat["inertia_com"])
-    raw.pop("calibration_captures", None)
-    out.write_text(dumps(raw))
-
-
 def make_study(root: Path, n_sessions: int, *, broken: str | None = None) -> list[Path]:
     """Simulate the short scenario once under ``root`` and copy it into sessions s1..sN (s2
     with another window on posture1; ``broken``: that session names a marker the captures
@@ -78,7 +60,7 @@ def make_study(root: Path, n_sessions: int, *, broken: str | None = None) -> lis
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["simulate", str(root / "short.toml"), "-o", str(root)]) == 0
     cal = root / "calibration"
-    calibrated_rig_from_truth(cal / "paper-rig.toml", cal / "paper-rig.truth.json",
+    write_true_calibration(cal / "paper-rig.toml", cal / "paper-rig.truth.json",
                               cal / "paper-rig.calibrated.toml")
     sim = root / "captures" / "two-link"
     manifests = []
@@ -225,7 +207,7 @@ def test_rig_override_writes_its_own_folder(study, monkeypatch):
     root, manifests, results, *_ = study
     cal = root / "calibration"
     new_rig = cal / "recalibrated.toml"
-    calibrated_rig_from_truth(cal / "paper-rig.toml", cal / "paper-rig.truth.json", new_rig,
+    write_true_calibration(cal / "paper-rig.toml", cal / "paper-rig.truth.json", new_rig,
                               stiffness_scale=1.01)
     manifest_text = manifests[0].read_text()
     old_report = (results / "s1" / "report.json").read_bytes()
