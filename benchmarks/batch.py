@@ -18,9 +18,17 @@ with its own noise seed; the rig file holds the simulator's true calibration. Th
    published; the rerun must run exactly the sessions without results and skip the others.
 
 Wall times on a shared machine measure the neighbours too: the load average is printed
-with the figures. Figures are printed and written to ``benchmarks/results/batch.json``.
+with the figures, and so is the CPU time of each step (``getrusage`` of the child processes,
+the Dask scheduler, nannies and workers included): batch CPU / serial CPU is what the wall
+ratio would be on a quiet machine with the sessions perfectly balanced over the workers, and
+batch CPU - serial CPU is the batch's own cost (cluster and worker start-up, each worker's
+first JAX compilation or cache load, the summary). Figures are printed and written to
+``benchmarks/results/batch.json``.
 
-    python3 benchmarks/batch.py [--sessions 8] [--workers 2] [--duration 6]
+The default session is the bundled demo's size (15 s captures at 100 Hz); real sessions
+(minutes of CPU each) amortise the batch's fixed cost further.
+
+    python3 benchmarks/batch.py [--sessions 8] [--workers 2] [--duration 15]
                                 [--method output-error|equation-error] [--kill-after 3]
 """
 
@@ -29,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -67,6 +76,12 @@ def _env() -> dict:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"                     # as Dask's nanny sets them for its workers
     return env
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of every finished (waited-for) descendant process so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def _rigtool(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -134,6 +149,11 @@ def _batch(manifests, results, args, extra=()) -> tuple[float, subprocess.Comple
     return time.perf_counter() - t0, r
 
 
+def _worker_run_times(results: Path, keys: list[str]) -> dict[str, float]:
+    """Each session's run time inside its batch worker (batch.json)."""
+    return {k: json.loads((results / k / "batch.json").read_text())["run_s"] for k in keys}
+
+
 def kill_midway(manifests, results: Path, args) -> dict:
     """Start a batch, SIGKILL its process group after ``kill_after`` published sessions,
     rerun; which sessions did the rerun run?"""
@@ -173,7 +193,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--duration", type=float, default=6.0, help="capture length, s")
+    ap.add_argument("--duration", type=float, default=15.0, help="capture length, s")
     ap.add_argument("--method", default="output-error",
                     choices=("output-error", "equation-error"))
     ap.add_argument("--kill-after", type=int, default=3)
@@ -189,7 +209,9 @@ def main() -> None:
     print(f"study in {root}: {args.sessions} sessions, {args.duration:g} s captures, "
           f"{args.method}, {args.workers} workers; load average {os.getloadavg()}")
     manifests = make_study(root, args.sessions, args.duration)
+    load_before = os.getloadavg()
 
+    cpu0 = _children_cpu_s()
     single = subprocess.run([sys.executable, __file__, "--method", args.method,
                              "--child-serial", *map(str, manifests), "--child-out",
                              str(root / "single")], env=_env(), capture_output=True,
@@ -197,9 +219,12 @@ def main() -> None:
     assert single.returncode == 0, single.stderr
     times = json.loads(single.stdout.splitlines()[-1])
     serial_s = sum(times.values())
-
+    cpu1 = _children_cpu_s()
     batch_s, r = _batch(manifests, root / "batch", args)
     assert r.returncode == 0, r.stdout + r.stderr
+    cpu2 = _children_cpu_s()
+    serial_cpu, batch_cpu = cpu1 - cpu0, cpu2 - cpu1
+    in_worker = _worker_run_times(root / "batch", [Path(m).parent.name for m in manifests])
     ideal_s = serial_s / args.workers
     ratio = batch_s / ideal_s
 
@@ -220,7 +245,10 @@ def main() -> None:
                                                          for k, v in times.items()},
         "sum_single_s": round(serial_s, 1), "ideal_s": round(ideal_s, 1),
         "batch_wall_s": round(batch_s, 1), "ratio_to_ideal": round(ratio, 3),
-        "goal_ratio": 1.15, "reports_identical": exact,
+        "goal_ratio": 1.15, "serial_cpu_s": round(serial_cpu, 1),
+        "batch_cpu_s": round(batch_cpu, 1), "cpu_ratio": round(batch_cpu / serial_cpu, 3),
+        "session_s_in_batch_worker": {k: round(v, 2) for k, v in in_worker.items()},
+        "load_average_before": load_before, "reports_identical": exact,
         "reports_worst_relative_difference": worst, "kill_midway": kill,
         "load_average_after": load, "cpu_count": os.cpu_count()}
     print(f"single sessions (serial, one process): sum {serial_s:.1f} s "
@@ -228,6 +256,11 @@ def main() -> None:
     print(f"batch on {args.workers} workers: {batch_s:.1f} s wall; ideal (sum/{args.workers}) "
           f"{ideal_s:.1f} s; ratio {ratio:.3f} (goal <= 1.15: "
           f"{'met' if ratio <= 1.15 else 'NOT met'})")
+    print(f"CPU: serial {serial_cpu:.1f} s, batch {batch_cpu:.1f} s (ratio "
+          f"{batch_cpu / serial_cpu:.3f}: the wall ratio on a quiet machine with the sessions "
+          f"balanced; the batch's own cost {batch_cpu - serial_cpu:.1f} s CPU)")
+    print(f"sessions inside the batch workers: sum {sum(in_worker.values()):.1f} s "
+          f"({', '.join(f'{v:.1f}' for v in in_worker.values())})")
     print(f"reports: {exact}/{len(manifests)} identical to the single run in every number; "
           f"largest relative difference elsewhere {worst:.2g}")
     print(f"kill midway: killed after {kill['killed_after_s']} s with "

@@ -214,7 +214,8 @@ def test_rig_override_writes_its_own_folder(study, monkeypatch):
     code, out, err = run_cli(["batch", str(manifests[0]), "-o", str(results), "--rig",
                               str(new_rig), *FAST])
     assert code == 2
-    assert "s1: error:" in err and "never overwritten" in err and "batch-results-recalibrated" in err
+    assert "s1: error:" in err and "never overwritten" in err
+    assert "without -o it is batch-results-recalibrated/" in err
     monkeypatch.chdir(root)
     code, out, err = run_cli(["batch", str(manifests[0]), "--rig", str(new_rig),
                               "--workers", "1", *FAST])
@@ -225,6 +226,13 @@ def test_rig_override_writes_its_own_folder(study, monkeypatch):
     assert new["postures"][0]["inertia_com"] != old["postures"][0]["inertia_com"]
     assert (results / "s1" / "report.json").read_bytes() == old_report
     assert manifests[0].read_text() == manifest_text
+
+
+def test_run_takes_another_rig_file_too(study):
+    """`rigtool run --rig` is the same option: checked before any fit."""
+    root, manifests, *_ = study
+    code, _, err = run_cli(["run", str(manifests[0]), "--rig", str(root / "nope.toml")])
+    assert code == 2 and "nope.toml: rig file not found" in err
 
 
 def test_existing_scheduler_is_used(study, tmp_path):

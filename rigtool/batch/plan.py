@@ -222,5 +222,6 @@ def plan_batch(manifests: list[Path], results: Path, *, options: RunOptions,
     return plan
 
 
-__all__ = ["expand_sessions", "session_keys", "safe_name", "default_results", "plan_batch", "BatchPlan",
-           "up_to_date", "read_batch_record", "remove_leftovers"]
+__all__ = ["expand_sessions", "session_keys", "safe_name", "default_results", "plan_batch",
+           "BatchPlan", "up_to_date", "read_batch_record", "remove_leftovers",
+           "DEFAULT_RESULTS"]

@@ -66,8 +66,9 @@ def _progress_bar(total: int):
         progress(f"[{'#' * filled}{'.' * (20 - filled)}] {done[0]}/{total} "
                  f"{rec.key}: {rec.status}{took}")
         if rec.exit_status != 0:
-            print(f"rigtool batch: {rec.key}: {'error' if rec.exit_status == 2 else 'internal error'}"
-                  f": {rec.message}", file=sys.stderr, flush=True)
+            kind = "error" if rec.exit_status == 2 else "internal error"
+            print(f"rigtool batch: {rec.key}: {kind}: {rec.message}", file=sys.stderr,
+                  flush=True)
 
     return progress, on_record
 
