@@ -353,3 +353,32 @@ def test_the_parent_never_imports_jax():
             "assert 'jax' not in sys.modules and 'rigtool.pipeline.session' not in sys.modules")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_an_internal_error_is_the_session_s_record(study, tmp_path, monkeypatch):
+    """A bug (not a user's error) inside one session: status 'internal error', exit status
+    meaning 1, the traceback kept; nothing half-written is left."""
+    import rigtool.pipeline.run_job as run_job
+    from rigtool.batch.tasks import INTERNAL, SessionJob, run_task
+    from rigtool.pipeline.run_job import RunOptions
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(run_job, "run_to_directory", broken)
+    root, manifests, *_ = study
+    job = SessionJob("s1", manifests[0], tmp_path / "r" / "s1", None, RunOptions())
+    rec = run_task(job, 0.5)
+    assert rec.status == INTERNAL and rec.exit_status == 1
+    assert rec.message == "ZeroDivisionError: a bug" and "Traceback" in rec.detail
+    assert rec.preflight_s == 0.5
+    assert list((tmp_path / "r").iterdir()) == []
+
+
+def test_batch_exit_status():
+    from rigtool.batch.tasks import SessionRecord, batch_exit_status
+    rec = {s: SessionRecord("k", "m", "o", s) for s in ("done", "skipped", "bad input",
+                                                         "internal error")}
+    assert batch_exit_status([rec["done"], rec["skipped"]]) == 0
+    assert batch_exit_status([rec["done"], rec["internal error"]]) == 1
+    assert batch_exit_status([rec["internal error"], rec["bad input"]]) == 2

@@ -93,6 +93,13 @@ class SessionRecord:
         return asdict(self)
 
 
+def batch_exit_status(records: list[SessionRecord]) -> int:
+    """The batch's exit status: 2 when any session had bad input, else 1 when any had an
+    internal error, else 0."""
+    codes = {r.exit_status for r in records}
+    return 2 if 2 in codes else 1 if 1 in codes else 0
+
+
 def _worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -178,6 +185,6 @@ def worker_rigtool_version() -> str:
     return __version__
 
 
-__all__ = ["SessionJob", "SessionRecord", "preflight_task", "run_task", "publish_directory",
+__all__ = ["SessionJob", "SessionRecord", "batch_exit_status", "preflight_task", "run_task", "publish_directory",
            "worker_rigtool_version", "DONE", "SKIPPED", "BAD_INPUT", "INTERNAL", "EXIT_STATUS",
            "BATCH_RECORD"]

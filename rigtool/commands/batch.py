@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from rigtool.batch.plan import (default_results, expand_sessions, plan_batch,
                                     remove_leftovers)
     from rigtool.batch.summary import write_summary
+    from rigtool.batch.tasks import batch_exit_status
     from rigtool.pipeline.run_job import check_results_dir, options_from_args
 
     _check_arguments(args)
@@ -113,5 +114,4 @@ def run(args: argparse.Namespace) -> int:
         first = r.message.splitlines()[0] if r.message else ""
         print(f"  {r.key:<{width}}  {r.status:<14} {took}  {first}")
     print(f"summary: {written[0]}, {written[1].name}, {written[2].name}")
-    codes = {r.exit_status for r in ordered}
-    return 2 if 2 in codes else 1 if 1 in codes else 0
+    return batch_exit_status(ordered)
