@@ -17,7 +17,7 @@ from rigtool.errors import RigtoolError
 
 #: Sub-commands in the order ``rigtool --help`` lists them.
 COMMANDS: tuple[str, ...] = ("inspect", "convert", "camera", "track", "simulate", "calibrate",
-                             "weigh", "subset", "run")
+                             "weigh", "subset", "run", "batch")
 
 
 def _load(name: str):

@@ -363,14 +363,21 @@ class Session:
     total_mass_std_kg: float | None = None      # the scale's standard uncertainty, kg
 
 
-def load_session(path: str | Path) -> Session:
-    """Read and validate a session manifest (SPEC "The session manifest")."""
+def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
+    """Read and validate a session manifest (SPEC "The session manifest").
+
+    ``rig``: a rig file used instead of the one the manifest names (``--rig`` of ``rigtool
+    run`` and ``rigtool batch``: rerun against a recalibrated rig without editing manifests).
+    """
     path = Path(path)
     raw = read_toml(path)
     s = require(raw, "session", field="session", path=path)
     name = as_str(s.get("name", path.parent.name), field="session.name", path=path)
-    rig_path = path.parent / as_str(require(s, "rig", field="session", path=path),
-                                    field="session.rig", path=path)
+    if rig is not None:
+        rig_path = Path(rig)
+    else:
+        rig_path = path.parent / as_str(require(s, "rig", field="session", path=path),
+                                        field="session.rig", path=path)
     mass = s.get("total_mass")
     mass_from = s.get("total_mass_from")
     if (mass is None) == (mass_from is None):

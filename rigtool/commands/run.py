@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rigtool.errors import InputError
-from rigtool.pipeline.methods import add_method_argument
+from rigtool.pipeline.run_job import add_fit_arguments
 from rigtool.progress import progress_printer
 
 HELP = "the whole pipeline: postures, subset, report (report.json, .md, .html, figures, CSV)"
@@ -17,37 +16,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session", type=Path, help="session manifest (TOML)")
     p.add_argument("-o", "--output", type=Path, default=None,
                    help="results directory (default: results/ next to the manifest)")
-    p.add_argument("--spring-model", choices=("exact", "linear"), default="exact",
-                   help="spring wrench from the measured geometry (default) or paper 002's "
-                        "linear stiffness-matrix model")
-    p.add_argument("--weighting", choices=("noise", "plain", "dual-metric"),
-                   default="dual-metric",
-                   help="row weighting of the posture fits: paper 004's unit-independent dual "
-                        "metric (default; most accurate in benchmarks/posture.py), 1/sigma per "
-                        "wrench component, or none")
-    add_method_argument(p, "the posture fits")
-    p.add_argument("--no-compensation", action="store_true",
-                   help="plain equation error (no errors-in-variables correction)")
+    add_fit_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from rigtool.pipeline.preflight import check_session
+    from rigtool.pipeline.run_job import (check_results_dir, default_results_dir,
+                                          options_from_args, run_to_directory)
 
-    check_session(args.session)      # every file named, checked in seconds, before the fitting
-    from rigtool.pipeline.session import run_session     # code is even imported
-    from rigtool.report.writer import write_report
-
-    out_dir = args.output or args.session.parent / "results"
-    session_dir = args.session.resolve().parent
-    if out_dir.resolve() == session_dir:
-        raise InputError("the results directory must not be the session's own folder (raw "
-                         "captures live there); choose another with -o", path=out_dir)
-    progress = progress_printer()
-    outcome = run_session(args.session, spring_model=args.spring_model,
-                          weighting=args.weighting, compensate=not args.no_compensation,
-                          method=args.method, progress=progress, preflight=False)
-    progress("writing the report")
-    written = write_report(outcome, out_dir)
+    # every file named, checked in seconds, before the fitting code is even imported
+    check_session(args.session, rig=args.rig)
+    out_dir = args.output or default_results_dir(args.session)
+    check_results_dir(args.session, out_dir)
+    outcome, written = run_to_directory(args.session, out_dir, options=options_from_args(args),
+                                        rig=args.rig, progress=progress_printer(),
+                                        preflight=False)
     doc = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
     print(summary_text(doc))
     for note in doc.get("notes", []):

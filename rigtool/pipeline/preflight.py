@@ -181,17 +181,18 @@ def check_rig(rig_path: str | Path) -> RigFile:
     return rigfile
 
 
-def check_session(session_path: str | Path) -> Session:
+def check_session(session_path: str | Path, *, rig: str | Path | None = None) -> Session:
     """Everything ``rigtool run`` will read, checked before it fits.
 
     Reads the manifest (its own errors raise at once: nothing else can be checked without
-    it), then the rig file it names and every capture, collecting each problem. Returns the
-    session; raises :class:`PreflightError` with every problem found.
+    it), then the rig file it names (or ``rig``, given instead of it) and every capture,
+    collecting each problem. Returns the session; raises :class:`PreflightError` with every
+    problem found.
     """
-    session = load_session(session_path)
+    session = load_session(session_path, rig=rig)
     col = _Collector()
-    rigfile = _rig_problems(col, session.rig_path, named_by=session.path, field="session.rig",
-                            calibration=False)
+    rigfile = _rig_problems(col, session.rig_path, named_by=None if rig else session.path,
+                            field=None if rig else "session.rig", calibration=False)
     if session.total_mass_kg is None and session.total_mass_from is not None \
             and not Path(session.total_mass_from).is_file():
         col.add(f"the weighing file {session.total_mass_from} does not exist",

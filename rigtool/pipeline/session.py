@@ -29,9 +29,10 @@ from typing import Callable
 
 import numpy as np
 
-from rigtool.config import RigFile, Session, load_rig, load_session, sha256_of
+from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.devices.scale import resolve_total_mass, total_mass_std
 from rigtool.errors import ConfigError, IdentifiabilityError
+from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
 from rigtool.pipeline.relative_model import RelativeModelChoice, refine_relative_motion
@@ -115,30 +116,28 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
                 method: str = "output-error", workers: int | None = None,
-                progress: Progress | None = None, preflight: bool = True) -> SessionOutcome:
+                progress: Progress | None = None, preflight: bool = True,
+                rig: str | Path | None = None) -> SessionOutcome:
     """Run every stage of a session (see module docstring).
 
     ``workers``: processes for the posture fits (default: one per posture up to the CPU
     count with the output-error method, else 1). ``preflight`` (default) checks every file
     the manifest names before any fit (rigtool.pipeline.preflight); off when the caller has
-    just done so.
+    just done so. ``rig``: a rig file used instead of the manifest's.
     """
     progress = progress or _noop
-    session = check_session(session_path) if preflight else load_session(session_path)
+    session = (check_session(session_path, rig=rig) if preflight
+               else load_session(session_path, rig=rig))
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)
     tree = session.tree
     markers = link_markers(session, tree)
-    inputs = [{"path": str(session.path.name), "sha256": sha256_of(session.path)},
-              {"path": os.path.relpath(session.rig_path, session.path.parent),
-               "sha256": sha256_of(session.rig_path)}]
+    inputs = session_inputs(session)
     relative_data = None
     if session.relative_motion is not None:
         ref = session.relative_motion
         relative_data = read_capture(ref.capture, units=ref.units)
-        inputs.append({"path": _rel(ref.capture, session.path.parent),
-                       "sha256": sha256_of(ref.capture)})
     tree, markers, joint_centres = estimate_joint_centres(session, tree, markers, relative_data)
     if joint_centres:
         progress("joint centres estimated from the relative motion: "
@@ -146,9 +145,6 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
-    for ref in session.postures:
-        inputs.append({"path": _rel(ref.capture, session.path.parent),
-                       "sha256": sha256_of(ref.capture)})
     kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)

@@ -1,0 +1,108 @@
+"""The Dask side of a batch (parent process): a client, the tasks, their progress.
+
+Without a scheduler address a :class:`distributed.LocalCluster` of worker *processes* is
+started (one thread each: a session's fits are single-threaded Python and NumPy, so
+processes, not threads, run sessions side by side) and stopped at the end. Dask's nanny
+starts each worker as a fresh interpreter (``spawn``), so nothing of the parent (and never a
+half-initialised JAX runtime) is inherited by a fork. With an address, the batch is a client
+of an existing scheduler (``dask scheduler`` / ``dask worker ADDRESS``, or any deployment
+that exposes one); its workers must import the same rigtool and see the same paths.
+
+Per session two tasks are submitted: the preflight check (high priority: every broken
+session is reported within seconds of the start) and the run, which depends on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from rigtool.errors import InputError
+from rigtool.batch.tasks import (INTERNAL, SessionJob, SessionRecord, preflight_task, run_task,
+                                 worker_rigtool_version)
+from rigtool import __version__
+
+#: seconds to wait for a scheduler to answer
+CONNECT_TIMEOUT_S = 20
+
+
+@contextmanager
+def dask_client(*, scheduler: str | None, workers: int) -> Iterator[object]:
+    """A ``distributed.Client``: of ``scheduler`` when given, else of a local cluster of
+    ``workers`` single-threaded processes (closed on exit)."""
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InputError(f"no Dask scheduler answers at this address ({exc}); start one "
+                             "with `dask scheduler` and workers with `dask worker ADDRESS`",
+                             field="--scheduler", found=scheduler) from None
+        try:
+            check_workers(client)
+            yield client
+        finally:
+            client.close()
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def check_workers(client) -> None:
+    """Every connected worker runs this rigtool version (else an InputError naming them).
+
+    Workers that join later are not checked; a worker without rigtool fails its sessions
+    with an internal error naming the missing module."""
+    try:
+        versions = client.run(worker_rigtool_version)
+    except Exception as exc:  # noqa: BLE001 - a worker could not even import rigtool
+        raise InputError(f"a Dask worker cannot run rigtool ({type(exc).__name__}: {exc}); "
+                         "install this rigtool in the workers' environment",
+                         field="--scheduler") from None
+    wrong = {w: v for w, v in versions.items() if v != __version__}
+    if wrong:
+        raise InputError(f"Dask workers run another rigtool version than this one "
+                         f"({__version__}): " + ", ".join(f"{w} has {v}"
+                                                          for w, v in wrong.items()),
+                         field="--scheduler")
+
+
+def run_jobs(client, jobs: list[SessionJob],
+             on_record: Callable[[SessionRecord], None] | None = None) -> list[SessionRecord]:
+    """Submit every job (preflight, then run) and collect a record per job, in job order.
+
+    ``on_record(record)`` is called as each session finishes (progress display). A task
+    that Dask itself could not complete (its worker died three times: ``KilledWorker``)
+    becomes an internal error of that session.
+    """
+    from distributed import as_completed
+
+    batch_id = uuid.uuid4().hex[:8]           # keys never clash with another batch's
+    checks = [client.submit(preflight_task, job, key=f"rigtool-preflight-{job.key}-{batch_id}",
+                            priority=10, pure=False) for job in jobs]
+    runs = [client.submit(run_task, job, check, key=f"rigtool-run-{job.key}-{batch_id}",
+                          priority=0, pure=False) for job, check in zip(jobs, checks)]
+    job_of = {fut.key: job for fut, job in zip(runs, jobs)}
+    records: dict[str, SessionRecord] = {}
+    try:
+        for fut in as_completed(runs):
+            job = job_of[fut.key]
+            try:
+                record = fut.result()
+            except Exception as exc:  # noqa: BLE001 - the worker, not the session, failed
+                record = SessionRecord(job.key, str(job.manifest), str(job.out_dir), INTERNAL,
+                                       f"the Dask task failed: {type(exc).__name__}: {exc}")
+            records[job.key] = record
+            if on_record is not None:
+                on_record(record)
+    finally:
+        client.cancel(checks + runs)          # nothing left running when interrupted
+    return [records[job.key] for job in jobs]
+
+
+__all__ = ["dask_client", "check_workers", "run_jobs", "CONNECT_TIMEOUT_S"]
