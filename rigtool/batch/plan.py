@@ -148,7 +148,17 @@ def up_to_date(job: SessionJob, batch_doc: dict) -> bool:
         current = session_inputs(load_session(job.manifest, rig=job.rig))
     except (RigtoolError, OSError):
         return False            # a broken or changed session: run it (preflight says why)
-    return report.get("inputs") == current
+    # a truth.json next to the manifest is an input of the report too (its comparison)
+    from rigtool.config import sha256_of
+    from rigtool.report.truth import find_truth
+    truth = find_truth(job.manifest)
+    if truth is not None:
+        current = current + [{"path": truth.name, "sha256": sha256_of(truth)}]
+    recorded = report.get("inputs")
+    if recorded != current and truth is not None:
+        # a truth file the report could not compare was not recorded: the rest must match
+        recorded = recorded + [current[-1]] if recorded == current[:-1] else recorded
+    return recorded == current
 
 
 def _refusal(job: SessionJob, batch_doc: dict | None) -> str | None:
