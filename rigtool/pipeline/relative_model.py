@@ -7,8 +7,8 @@ accurate when it holds; the active model (the links' measured motion prescribed,
 platform simulated) holds for any joint torques. The test is the one that matters: whether
 a model's simulated markers follow the measured ones to the marker noise (the residual
 standard deviation within ``REACHED_NOISE_FACTOR`` times the rigid fits' noise, which no
-model enters). ``auto`` tries the passive model and, when it does not reach the noise, the
-active one; a model that does not reach it never replaces the equation-error estimate.
+model enters). ``auto`` tries the passive model (given up after its first horizon when it is
+already far off) and, when it does not reach the noise, the active one; a model that does not reach it never replaces the equation-error estimate.
 """
 
 from __future__ import annotations
@@ -17,8 +17,14 @@ from dataclasses import dataclass, field
 
 from rigtool.identify.relative.active import refine_relative_active
 from rigtool.identify.relative.equation_error import RelativeResult
-from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, RelativeRefinement,
-                                                   refine_relative)
+from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, ModelMismatch,
+                                                   RelativeRefinement, refine_relative)
+
+#: in "auto", the passive model is given up after its first horizon (2 s, initial state
+#: fitted, parameters at the equation-error start) when it leaves more than this multiple of
+#: the marker noise: a free swing started there tracks to about the noise (the start's J_yy is
+#: within ~1 %), a limb moved by muscles drifts by millimetres within a second
+EARLY_REJECT_FACTOR = 10.0
 
 
 @dataclass
@@ -71,7 +77,17 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
              "active": ("active",)}[requested]
     fits = {"passive": refine_relative, "active": refine_relative_active}
     for kind in kinds:
-        ref = fits[kind](*fit_args, start=start, **fit_kwargs)
+        kw = dict(fit_kwargs)
+        if kind == "passive" and requested == "auto":
+            kw["reject_above"] = EARLY_REJECT_FACTOR
+        try:
+            ref = fits[kind](*fit_args, start=start, **kw)
+        except ModelMismatch as mm:
+            choice.tried.append({"model": kind, "method": "output-error",
+                                 "residual_mm": mm.residual_mm, "noise_mm": mm.noise_mm,
+                                 "reached_noise": False, "elapsed_s": mm.elapsed_s,
+                                 "stopped_after_s": mm.horizon_s})
+            continue
         choice.tried.append(_tried(kind, ref))
         if ref.reached_noise():
             choice.used = kind
@@ -84,6 +100,8 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
 def _reason(choice: RelativeModelChoice) -> str:
     parts = [f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
              f"against {t['noise_mm']:.3f} mm marker noise"
+             + (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t
+                else "")
              + (" (reached)" if t["reached_noise"] else
                 f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
              for t in choice.tried]
@@ -95,4 +113,4 @@ def _reason(choice: RelativeModelChoice) -> str:
     return head + ": " + "; ".join(parts)
 
 
-__all__ = ["RelativeModelChoice", "refine_relative_motion"]
+__all__ = ["RelativeModelChoice", "refine_relative_motion", "EARLY_REJECT_FACTOR"]

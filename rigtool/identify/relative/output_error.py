@@ -88,6 +88,19 @@ REACHED_NOISE_FACTOR = 1.5
 DAMPING = ("per-joint", "shared")
 
 
+class ModelMismatch(Exception):
+    """The swing model cannot follow the capture: already on the first horizon (initial state
+    fitted, parameters at the equation-error start) its residual is ``residual_mm`` against
+    ``noise_mm`` marker noise (raised only when the caller asks, ``reject_above``)."""
+
+    def __init__(self, residual_mm: float, noise_mm: float, horizon_s: float,
+                 elapsed_s: float) -> None:
+        super().__init__(f"the passive model leaves {residual_mm:.3f} mm against "
+                         f"{noise_mm:.3f} mm marker noise on the first {horizon_s:.1f} s")
+        self.residual_mm, self.noise_mm = residual_mm, noise_mm
+        self.horizon_s, self.elapsed_s = horizon_s, elapsed_s
+
+
 def _phi_s_matrix(n_links: int) -> np.ndarray:
     """``[8n+1, 9n]`` linear map Phi_B -> Phi_s."""
     return np.stack([phi_s_from_phi_b(e) for e in np.eye(9 * n_links)], axis=1)
@@ -212,7 +225,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
                     damping: str = "per-joint", phi_s: np.ndarray | None = None,
                     damping_start: float = 0.05, substeps: int = 1, fit_base: bool = True,
                     first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
-                    ftol: float = 1e-8, max_nfev: int = 30) -> RelativeRefinement:
+                    ftol: float = 1e-8, max_nfev: int = 30,
+                    reject_above: float | None = None) -> RelativeRefinement:
     """Refine Phi_B by fitting the simulated swing (platform on springs, links on damped
     spherical joints) to the raw markers of the relative-motion capture.
 
@@ -266,6 +280,10 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         at 100 Hz; 2 to 0.2 um).
     first_horizon_s, horizon_factor, ftol, max_nfev
         Growing-horizon schedule and the solver's stopping rules per stage.
+    reject_above : float, optional
+        Stop with :class:`ModelMismatch` when the first horizon's residual (initial state
+        fitted, parameters at the start) exceeds this multiple of the marker noise: a limb
+        moved by muscles is told from a free swing in seconds, before the whole fit.
 
     Returns
     -------
@@ -372,6 +390,10 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
         sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
     sigma_mm = max(sigma_mm, 1e-3)          # 1 um: no capture is better (simulated noise-free)
+    first_rms = float(np.sqrt(np.mean(sol.fun ** 2)))
+    if reject_above is not None and first_rms > reject_above * sigma_mm:
+        raise ModelMismatch(first_rms, sigma_mm, prob.n_frames * dt,
+                            time.perf_counter() - t_start)
     if free == "phi_b":
         w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))           # C_s^-1/2 (lower)
         prob.prior_rows = sigma_mm * (w_s @ _phi_s_matrix(n))
@@ -492,4 +514,4 @@ def _jyy_pos(free: str, k: int) -> int:
     return k if free == "jyy" else 9 * (k + 1) + 4
 
 
-__all__ = ["RelativeRefinement", "refine_relative", "FREE", "DAMPING", "REACHED_NOISE_FACTOR"]
+__all__ = ["RelativeRefinement", "refine_relative", "ModelMismatch", "FREE", "DAMPING", "REACHED_NOISE_FACTOR"]
