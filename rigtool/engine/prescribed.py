@@ -39,8 +39,8 @@ from functools import partial
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
-from rigtool.engine.rigid import (CHUNK_FRAMES, STATE, RigidModel, _mm, _mv, _pad_columns,
-                                  _skew, _solve3, spring_wrench)
+from rigtool.engine.rigid import (CHUNK_FRAMES, STATE, RigidModel, _mm, _mv, _skew, _solve3,
+                                  spring_wrench, tangent_start)
 
 INPUTS = 24
 
@@ -184,10 +184,7 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, u_grid: np.nd
     with_tan = tangent_theta is not None or tangent_y0 is not None
     tangents = None
     if with_tan:
-        p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
-        t_th = np.zeros((theta.size, p)) if tangent_theta is None else tangent_theta
-        t_y = np.zeros((STATE, p)) if tangent_y0 is None else tangent_y0
-        t_th, t_y = _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
+        p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
         tangents = np.empty((n_frames, STATE, p))
         tangents[0] = t_y[:, :p]
         tan, t_th = jnp.asarray(t_y), jnp.asarray(t_th)

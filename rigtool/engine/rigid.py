@@ -196,6 +196,17 @@ def _pad_columns(a: np.ndarray) -> np.ndarray:
     return a if width == p else np.concatenate([a, np.zeros((a.shape[0], width - p))], 1)
 
 
+def tangent_start(n_theta: int, n_state: int, tangent_theta: np.ndarray | None,
+                  tangent_y0: np.ndarray | None) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(P, d theta/d x, d y0/d x)`` with the missing one zero and both padded
+    (:func:`_pad_columns`); ``P`` the caller's number of directions (every engine's
+    simulate starts its tangents here)."""
+    p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
+    t_th = np.zeros((n_theta, p)) if tangent_theta is None else tangent_theta
+    t_y = np.zeros((n_state, p)) if tangent_y0 is None else tangent_y0
+    return p, _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
+
+
 def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
              dt: float, *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
              tangent_y0: np.ndarray | None = None, consume=None):
@@ -239,10 +250,7 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     theta_j = jnp.asarray(theta, float)
     with_tan = tangent_theta is not None or tangent_y0 is not None
     if with_tan:
-        p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
-        t_th = np.zeros((theta.size, p)) if tangent_theta is None else tangent_theta
-        t_y = np.zeros((STATE, p)) if tangent_y0 is None else tangent_y0
-        t_th, t_y = _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
+        p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
         keep = consume is None
         tangents = np.empty((n_frames, STATE, p)) if keep else None
         if keep:
@@ -276,5 +284,6 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     return states, (tangents if with_tan and keep else None)
 
 
-__all__ = ["RigidModel", "STATE", "CHUNK_FRAMES", "theta_of", "rhs", "rk4_step", "simulate",
+__all__ = ["RigidModel", "STATE", "CHUNK_FRAMES", "theta_of", "tangent_start", "rhs", "rk4_step",
+           "simulate",
            "spring_wrench"]

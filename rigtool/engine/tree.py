@@ -40,7 +40,7 @@ from functools import partial
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
-from rigtool.engine.rigid import CHUNK_FRAMES, _mm, _mv, _pad_columns, _solve3
+from rigtool.engine.rigid import CHUNK_FRAMES, _mm, _mv, _solve3, tangent_start
 from rigtool.rig import Rig
 
 
@@ -323,10 +323,7 @@ def simulate(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
     th = jnp.asarray(theta, float)
     with_tan = tangent_theta is not None or tangent_y0 is not None
     if with_tan:
-        p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
-        t_th = np.zeros((theta.size, p)) if tangent_theta is None else tangent_theta
-        t_y = np.zeros((n_s, p)) if tangent_y0 is None else tangent_y0
-        t_th, t_y = _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
+        p, t_th, t_y = tangent_start(theta.size, n_s, tangent_theta, tangent_y0)
         tan = jnp.asarray(t_y)
         t_th = jnp.asarray(t_th)
         d_mks = np.empty((n_frames, k_n, 3, p))

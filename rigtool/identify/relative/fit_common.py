@@ -52,11 +52,6 @@ def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
     return phi_s, cov_s, free, chol, warnings
 
 
-def _skew(w):
-    z = jnp.zeros((), w.dtype)
-    return jnp.array([[z, -w[2], w[1]], [w[2], z, -w[0]], [-w[1], w[0], z]])
-
-
 def _transform(pi, rot, t):
     """``pi`` (body frame about its origin) in a frame where ``x = R x_b + t`` (pseudo-inertia
     congruence, as rigtool.inertia.transform_params)."""
@@ -130,8 +125,8 @@ class PriorRowsFit:
     """``residual(x)``/``jacobian(x)`` of a refinement's problem, evaluated together and
     cached for the last ``x``, with Phi_s's prior rows appended when Phi_B is free.
 
-    The problem class provides ``_marker_rows(full) -> (r, jac)`` and the attributes ``mask``,
-    ``n_frames``, ``fit_params``, ``n_params``, ``n_theta``, ``prior_rows``, ``prior_rhs``,
+    The problem class provides ``_marker_rows(full) -> (r, jac)`` and the attributes ``n``,
+    ``free``, ``mask``, ``n_frames``, ``fit_params``, ``n_params``, ``prior_rows``, ``prior_rhs``,
     ``cache`` and the methods ``_full`` and ``split``.
     """
 
@@ -156,6 +151,11 @@ class PriorRowsFit:
                 jac = np.vstack([jac, jp])
             self.cache = {key: (r, jac)}
         return self.cache[key]
+
+    @property
+    def n_theta(self) -> int:
+        """Object unknowns: the moving links' J_yy, or all of Phi_B."""
+        return self.n - 1 if self.free == "jyy" else 9 * self.n
 
     def base_pose(self, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(R_pb, t_pb)`` of base unknowns ``[dt (3), rotation vector (3)]`` (about the

@@ -19,7 +19,8 @@ import numpy as np
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine import tree as et
 from rigtool.identify.relative.equation_error import phi_b_affine
-from rigtool.identify.relative.fit_common import PriorRowsFit, _skew, object_bodies
+from rigtool.engine.rigid import _skew
+from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
 from rigtool.rig import Rig
 
 
@@ -61,10 +62,6 @@ class RelativeProblem(PriorRowsFit):
     @property
     def n(self) -> int:
         return len(self.parents)
-
-    @property
-    def n_theta(self) -> int:
-        return self.n - 1 if self.free == "jyy" else 9 * self.n
 
     @property
     def n_params(self) -> int:
