@@ -229,3 +229,21 @@ def test_manifest_motion_model_is_checked(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_session(bad)
     assert "relative_motion.motion" in str(exc.value) and "active" in str(exc.value)
+
+
+def test_a_fit_that_diverges_keeps_the_equation_error_estimate(monkeypatch):
+    """A model whose simulated motion diverges is a failed model, not a crash: the
+    equation-error estimate stays and the reason names the failure."""
+    import rigtool.pipeline.relative_model as rm
+
+    def diverges(*args, **kwargs):
+        raise FloatingPointError("the simulated motion diverged")
+
+    monkeypatch.setattr(rm, "refine_relative", diverges)
+    monkeypatch.setattr(rm, "refine_relative_active", diverges)
+    ref, choice = rm.refine_relative_motion("auto", SimpleNamespace(), fit_args=(),
+                                            fit_kwargs={})
+    assert ref is None and choice.used == "equation-error"
+    assert [t["model"] for t in choice.tried] == ["passive", "active"]
+    assert "passive model failed (the simulated motion diverged)" in choice.reason
+    assert "equation-error estimate is reported" in choice.reason

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rigtool.identify.relative.active import refine_relative_active
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, ModelMismatch,
@@ -88,6 +90,13 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
                                  "reached_noise": False, "elapsed_s": mm.elapsed_s,
                                  "stopped_after_s": mm.horizon_s})
             continue
+        except (FloatingPointError, np.linalg.LinAlgError) as exc:
+            # the simulated motion left the model (diverged, singular): that model failed
+            choice.tried.append({"model": kind, "method": "output-error",
+                                 "residual_mm": float("nan"), "noise_mm": float("nan"),
+                                 "reached_noise": False, "elapsed_s": float("nan"),
+                                 "failed": str(exc) or type(exc).__name__})
+            continue
         choice.tried.append(_tried(kind, ref))
         if ref.reached_noise():
             choice.used = kind
@@ -98,7 +107,8 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
 
 
 def _reason(choice: RelativeModelChoice) -> str:
-    parts = [f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
+    parts = [f"the {t['model']} model failed ({t['failed']})" if "failed" in t else
+             f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
              f"against {t['noise_mm']:.3f} mm marker noise"
              + (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t
                 else "")
