@@ -51,19 +51,29 @@ def _poses(data: MarkerData, markers: dict, frames: np.ndarray):
         coords
 
 
-def _splines(tree: Tree, data: MarkerData, markers: dict, plat_rot: np.ndarray,
-             frames: np.ndarray, xyz_noise: dict | None = None, like: list | None = None):
-    """Per link (None for the base) the relative rotation spline over ``frames`` (with
-    ``like``: the same smoothing as those splines)."""
-    out = [None]
-    for i, link in enumerate(tree.links[1:], start=1):
+def _link_trajectories(tree: Tree, data: MarkerData, markers: dict, frames: np.ndarray,
+                       xyz_noise: dict | None = None) -> dict:
+    """Each moving link's marker-fitted poses over ``frames`` (its markers plus
+    ``xyz_noise[link]`` when given: the probes)."""
+    out = {}
+    for link in tree.links[1:]:
         names = list(markers[link.name])
         coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
         xyz = data.select(names)[frames]
         if xyz_noise is not None:
             xyz = xyz + xyz_noise[link.name]
-        traj = fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[frames])
-        rel = np.einsum("tji,tjk->tik", plat_rot, traj.rotation)
+        out[link.name] = fit_pose(xyz, coords, marker_names=tuple(names),
+                                  time_s=data.time_s[frames])
+    return out
+
+
+def _splines(tree: Tree, data: MarkerData, link_trajs: dict, plat_rot: np.ndarray,
+             frames: np.ndarray, like: list | None = None):
+    """Per link (None for the base) the relative rotation spline over ``frames`` (with
+    ``like``: the same smoothing as those splines)."""
+    out = [None]
+    for i, link in enumerate(tree.links[1:], start=1):
+        rel = np.einsum("tji,tjk->tik", plat_rot, link_trajs[link.name].rotation)
         try:
             out.append(fit_relative_rotation(data.time_s[frames], rel,
                                              lam=None if like is None else like[i].lam))
@@ -140,7 +150,9 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     wide = np.arange(max(0, idx[0] - margin), min(data.n_frames, idx[-1] + margin + 1))
     # ---- the platform's and base's markers (fitted); the moving links' (the input)
     plat_traj_w, _, _ = _poses(data, plat_mk, wide)
-    splines = _splines(tree, data, markers, plat_traj_w.rotation, wide)
+    link_trajs = _link_trajectories(tree, data, markers, wide)
+    splines = _splines(tree, data, link_trajs, plat_traj_w.rotation, wide)
+    in_window = idx - wide[0]                       # the window's frames among ``wide``
     sets = [("platform", plat_mk, False), (tree.links[0].name, base_mk, True)]
     mk_body, xyz_all, mask_all, set_of, on_base, sigma = [], [], [], [], [], []
     for label, mk, is_base in sets:
@@ -155,8 +167,9 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
             rot_ref, st0 = start_state(traj.rotation, traj.position_m, traj.valid, dt)
     link_sigma = {}
     for link in tree.links[1:]:
-        traj, _, coords = _poses(data, markers[link.name], idx)
-        link_sigma[link.name] = marker_sigma_from_residual(traj.residual_rms_m, len(coords))
+        # the poses are fitted frame by frame: the window's rows of the wider fit
+        link_sigma[link.name] = marker_sigma_from_residual(
+            link_trajs[link.name].residual_rms_m[in_window], len(markers[link.name]))
         sigma.append(link_sigma[link.name])
     mk_body, xyz = np.concatenate(mk_body), np.concatenate(xyz_all, axis=1)
     mask, set_of = np.concatenate(mask_all, axis=1), np.array(set_of)
@@ -283,7 +296,8 @@ def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, 
         noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
                                     else 0.0, (wide.size, len(markers[l.name]), 3))
                  for l in tree.links[1:]}
-        spl = _splines(tree, data, markers, plat_rot, wide, xyz_noise=noise, like=splines)
+        spl = _splines(tree, data, _link_trajectories(tree, data, markers, wide, noise),
+                       plat_rot, wide, like=splines)
         u = prescribed_inputs(spl, parents, centres, grid_t)
         states, mk = prob.simulate(prob._full(x), u_grid=u)
         r_k, _ = prob.rows(states, mk)
