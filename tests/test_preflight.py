@@ -10,18 +10,17 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import shutil
-import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rigtool.sim.true_calibration import write_true_calibration
 from rigtool.cli import main
 from rigtool.errors import InputError, RigtoolError
 from rigtool.mocap import read_capture, write_capture
 from rigtool.pipeline.preflight import PreflightError, check_rig, check_session
-from rigtool.tomlwrite import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 TRUTH_RIG = ROOT / "calibration" / "paper-rig.truth.json"
@@ -29,17 +28,7 @@ TRUTH_RIG = ROOT / "calibration" / "paper-rig.truth.json"
 
 def _calibrated_rig(src: Path, dst: Path) -> None:
     """A rig file with calibrated values (the simulator's truth): what preflight needs."""
-    import json
-    raw = tomllib.loads(src.read_text())
-    truth = json.loads(TRUTH_RIG.read_text())
-    by_name = {s["name"]: s for s in truth["springs"]}
-    for sp in raw["springs"]:
-        t = by_name[sp["name"]]
-        sp.update(stiffness=t["stiffness"], free_length=t["free_length"], damping=t["damping"])
-    plat = truth["platform"]
-    raw["platform"].update(mass=plat["mass"], com=plat["com"], inertia_com=plat["inertia_com"])
-    raw.pop("calibration_captures", None)
-    dst.write_text(dumps(raw))
+    write_true_calibration(src, TRUTH_RIG, dst)
 
 
 @pytest.fixture

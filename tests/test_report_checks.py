@@ -15,13 +15,13 @@ import dataclasses
 import datetime as dt
 import json
 import shutil
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from rigtool.sim.true_calibration import write_true_calibration
 from rigtool.config import load_rig, load_session
 from rigtool.mocap import read_capture
 from rigtool.pipeline.session import fit_one_posture, link_markers
@@ -30,7 +30,6 @@ from rigtool.report.checks_capture import (markers_still_check, marker_residual_
                                            mass_check, postures_held_check)
 from rigtool.report.checks_model import (COVERED_PHRASES, bounds_check, calibration_check,
                                          fit_messages)
-from rigtool.tomlwrite import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 MASS = 80.817                     # the demo object's true (and weighed) mass, kg
@@ -45,16 +44,9 @@ def posture1(tmp_path_factory):
     shutil.copytree(ROOT / "captures" / "two-link", tmp / "captures" / "two-link",
                     ignore=shutil.ignore_patterns("results"))
     (tmp / "calibration").mkdir()
-    raw = tomllib.loads((ROOT / "calibration" / "paper-rig.toml").read_text())
-    truth = json.loads((ROOT / "calibration" / "paper-rig.truth.json").read_text())
-    by_name = {s["name"]: s for s in truth["springs"]}
-    for sp in raw["springs"]:
-        t = by_name[sp["name"]]
-        sp.update(stiffness=t["stiffness"], free_length=t["free_length"], damping=t["damping"])
-    plat = truth["platform"]
-    raw["platform"].update(mass=plat["mass"], com=plat["com"], inertia_com=plat["inertia_com"])
-    raw.pop("calibration_captures", None)
-    (tmp / "calibration" / "paper-rig.calibrated.toml").write_text(dumps(raw))
+    write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
+                           ROOT / "calibration" / "paper-rig.truth.json",
+                           tmp / "calibration" / "paper-rig.calibrated.toml")
     session = load_session(tmp / "captures" / "two-link" / "session.toml")
     rigfile = load_rig(session.rig_path)
     markers = link_markers(session, session.tree)
