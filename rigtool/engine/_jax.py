@@ -13,7 +13,8 @@ the fit, so 64-bit floats are switched on. JAX keeps that switch process-wide (i
 library setting, not state of rigtool's); every engine module imports ``jax`` from here so
 the setting is in force before any array is made. Compiled functions are cached on disk
 (``~/.cache/rigtool/jax``, or ``$RIGTOOL_JAX_CACHE``) so a second run, and every worker
-process, loads them instead of compiling again.
+process, loads them instead of compiling again; the integrators' traces are kept there too
+(rigtool.engine.compiled).
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ import jax
 import jax.numpy as jnp
 
 jax.config.update("jax_enable_x64", True)
-_cache = os.environ.get("RIGTOOL_JAX_CACHE",
-                        str(Path.home() / ".cache" / "rigtool" / "jax"))
-if _cache:
+CACHE_DIR = os.environ.get("RIGTOOL_JAX_CACHE",
+                           str(Path.home() / ".cache" / "rigtool" / "jax"))
+if CACHE_DIR:
     try:
-        Path(_cache).mkdir(parents=True, exist_ok=True)
-        jax.config.update("jax_compilation_cache_dir", _cache)
+        Path(CACHE_DIR).mkdir(parents=True, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     except OSError:          # a read-only home: compile every time, nothing else changes
-        pass
+        CACHE_DIR = ""
 
-__all__ = ["jax", "jnp"]
+__all__ = ["jax", "jnp", "CACHE_DIR"]

@@ -34,11 +34,11 @@ half step). The forward-mode derivative through the RK4 map is exact (jax.linear
 
 from __future__ import annotations
 
-from functools import partial
 
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
+from rigtool.engine.compiled import disk_jit
 from rigtool.engine.rigid import (CHUNK_FRAMES, STATE, RigidModel, _mm, _mv, _skew, _solve3,
                                   spring_wrench, tangent_start)
 
@@ -115,7 +115,7 @@ def _frame(y, theta, consts, uf, n_links, h, substeps):
     return y
 
 
-@partial(jax.jit, static_argnames=("n_links", "substeps"))
+@disk_jit(static_argnames=("n_links", "substeps"))
 def _chunk(y, theta, consts, us, h, *, n_links, substeps):
     def body(y, uf):
         y = _frame(y, theta, consts, uf, n_links, h, substeps)
@@ -123,7 +123,7 @@ def _chunk(y, theta, consts, us, h, *, n_links, substeps):
     return jax.lax.scan(body, y, us)[1]
 
 
-@partial(jax.jit, static_argnames=("n_links", "substeps"))
+@disk_jit(static_argnames=("n_links", "substeps"))
 def _chunk_tangents(y, tan_y, theta, tan_theta, consts, us, h, *, n_links, substeps):
     def body(carry, uf):
         y, tan_y = carry

@@ -30,11 +30,11 @@ tangent directions, carried beside the state.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
+from rigtool.engine.compiled import disk_jit
 from rigtool.rig import Rig
 
 STATE = 18
@@ -169,7 +169,7 @@ def rk4_step(y, theta, consts, free, h, substeps: int):
     return y
 
 
-@partial(jax.jit, static_argnames=("free", "substeps", "n"))
+@disk_jit(static_argnames=("free", "substeps", "n"))
 def _chunk(y, theta, consts, h, *, free, substeps, n):
     def body(y, _):
         y = rk4_step(y, theta, consts, free, h, substeps)
@@ -177,7 +177,7 @@ def _chunk(y, theta, consts, h, *, free, substeps, n):
     return jax.lax.scan(body, y, None, length=n)[1]
 
 
-@partial(jax.jit, static_argnames=("free", "substeps", "n"))
+@disk_jit(static_argnames=("free", "substeps", "n"))
 def _chunk_tangents(y, tan_y, theta, tan_theta, consts, h, *, free, substeps, n):
     def body(carry, _):
         y, tan_y = carry

@@ -35,11 +35,11 @@ platform is the root, with ``S_0`` mapping ``[v_p, omega_0]`` to ``(omega, v_p +
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
+from rigtool.engine.compiled import disk_jit
 from rigtool.engine.rigid import CHUNK_FRAMES, _mm, _mv, _solve3, tangent_start
 from rigtool.rig import Rig
 
@@ -276,7 +276,7 @@ def _step(y, theta, static, h, substeps):
     return y
 
 
-@partial(jax.jit, static_argnames=("static", "substeps", "n"))
+@disk_jit(static_argnames=("static", "substeps", "n"))
 def _chunk(y, theta, h, *, static, substeps, n):
     def body(y, _):
         y = _step(y, theta, static, h, substeps)
@@ -284,7 +284,7 @@ def _chunk(y, theta, h, *, static, substeps, n):
     return jax.lax.scan(body, y, None, length=n)[1]
 
 
-@partial(jax.jit, static_argnames=("static", "substeps", "n"))
+@disk_jit(static_argnames=("static", "substeps", "n"))
 def _chunk_tangents(y, tan_y, theta, tan_theta, h, *, static, substeps, n):
     def body(carry, _):
         y, tan_y = carry
@@ -298,7 +298,7 @@ def _chunk_tangents(y, tan_y, theta, tan_theta, h, *, static, substeps, n):
     return out + (tan_last,)
 
 
-@partial(jax.jit, static_argnames=("static",))
+@disk_jit(static_argnames=("static",))
 def _markers0(y, tan_y, theta, tan_theta, *, static):
     mk, lin = jax.linearize(lambda yy, tt: markers(yy, tt, static), y, theta)
     return mk, jax.vmap(lin, in_axes=(1, 1), out_axes=2)(tan_y, tan_theta)

@@ -80,6 +80,10 @@ def _rel(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when inside it (as report.json lists inputs)."""
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
+
+PARALLEL_POSTURES = 4   # from this many output-error postures on, fit them in processes
+
+
 def _posture_job(args) -> PostureOutcome:
     session, rigfile, tree, markers, ref, kwargs = args
     return fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
@@ -93,7 +97,11 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
     refs = list(session.postures)
     jobs = [(session, rigfile, tree, markers, ref, kwargs) for ref in refs]
     if workers is None:
-        workers = min(len(refs), os.cpu_count() or 1) if kwargs["method"] == "output-error" else 1
+        # worker processes pay from about four output-error postures on: each starts in
+        # ~3-4 s (interpreter, JAX, the engine's stored traces) and a posture of 15-25 s
+        # is fitted in ~2-3 s in the process that already has them loaded
+        many = len(refs) >= PARALLEL_POSTURES and kwargs["method"] == "output-error"
+        workers = min(len(refs), os.cpu_count() or 1) if many else 1
     if workers <= 1 or len(refs) == 1:
         out = []
         for i, job in enumerate(jobs):

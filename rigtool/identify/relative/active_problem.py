@@ -160,6 +160,10 @@ class ActiveProblem(PriorRowsFit):
         """Marker rows and their Jacobian along every unknown (``full``: all of them)."""
         return self._rows_along(full, *self._directions(full, 0))
 
+    def _marker_residual(self, full: np.ndarray) -> np.ndarray:
+        """Marker rows alone (one simulation without sensitivities)."""
+        return self.rows(*self.simulate(full))[0]
+
     def phi_s_jacobian(self, x: np.ndarray) -> np.ndarray:
         """``[M, 8n+1]``: the marker rows' derivative with respect to Phi_s."""
         full = self._full(x)

@@ -122,35 +122,45 @@ def jyy_bounds(free: str, n: int, intervals: np.ndarray) -> tuple[np.ndarray, np
 
 
 class PriorRowsFit:
-    """``residual(x)``/``jacobian(x)`` of a refinement's problem, evaluated together and
-    cached for the last ``x``, with Phi_s's prior rows appended when Phi_B is free.
+    """``residual(x)``/``jacobian(x)`` of a refinement's problem, cached for the last ``x``,
+    with Phi_s's prior rows appended when Phi_B is free. A residual alone (a trial point of
+    the solver, often rejected) costs one simulation without sensitivities; the Jacobian,
+    asked for at accepted points, adds them.
 
-    The problem class provides ``_marker_rows(full) -> (r, jac)`` and the attributes ``n``,
-    ``free``, ``mask``, ``n_frames``, ``fit_params``, ``n_params``, ``prior_rows``, ``prior_rhs``,
-    ``cache`` and the methods ``_full`` and ``split``.
+    The problem class provides ``_marker_rows(full) -> (r, jac)``,
+    ``_marker_residual(full) -> r`` and the attributes ``n``, ``free``, ``mask``,
+    ``n_frames``, ``fit_params``, ``n_params``, ``prior_rows``, ``prior_rhs``, ``cache`` and
+    the methods ``_full`` and ``split``.
     """
 
-    def _eval(self, x: np.ndarray):
+    def _eval(self, x: np.ndarray, with_jacobian: bool):
         key = (self.n_frames, self.fit_params, x.tobytes())
-        if key not in self.cache:
-            n_rows = int(self.mask[:self.n_frames].sum()) * 3
-            try:
+        hit = self.cache.get(key)
+        if hit is not None and (hit[1] is not None or not with_jacobian):
+            return hit
+        n_rows = int(self.mask[:self.n_frames].sum()) * 3
+        try:
+            if with_jacobian:
                 r, jac = self._marker_rows(self._full(x))
                 if not self.fit_params:
                     jac = jac[:, self.n_params:]
-                if not np.all(np.isfinite(r)) or not np.all(np.isfinite(jac)):
-                    raise FloatingPointError
-            except (FloatingPointError, np.linalg.LinAlgError):
-                # the motion left the model: a large residual the solver backs off from
-                r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
-            if self.prior_rows is not None and self.fit_params:
-                theta = self.split(x)[0]
-                r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+            else:
+                r, jac = self._marker_residual(self._full(x)), None
+            if not np.all(np.isfinite(r)) or (jac is not None
+                                              and not np.all(np.isfinite(jac))):
+                raise FloatingPointError
+        except (FloatingPointError, np.linalg.LinAlgError):
+            # the motion left the model: a large residual the solver backs off from
+            r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
+        if self.prior_rows is not None and self.fit_params:
+            theta = self.split(x)[0]
+            r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+            if jac is not None:
                 jp = np.zeros((self.prior_rows.shape[0], x.size))
                 jp[:, :self.n_theta] = self.prior_rows
                 jac = np.vstack([jac, jp])
-            self.cache = {key: (r, jac)}
-        return self.cache[key]
+        self.cache = {key: (r, jac)}
+        return r, jac
 
     @property
     def n_theta(self) -> int:
@@ -180,11 +190,11 @@ class PriorRowsFit:
 
     def residual(self, x: np.ndarray) -> np.ndarray:
         """Residual rows (mm; the prior's after the markers')."""
-        return self._eval(x)[0]
+        return self._eval(x, False)[0]
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """Their exact Jacobian."""
-        return self._eval(x)[1]
+        return self._eval(x, True)[1]
 
 
 def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_total: int,

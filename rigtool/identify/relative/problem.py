@@ -150,6 +150,11 @@ class RelativeProblem(PriorRowsFit):
         _, mks, d_mks = self._simulate(full, d_th, d_y)
         return self._rows(mks, d_mks)
 
+    def _marker_residual(self, full: np.ndarray) -> np.ndarray:
+        """Marker rows alone (one simulation without sensitivities)."""
+        _, mks, _ = self._simulate(full)
+        return self._rows(mks, None)[0]
+
     def marker_jacobian(self, x: np.ndarray, d_theta: np.ndarray, d_y0: np.ndarray
                         ) -> np.ndarray:
         """``[M, C]``: the marker rows' derivative along given input directions (for Phi_s
