@@ -2,7 +2,8 @@
 length and against the number of links.
 
 Every measurement runs in a fresh child process (``--child ...``) so that its peak resident
-memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) is its own; the interpreter with numpy,
+memory (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) is its own (a capture is simulated
+and written by a child of its own first: the simulator's memory is not the pipeline's); the interpreter with numpy,
 scipy and cvxpy imported is reported alone as ``baseline``.
 
 Length (two-link paper-002 rig and object, one locked posture, 120 Hz, sigma 0.1 mm): the
@@ -107,15 +108,15 @@ def _stages(data_path: Path, rig, tree, markers, mass, settings, window, clock, 
     return data, res, rotations
 
 
-def child_length(seconds: float, oe: bool) -> dict:
-    """One locked posture of ``seconds``: per-stage times and peak memory."""
+def child_simulate_length(seconds: float, folder: str) -> dict:
+    """(child) Simulate one locked posture of ``seconds`` and write it as a Vicon CSV (in its
+    own process: the simulator's memory is not the pipeline's)."""
     from dataclasses import replace
 
-    from rigtool.config import FilterSettings
     from rigtool.mocap import write_capture
     from rigtool.sim.markers import synthesize_markers
     from rigtool.sim.scenario import load_scenario
-    from rigtool.sim.session_writer import _rig_with_truth, capture_jobs, simulate_job
+    from rigtool.sim.session_writer import capture_jobs, simulate_job
 
     sc = load_scenario(BASE_SCENARIO)
     job = [j for j in capture_jobs(sc) if j.kind == "posture"][0]
@@ -124,20 +125,28 @@ def child_length(seconds: float, oe: bool) -> dict:
     traj = simulate_job(sc, job)
     data = synthesize_markers(traj, job.marker_sets, noise_sigma_m=1e-4,
                               rng=np.random.default_rng(1), rate_hz=job.settings.rate_hz)
-    tmp = Path(tempfile.mkdtemp(prefix="rigtool-speed-"))
-    path = tmp / "posture.csv"
+    path = Path(folder) / "posture.csv"
     write_capture(data, path, format="vicon-csv")
-    sim_s = time.process_time() - t0
-    del traj, data
+    return {"path": str(path), "simulate_s": time.process_time() - t0,
+            "frames": int(round(seconds * job.settings.rate_hz))}
+
+
+def child_length(seconds: float, oe: bool, path: str) -> dict:
+    """(child) The pipeline on one locked posture of ``seconds`` already written at ``path``:
+    per-stage times and peak memory."""
+    from rigtool.config import FilterSettings
+    from rigtool.sim.scenario import load_scenario
+    from rigtool.sim.session_writer import _rig_with_truth
+
+    sc = load_scenario(BASE_SCENARIO)
     rig = _rig_with_truth(sc)
     tree = sc.obj.tree
     clock = _Clock()
     t0 = time.process_time()
-    _stages(path, rig, tree, {l.name: l.markers_link for l in tree.links},
+    _stages(Path(path), rig, tree, {l.name: l.markers_link for l in tree.links},
             float(sc.obj.total_mass), FilterSettings(), None, clock, oe=oe)
-    return {"seconds": seconds, "frames": int(round(seconds * job.settings.rate_hz)),
-            "file_mib": path.stat().st_size / 2 ** 20, "stages": clock.t,
-            "total": time.process_time() - t0, "simulate_s": sim_s, "peak_mib": _peak_mib()}
+    return {"seconds": seconds, "file_mib": Path(path).stat().st_size / 2 ** 20,
+            "stages": clock.t, "total": time.process_time() - t0, "peak_mib": _peak_mib()}
 
 
 def _limb_tree_toml(n_links: int, posture_s: float, seed: int) -> str:
@@ -291,8 +300,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         kind, *rest = args.child
-        if kind == "length":
-            out = child_length(float(rest[0]), rest[1] == "1")
+        if kind == "simulate-length":
+            out = child_simulate_length(float(rest[0]), rest[1])
+        elif kind == "length":
+            out = child_length(float(rest[0]), rest[1] == "1", rest[2])
         elif kind == "links":
             out = child_links(int(rest[0]), float(rest[1]), rest[2] == "1")
         else:
@@ -308,7 +319,12 @@ def main() -> None:
               "posture OE s | pipeline s | peak MiB | (simulate s) |")
         print("|" + "---|" * 11)
         for length in [float(x) for x in args.lengths.split(",")]:
-            r = _run_child(["length", str(length), "1" if length <= args.oe_max_s else "0"])
+            with tempfile.TemporaryDirectory(prefix="rigtool-speed-") as tmp:
+                sim = _run_child(["simulate-length", str(length), tmp])
+                r = sim if "error" in sim else _run_child(
+                    ["length", str(length), "1" if length <= args.oe_max_s else "0",
+                     sim["path"]])
+            r.update({k: sim[k] for k in ("frames", "simulate_s") if k in sim})
             if "error" in r:
                 print(f"| {length:g} s | failed: {r['error']} |")
                 continue

@@ -243,9 +243,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
         ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
                 & np.all(np.isfinite(rows_b), axis=1))
-        return rows_a, rows_b, ok_c, y_c, w_c, a_full_c
+        return rows_a, rows_b, ok_c, y_c, w_c
 
-    rows_a, rows_b, ok, y, w, a_full = rows(cap)
+    # Memory: a 10-minute capture has 72 000 frames, and each [T, 6, 10] array is 35 MB;
+    # the full-row arrays and the probes' rows are released as soon as their last use is
+    # done (the mass check), so the fit below holds only what it needs.
+    rows_a, rows_b, ok, y, w = rows(cap)
     a = rows_a[ok][:, :, 1:]
     b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
     probes, probes_full = [], []
@@ -261,9 +264,11 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             db = np.stack([q[1][ok_p] - q[0][ok_p][:, :, 0] * total_mass_kg - b0
                            for q in pr[1:]])
             probes = [(da, db, int(ok.sum()))]
-            probes_full = [(np.stack([q[0][ok_p] - a0 for q in pr[1:]]),
-                            np.stack([q[1][ok_p] - pr[0][1][ok_p] for q in pr[1:]]),
-                            int(ok.sum()))]
+            if fit_mass:
+                probes_full = [(np.stack([q[0][ok_p] - pr[0][0][ok_p] for q in pr[1:]]),
+                                np.stack([q[1][ok_p] - pr[0][1][ok_p] for q in pr[1:]]),
+                                int(ok.sum()))]
+            del pr, a0, b0
     first = solve_wls(a, b)
     lag = cap.correlation_frames
     weights = None
@@ -278,6 +283,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         else:
             mfit = solve_wls(rows_a[ok], rows_b[ok], row_weights=weights, max_lag=lag)
         mass_check = (float(mfit.x[0]), float(mfit.std[0]))
+    del rows_a, rows_b, probes_full
 
     def consistent_map(xv):
         return consistency_constraints(cp.hstack([np.array([total_mass_kg]), xv]))
@@ -352,7 +358,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
 
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
-    fitted = np.einsum("trp,p->tr", a_full, params.pi) + y @ platform.pi
+    fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)
