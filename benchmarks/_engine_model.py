@@ -84,17 +84,24 @@ def build(nb: int, seed: int = 0) -> Bench:
     plat = _pi(25.0, np.array([0.0, 0.0, -0.03]), np.diag([0.76, 3.02, 3.74]))
     torso = _pi(30.0, np.array([0.02, 0.0, 0.15]), np.diag([0.3, 1.6, 1.5]))
     pis.append(plat + torso)
-    for i in range(1, nb):
-        limb, depth = (i - 1) % 4, (i - 1) // 4
+    # links dealt to the limbs in turn, then numbered depth-first (limb by limb): pinocchio's
+    # algorithms that use subtrees (M^-1, the ABA derivatives) need each subtree's joints
+    # numbered contiguously
+    slots = sorted(((i - 1) % 4, (i - 1) // 4) for i in range(1, nb))
+    for limb, depth in slots:
         d = LIMB_DIR[limb] / np.linalg.norm(LIMB_DIR[limb])
         if depth == 0:
             parents.append(0)
             jp.append(LIMB_ROOT[limb])
         else:
-            parents.append(i - 4)
+            parents.append(len(parents) - 1)
             jp.append(SEG_LEN[depth - 1] * d)
         m, length = SEG_MASS[depth], SEG_LEN[depth]
-        i_axes = m * np.diag([0.01 * length ** 2, length ** 2 / 12, length ** 2 / 12])
+        # a cylinder of radius 4.5 cm (a thin rod's ~0 axial inertia would make joint
+        # damping / axial inertia a stiff rate that RK4 at 240 Hz does not follow)
+        rad = 0.045
+        i_axes = m * np.diag([rad ** 2 / 2, length ** 2 / 12 + rad ** 2 / 4,
+                              length ** 2 / 12 + rad ** 2 / 4])
         rot = Rotation.from_rotvec(rng.normal(size=3) * 0.1).as_matrix()
         basis = np.column_stack([d, np.cross([0, 0, 1.0], d), [0, 0, 1.0]])
         basis[:, 1] /= np.linalg.norm(basis[:, 1])

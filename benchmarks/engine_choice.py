@@ -20,11 +20,15 @@ its equilibrium. The same model, to rounding, in every engine:
 (c) numba: rigtool's ABA written out with loops, ``@njit``, RK4 loop compiled; sensitivities
     by forward differences, P + 1 primal runs (numba has no automatic differentiation).
 
-Checks, printed before the table: numba and JAX integrate the same discrete map (final states
-after ``--check-s``); pinocchio needs unit quaternions, so its RK4 stages see the rotation
-matrices projected where rigtool's use them as they are: the two agree to the integrator's
-truncation error, checked at a step 8x finer (``--check-refine``); the marker sensitivities of
-(a) and (b) on a sample of columns at that step, of (c) against (a) at the benchmark step.
+Checks, printed under the table, at the end of the timed runs (``--frames``, 1 s): numba and
+JAX integrate the same discrete map (final states); pinocchio needs unit quaternions, so its
+RK4 stages see the rotation matrices projected where rigtool's use them as they are, and its
+sensitivities are the variational equations integrated, not the derivative of the discrete
+map: (b) agrees with (a) to the integrator's truncation error, shown beside JAX's own (its
+bench-step state against the same run at a step ``--check-refine`` times finer), and checked
+again at that finer step (states; sensitivities on a sample of columns up to
+``--fine-sens-max`` bodies). Marker sensitivities: largest difference over the column's
+largest value, worst column.
 
 Times are CPU (``time.process_time``: the machine has 2 cores shared with other jobs, wall
 time would measure the neighbours), ms per simulated frame; JAX's include its worker threads.
@@ -80,8 +84,10 @@ class Jax:
         return -(-frames // self.chunk) * self.chunk
 
 
-def measure(nb: int, frames: int, check_s: float, refine: int, engines: set[str]) -> dict:
-    """Timings (CPU ms per frame, compile s) and agreement figures for one tree size."""
+def measure(nb: int, frames: int, refine: int, fine_sens_max: int,
+            engines: set[str]) -> dict:
+    """Timings (CPU ms per frame, compile s) and agreement figures for one tree size; the
+    agreement is checked at the end of the timed runs (``frames``)."""
     bench = build(nb)
     p = bench.n_dir
     out: dict = {"nb": nb, "P": p}
@@ -94,55 +100,54 @@ def measure(nb: int, frames: int, check_s: float, refine: int, engines: set[str]
         integrate = _integrate_np(bench)
     from _engine_model import tangents
     t_th, t_y = tangents(bench, integrate)
-    n_chk = int(round(check_s * FPS))
     # ---- (a) JAX
     jx = Jax(bench)
     out["jax_compile"], _ = _cpu(jx.run, 1)
-    cpu, (states, mk, _) = _cpu(jx.run, frames)
+    cpu, (states, _, _) = _cpu(jx.run, frames)
     out["jax_primal"] = 1e3 * cpu / jx.frames_computed(frames)
     out["jax_tan_compile"], _ = _cpu(jx.run, 1, t_th, t_y)
     cpu, (_, _, d_mk) = _cpu(jx.run, frames, t_th, t_y)
     out["jax_tan"] = 1e3 * cpu / jx.frames_computed(frames)
-    y_jax = states[n_chk]
-    d_jax = d_mk[n_chk]
-    # sample of columns for the pinocchio check: pi of the last link, q and v of body 0 and
-    # of the last link, the springs'
-    nv = bench.nv
-    cols = np.r_[10 * (nb - 1) + np.arange(10), 10 * nb + np.r_[0:6, nv - 3:nv],
-                 10 * nb + nv + np.r_[0:6, nv - 3:nv], 16 * nb + 6 + np.arange(6)]
+    y_jax, d_jax = states[-1], d_mk[-1]
     # ---- (c) numba
     if have_numba:
         from _engine_numba import NumbaEngine
         ne = NumbaEngine(bench)
         out["numba_compile"], _ = _cpu(ne.simulate, bench.theta, bench.y0, 1)
-        cpu, (mk_n, y_n) = _cpu(ne.simulate, bench.theta, bench.y0, frames)
+        cpu, (_, y_n) = _cpu(ne.simulate, bench.theta, bench.y0, frames)
         out["numba_primal"] = 1e3 * cpu / frames
         cpu, (_, d_n) = _cpu(ne.sensitivities, bench.theta, bench.y0, t_th, t_y, frames)
         out["numba_fd"] = 1e3 * cpu / frames
-        _, y_nc = ne.simulate(bench.theta, bench.y0, n_chk)
-        out["numba_state_err"] = np.max(np.abs(y_nc - y_jax))
-        out["numba_sens_rel"] = float(np.max(_rel(d_n[n_chk], d_jax)))
+        out["numba_state_err"] = np.max(np.abs(y_n - y_jax))
+        out["numba_sens_rel"] = float(np.max(_rel(d_n[-1], d_jax)))
     # ---- (b) pinocchio
     if have_pin:
         from _engine_pin import PinEngine
         pe = PinEngine(bench)
-        cpu, _ = _cpu(pe.simulate, bench.y0, frames)
+        cpu, y_p = _cpu(pe.simulate, bench.y0, frames)
         out["pin_primal"] = 1e3 * cpu / frames
+        nv = bench.nv
         x0 = np.zeros((2 * nv, p))
         x0[np.arange(2 * nv), 10 * nb + np.arange(2 * nv)] = 1.0
-        cpu, _ = _cpu(pe.simulate_var, bench.y0, x0, frames)
+        cpu, (y_pv, x_p) = _cpu(pe.simulate_var, bench.y0, x0, frames)
         out["pin_var"] = 1e3 * cpu / frames
         out.update(_pin_calls(pe, bench))
-        # agreement at a step `refine` times finer (same compiled JAX code, dt / refine)
+        out["pin_state_err_bench_step"] = np.max(np.abs(y_p - y_jax))
+        out["pin_sens_rel_bench_step"] = float(np.max(_rel(pe.marker_tangents(y_pv, x_p), d_jax)))
+        # the same at a step `refine` times finer (same compiled JAX code, dt / refine)
         fine = PinEngine(bench, substeps=SUBSTEPS * refine)
-        states_f, mk_f, d_f = jx.run(n_chk, t_th[:, cols], t_y[:, cols], refine=refine)
-        y_f, x_f = fine.simulate_var(bench.y0, x0[:, cols], n_chk, cols=cols)
-        out["pin_state_err_bench_step"] = np.max(np.abs(pe.simulate(bench.y0, n_chk) - y_jax))
-        out["pin_state_err"] = np.max(np.abs(y_f - states_f[-1]))
+        states_f, _, _ = jx.run(frames, refine=refine)
+        out["pin_state_err"] = np.max(np.abs(fine.simulate(bench.y0, frames) - states_f[-1]))
         out["jax_step_err"] = np.max(np.abs(states_f[-1] - y_jax))
-        d_pin = fine.marker_tangents(y_f, x_f)
-        out["pin_sens_rel"] = float(np.max(_rel(d_pin, d_f[-1])))
-        out["pin_sens_cols"] = len(cols)
+        if nb <= fine_sens_max:
+            # a sample of columns (a second compilation of the tangents, at their width):
+            # pi of the last link, q and v of body 0 and of the last link, the springs'
+            cols = np.r_[10 * (nb - 1) + np.arange(10), 10 * nb + np.r_[0:6, nv - 3:nv],
+                         10 * nb + nv + np.r_[0:6, nv - 3:nv], 16 * nb + 6 + np.arange(6)]
+            _, _, d_f = jx.run(frames, t_th[:, cols], t_y[:, cols], refine=refine)
+            y_f, x_f = fine.simulate_var(bench.y0, x0[:, cols], frames, cols=cols)
+            out["pin_sens_rel"] = float(np.max(_rel(fine.marker_tangents(y_f, x_f), d_f[-1])))
+            out["pin_sens_cols"] = len(cols)
     return out
 
 
@@ -218,6 +223,12 @@ def _f(x, fmt="{:.3g}"):
     return "not installed" if x is None else fmt.format(x)
 
 
+def fine_sens(r: dict) -> str:
+    if r.get("pin_sens_rel") is not None:
+        return f"{r['pin_sens_rel']:.1e} ({r['pin_sens_cols']})"
+    return "not installed" if r.get("pin_primal") is None else "not run (--fine-sens-max)"
+
+
 def report(rows: list[dict], frames: int) -> str:
     lines = [
         "| nb | P | JAX compile s (primal / tangents) | JAX primal | JAX P tangents "
@@ -235,20 +246,23 @@ def report(rows: list[dict], frames: int) -> str:
             f"| {r['jax_primal']:.3g} | {r['jax_tan']:.3g} | {_f(pin_p, '{}')} "
             f"| {_f(pin_v, '{}')} | {_f(g('numba_compile'), '{:.1f}')} "
             f"| {_f(g('numba_primal'))} | {_f(g('numba_fd'))} |")
-    lines += ["", "Agreement (max abs state difference after the check time; marker "
-              "sensitivities: max relative difference per column, worst column):", "",
-              "| nb | numba vs JAX state | numba FD vs JAX sens. (all P) | pin vs JAX state, "
-              "bench step | JAX's own step error | pin vs JAX state, fine step "
+    lines += ["", f"numba compiles once per process (later sizes reuse it); CPU ms per "
+              f"frame over {frames} frames (JAX: per frame computed, whole chunks of 256).",
+              "", f"Agreement after {frames} frames (states: largest absolute difference; "
+              "marker sensitivities: largest relative difference, worst column):", "",
+              "| nb | numba vs JAX state | numba FD vs JAX sens. (all P) | pin vs JAX state "
+              "| pin vs JAX sens. (all P) | JAX's own step error | pin vs JAX state, fine step "
               "| pin vs JAX sens., fine step (columns) |",
-              "|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         g = r.get
         lines.append(
             f"| {r['nb']} | {_f(g('numba_state_err'), '{:.1e}')} "
             f"| {_f(g('numba_sens_rel'), '{:.1e}')} "
-            f"| {_f(g('pin_state_err_bench_step'), '{:.1e}')} | {_f(g('jax_step_err'), '{:.1e}')} "
+            f"| {_f(g('pin_state_err_bench_step'), '{:.1e}')} "
+            f"| {_f(g('pin_sens_rel_bench_step'), '{:.1e}')} | {_f(g('jax_step_err'), '{:.1e}')} "
             f"| {_f(g('pin_state_err'), '{:.1e}')} "
-            f"| {_f(g('pin_sens_rel'), '{:.1e}')} ({g('pin_sens_cols', '-')}) |")
+            f"| {fine_sens(r)} |")
     return "\n".join(lines)
 
 
@@ -256,9 +270,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bodies", default="2,4,8,16", help="tree sizes nb (bodies incl. body 0)")
     ap.add_argument("--frames", type=int, default=120, help="frames timed per run (120 = 1 s)")
-    ap.add_argument("--check-s", type=float, default=1.0, help="agreement checked after, s")
     ap.add_argument("--check-refine", type=int, default=8,
-                    help="pinocchio vs JAX checked at a step this many times finer")
+                    help="pinocchio vs JAX also checked at a step this many times finer")
+    ap.add_argument("--fine-sens-max", type=int, default=4,
+                    help="largest nb whose sensitivities are also checked at the fine step "
+                         "(costs a second JAX compilation)")
     ap.add_argument("--engines", default="jax,pin,numba")
     ap.add_argument("--cache", action="store_true",
                     help="use rigtool's JAX compilation cache (default off: cold compile times)")
@@ -277,7 +293,7 @@ def main(argv=None) -> int:
     rows = []
     for nb in (int(s) for s in args.bodies.split(",") if s):
         t = time.time()
-        rows.append(measure(nb, args.frames, args.check_s, args.check_refine, engines))
+        rows.append(measure(nb, args.frames, args.check_refine, args.fine_sens_max, engines))
         print(f"nb = {nb}: {time.time() - t:.0f} s wall", flush=True)
     print(report(rows, args.frames))
     return 0
