@@ -219,17 +219,20 @@ def _importable(name: str) -> bool:
         return False
 
 
-def _f(x, fmt="{:.3g}"):
-    return "not installed" if x is None else fmt.format(x)
+def _f(x, fmt="{:.3g}", why="not installed"):
+    """A figure, or why there is none (the engine not installed, or left out by --engines)."""
+    return why if x is None else fmt.format(x)
 
 
-def fine_sens(r: dict) -> str:
+def fine_sens(r: dict, why: str) -> str:
     if r.get("pin_sens_rel") is not None:
         return f"{r['pin_sens_rel']:.1e} ({r['pin_sens_cols']})"
-    return "not installed" if r.get("pin_primal") is None else "not run (--fine-sens-max)"
+    return why if r.get("pin_primal") is None else "not run (--fine-sens-max)"
 
 
-def report(rows: list[dict], frames: int) -> str:
+def report(rows: list[dict], frames: int, missing: dict[str, str]) -> str:
+    """The two Markdown tables; ``missing[engine]`` says why an engine has no figures."""
+    wp, wn = missing["pin"], missing["numba"]
     lines = [
         "| nb | P | JAX compile s (primal / tangents) | JAX primal | JAX P tangents "
         "| pin primal (aba calls alone) | pin variational (pin calls alone) "
@@ -243,9 +246,9 @@ def report(rows: list[dict], frames: int) -> str:
                  else f"{g('pin_var'):.3g} ({g('pin_der_only'):.2g})")
         lines.append(
             f"| {r['nb']} | {r['P']} | {r['jax_compile']:.1f} / {r['jax_tan_compile']:.1f} "
-            f"| {r['jax_primal']:.3g} | {r['jax_tan']:.3g} | {_f(pin_p, '{}')} "
-            f"| {_f(pin_v, '{}')} | {_f(g('numba_compile'), '{:.1f}')} "
-            f"| {_f(g('numba_primal'))} | {_f(g('numba_fd'))} |")
+            f"| {r['jax_primal']:.3g} | {r['jax_tan']:.3g} | {_f(pin_p, '{}', wp)} "
+            f"| {_f(pin_v, '{}', wp)} | {_f(g('numba_compile'), '{:.1f}', wn)} "
+            f"| {_f(g('numba_primal'), why=wn)} | {_f(g('numba_fd'), why=wn)} |")
     lines += ["", f"numba compiles once per process (later sizes reuse it); CPU ms per "
               f"frame over {frames} frames (JAX: per frame computed, whole chunks of 256).",
               "", f"Agreement after {frames} frames (states: largest absolute difference; "
@@ -257,12 +260,12 @@ def report(rows: list[dict], frames: int) -> str:
     for r in rows:
         g = r.get
         lines.append(
-            f"| {r['nb']} | {_f(g('numba_state_err'), '{:.1e}')} "
-            f"| {_f(g('numba_sens_rel'), '{:.1e}')} "
-            f"| {_f(g('pin_state_err_bench_step'), '{:.1e}')} "
-            f"| {_f(g('pin_sens_rel_bench_step'), '{:.1e}')} | {_f(g('jax_step_err'), '{:.1e}')} "
-            f"| {_f(g('pin_state_err'), '{:.1e}')} "
-            f"| {fine_sens(r)} |")
+            f"| {r['nb']} | {_f(g('numba_state_err'), '{:.1e}', wn)} "
+            f"| {_f(g('numba_sens_rel'), '{:.1e}', wn)} "
+            f"| {_f(g('pin_state_err_bench_step'), '{:.1e}', wp)} "
+            f"| {_f(g('pin_sens_rel_bench_step'), '{:.1e}', wp)} "
+            f"| {_f(g('jax_step_err'), '{:.1e}', wp)} "
+            f"| {_f(g('pin_state_err'), '{:.1e}', wp)} | {fine_sens(r, wp)} |")
     return "\n".join(lines)
 
 
@@ -282,10 +285,12 @@ def main(argv=None) -> int:
     if not args.cache:
         os.environ["RIGTOOL_JAX_CACHE"] = ""
     engines = set(args.engines.split(","))
-    for name in ("pinocchio", "numba"):
-        if not _importable(name):
-            print(f"{name}: not installed (pip install {'pin' if name == 'pinocchio' else name});"
-                  " its columns are left out")
+    missing = {"pin": "not installed", "numba": "not installed"}
+    for name, module in (("pin", "pinocchio"), ("numba", "numba")):
+        if not _importable(module):
+            print(f"{module}: not installed (pip install {name}); its columns are left out")
+        elif name not in engines:
+            missing[name] = "not run"
     import jax
     print(f"jax {jax.__version__}, numpy {np.__version__}, numba "
           f"{_version('numba')}, pin {_version('pinocchio')}; {os.cpu_count()} cores, CPU "
@@ -295,7 +300,7 @@ def main(argv=None) -> int:
         t = time.time()
         rows.append(measure(nb, args.frames, args.check_refine, args.fine_sens_max, engines))
         print(f"nb = {nb}: {time.time() - t:.0f} s wall", flush=True)
-    print(report(rows, args.frames))
+    print(report(rows, args.frames, missing))
     return 0
 
 
