@@ -4,7 +4,7 @@ engine), pinocchio and numba, with and without the P = 16 nb + 12 sensitivities 
 
 Model (benchmarks/_engine_model.py): the paper-002 rig's platform and springs; body 0 the
 platform with a 30 kg base bolted on; nb - 1 links in up to four limbs off the base (a person
-lying on the platform), 4.0/2.5/1.2/0.6 kg by depth, rod-like inertias; three markers per body;
+lying on the platform), 4.0/2.5/1.2/0.6 kg by depth, cylinder-like inertias (4.5 cm radius); three markers per body;
 120 Hz, two RK4 steps per frame; the links swinging at ~0.5 rad/s, the platform a few mm off
 its equilibrium. The same model, to rounding, in every engine:
 
@@ -16,7 +16,7 @@ its equilibrium. The same model, to rounding, in every engine:
     variational equations with ``pin.computeABADerivatives``, the torque regressor and M^-1
     (benchmarks/_engine_pin.py). One Python round trip per stage: that is the per-step cost
     issue 18 wants gone; the pinocchio calls alone are timed too (what a compiled driver would
-    leave).
+    leave). The markers' derivatives are not in its timings (JAX's and numba's include them).
 (c) numba: rigtool's ABA written out with loops, ``@njit``, RK4 loop compiled; sensitivities
     by forward differences, P + 1 primal runs (numba has no automatic differentiation).
 
@@ -34,6 +34,7 @@ Times are CPU (``time.process_time``: the machine has 2 cores shared with other 
 time would measure the neighbours), ms per simulated frame; JAX's include its worker threads.
 
     python3 benchmarks/engine_choice.py [--bodies 2,4,8,16] [--frames 120] [--cache]
+        [--engines jax,pin,numba] [--check-refine 8] [--fine-sens-max 4]     # ~9 min
 """
 
 from __future__ import annotations
@@ -249,8 +250,12 @@ def report(rows: list[dict], frames: int, missing: dict[str, str]) -> str:
             f"| {r['jax_primal']:.3g} | {r['jax_tan']:.3g} | {_f(pin_p, '{}', wp)} "
             f"| {_f(pin_v, '{}', wp)} | {_f(g('numba_compile'), '{:.1f}', wn)} "
             f"| {_f(g('numba_primal'), why=wn)} | {_f(g('numba_fd'), why=wn)} |")
-    lines += ["", f"numba compiles once per process (later sizes reuse it); CPU ms per "
-              f"frame over {frames} frames (JAX: per frame computed, whole chunks of 256).",
+    lines += ["", f"CPU ms per frame over {frames} frames (JAX: per frame computed, whole "
+              "chunks of 256; exact forward-mode tangents). pin: driven from a Python loop, "
+              "one round trip per RK4 stage (8 per frame), the per-step Python cost issue 18 "
+              "wants gone; in brackets its calls alone; sensitivities by the variational "
+              "equations. numba: compiled RK4, compiled once per process (later sizes reuse "
+              "it); sensitivities by P+1 forward differences (no automatic differentiation).",
               "", f"Agreement after {frames} frames (states: largest absolute difference; "
               "marker sensitivities: largest relative difference, worst column):", "",
               "| nb | numba vs JAX state | numba FD vs JAX sens. (all P) | pin vs JAX state "
