@@ -1,12 +1,16 @@
 """The engine's one JAX import: 64-bit floats and the persistent compilation cache.
 
 Why JAX: the output-error fits need the derivative of a simulated trajectory with respect
-to every unknown. JAX gives it exactly by forward-mode differentiation through the compiled RK4 loop
-(``jax.linearize`` of one step, ``vmap`` over the unknowns, ``lax.scan`` over frames), from
+to every unknown. JAX gives it exactly by forward-mode differentiation through the compiled RK4
+loop (``jax.linearize`` of one step, ``vmap`` over the unknowns, ``lax.scan`` over frames), from
 the same code that simulates: no hand-derived variational equations to keep in step with the
-model. numba compiles the loop as well but has no automatic differentiation; pinocchio
-(``pin``) has analytic ABA derivatives for its own robot models but is driven from Python once
-per RK4 stage, which is the per-step cost this engine removes.
+model, no dependency beyond rigtool's, and the same code on a GPU. It is not the fastest on a
+CPU: ``benchmarks/engine_choice.py`` (benchmarks/RESULTS.md, "Engine choice (issue 18)")
+measured, for the platform carrying nb = 2 / 4 / 8 / 16 bodies with 16 nb + 12 sensitivities,
+3.7 / 11.5 / 36.5 / 169 ms CPU per frame here, against 2.9 / 3.4 / 4.3 / 7.1 ms for
+pinocchio's (``pin``) analytic ABA derivatives as variational equations driven from a Python
+loop per RK4 stage (its calls alone 0.1-1.7 ms: the rest is the Python loop), and 1.4-21 ms
+for numba's compiled ABA with forward differences (numba has no automatic differentiation).
 
 Marker residuals are in mm and the parameters span 1e-4..1e3: single precision would lose
 the fit, so 64-bit floats are switched on. JAX keeps that switch process-wide (it is a
