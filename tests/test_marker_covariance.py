@@ -196,3 +196,65 @@ def test_whitened_standard_errors_match_the_scatter(posture):
     rms = float(np.sqrt(np.mean(np.square(z))))
     assert 0.55 < rms < 1.6, rms
     assert sq_i > 3 * sq_w
+
+
+# ------------------------------------------------------------------ through `rigtool run`
+
+def _side_file(path, data, sigma_m, drop=()):
+    """A side file as ``rigtool track`` writes it: isotropic ``sigma_m`` for every marker."""
+    import pandas as pd
+
+    cols = {"time": data.time_s}
+    for n in data.names:
+        if n in drop:
+            continue
+        for c in ("xx", "yy", "zz", "yz", "zx", "xy"):
+            cols[f"{n}_c{c}"] = np.full(data.n_frames, sigma_m ** 2 if c in ("xx", "yy", "zz")
+                                        else 0.0)
+    pd.DataFrame(cols).to_csv(path, index=False)
+
+
+def test_run_uses_the_side_file_next_to_a_capture(demo_run, tmp_path):
+    """``marker_covariance = "auto"`` (the default) takes ``NAME.residuals.csv`` beside the
+    capture: the fit says so; at the demo's own noise (isotropic 0.1 mm) it is the isotropic
+    fit. "none" ignores the file; a file without a marker of the fit is refused (exit 2 in
+    `rigtool run`: InputError naming the file)."""
+    import shutil
+
+    from rigtool.config import load_rig, load_session
+    from rigtool.devices.scale import resolve_total_mass
+    from rigtool.errors import InputError
+    from rigtool.mocap import read_capture
+    from rigtool.pipeline.links import link_markers
+    from rigtool.pipeline.posture import fit_one_posture
+
+    root, _ = demo_run
+    session = load_session(root / "captures" / "two-link" / "session.toml")
+    rigfile = load_rig(session.rig_path)
+    capture = tmp_path / "posture1.csv"
+    shutil.copy(session.postures[0].capture, capture)
+    data = read_capture(capture)
+    markers = link_markers(session, session.tree)
+
+    def run(setting):
+        return fit_one_posture(session, rigfile, session.tree, markers, capture,
+                               name="posture1", window=(0.5, 5.5), units=None,
+                               total_mass_kg=resolve_total_mass(session),
+                               settings=session.filter, method="output-error",
+                               marker_covariance=setting, data=data).refinement
+
+    plain = run("auto")                                      # no side file yet
+    assert plain.noise_model == "isotropic"
+    _side_file(tmp_path / "posture1.residuals.csv", data, 1e-4)
+    white = run("auto")
+    assert white.noise_model == "covariance"
+    assert white.noise_source == "posture1.residuals.csv"
+    assert abs(white.noise_scale - 1.0) < 0.05               # the demo's noise is 0.1 mm
+    assert np.all(np.abs(white.com - plain.com) <= 1e-2 * plain.com_std)
+    np.testing.assert_allclose(white.com_std, plain.com_std, rtol=1e-4)
+    assert run("none").noise_model == "isotropic"
+    _side_file(tmp_path / "other.residuals.csv", data, 1e-4, drop=(data.names[0],))
+    with pytest.raises(InputError, match="no covariance for markers"):
+        run(tmp_path / "other.residuals.csv")
+    with pytest.raises(InputError, match="does not exist"):
+        run(tmp_path / "missing.residuals.csv")

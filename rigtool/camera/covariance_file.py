@@ -73,4 +73,33 @@ def read_marker_covariance(path: str | Path, /, *, n_frames: int | None = None
     return MarkerCovariance(tuple(names), cov, path.name)
 
 
-__all__ = ["read_marker_covariance", "side_file_of", "SIDE_SUFFIX"]
+def check_covers(cov: MarkerCovariance, data, names: list[str], path: Path) -> None:
+    """Refuse a covariance file that lacks a marker the fit uses (``names``, as the
+    manifest names them, matched in ``data``), or whose covariance of a seen marker is not
+    finite and positive definite."""
+    resolved = [data.names[data.index(n)] for n in names]
+    have = set(cov.names)
+    missing = [n for n in resolved if n not in have]
+    if missing:
+        raise InputError(f"no covariance for markers {', '.join(missing[:4])}"
+                         f"{' ...' if len(missing) > 4 else ''} of the capture; expected the "
+                         "side file of this capture (or set marker_covariance = \"none\")",
+                         path=path)
+    where = {n: i for i, n in enumerate(cov.names)}
+    cols = [where[n] for n in resolved]
+    c = cov.cov_m2[:, cols] if cov.cov_m2.ndim == 4 else cov.cov_m2[None, cols]
+    seen = np.isfinite(data.select(names)).all(-1)
+    if cov.cov_m2.ndim == 3:
+        seen = seen.any(0, keepdims=True)
+    c_seen = c[seen]
+    ok = np.isfinite(c_seen).all((-1, -2))
+    if ok.all():
+        ok = np.linalg.eigvalsh(0.5 * (c_seen + np.swapaxes(c_seen, -1, -2)))[:, 0] > 0
+    if not ok.all():
+        t, k = np.argwhere(seen)[np.argmin(ok)]
+        raise InputError(f"the covariance of marker {resolved[k]} at frame {t + 1} is not "
+                         "finite and positive definite where the capture has its position",
+                         path=path)
+
+
+__all__ = ["read_marker_covariance", "side_file_of", "check_covers", "SIDE_SUFFIX"]

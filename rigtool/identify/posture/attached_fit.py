@@ -48,7 +48,8 @@ def fit_attached(prob: PostureProblem, x: np.ndarray, data: MarkerData, idx: np.
         limit = 2.0 * np.sqrt(3.0) * sigma_mm
         limit_text = f"{limit:.3f} mm"
     else:
-        cov = covariance.select(names, idx, data.n_frames)
+        cov = covariance.select([data.names[data.index(n)] for n in names], idx,
+                                data.n_frames)
         w_att = whitening_factors(cov, seen)
         # sigma_mm is then the noise scale (1: the covariance is right); a still marker
         # scatters by sqrt(tr C) times it

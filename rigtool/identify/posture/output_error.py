@@ -265,7 +265,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)
     whiten = None
     if marker_covariance is not None:
-        whiten = whitening_factors(marker_covariance.select(names, idx, data.n_frames), mask)
+        full = [data.names[data.index(n)] for n in names]
+        whiten = whitening_factors(marker_covariance.select(full, idx, data.n_frames), mask)
     dt = 1.0 / data.rate_hz
     rot_ref, state0 = start_state(traj.rotation, traj.position_m, traj.valid, dt)
     z_obj = object_to_z(start.com, start.inertia_com)
