@@ -277,6 +277,10 @@ class CaptureRef:
     #: their noise, else the active one), "passive" (links swing freely) or "active" (links
     #: moved by muscles: their measured motion is a prescribed input)
     motion: str = "auto"
+    #: postures only: the markers' noise covariance for the output-error fit: "auto" (the
+    #: side file ``rigtool track`` writes next to the capture, NAME.residuals.csv, when it
+    #: exists), "none" (isotropic noise), or a path (that file)
+    marker_covariance: str | Path = "auto"
 
 
 RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
@@ -468,7 +472,9 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
             path.parent / as_str(require(pt, "capture", field=f, path=path),
                                  field=f"{f}.capture", path=path),
             _window(pt.get("window"), field=f"{f}.window", path=path), _units(pt, field=f,
-                                                                              path=path)))
+                                                                              path=path),
+            marker_covariance=_marker_covariance(pt.get("marker_covariance", "auto"),
+                                                 field=f"{f}.marker_covariance", path=path)))
     rel = None
     if "relative_motion" in raw:
         rt = raw["relative_motion"]
@@ -482,6 +488,18 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
                    tuple(postures), rel, raw, priors, sex, mass_std)
 
+
+
+def _marker_covariance(value, *, field: str, path: Path) -> str | Path:
+    """``"auto"``, ``"none"`` or the path (relative to the manifest) of a covariance file."""
+    text = as_str(value, field=field, path=path)
+    if text in ("auto", "none"):
+        return text
+    if not text.strip():
+        raise ConfigError('expected "auto", "none" or the path of a marker covariance file '
+                          "(the .residuals.csv `rigtool track` writes)", path=path, field=field,
+                          found=value)
+    return path.parent / text
 
 
 def _motion_model(value, *, path: Path) -> str:

@@ -29,6 +29,8 @@ def test_postures_are_refined_by_output_error(demo):
         # Marker noise of the demo is 0.1 mm per coordinate: the fitted residual RMS over
         # the platform's markers estimates it.
         assert 0.08 < p["output_error"]["marker_sigma_mm"] < 0.12
+        # optical mocap, no camera side file: the isotropic noise model, and it says so
+        assert p["output_error"]["noise_model"] == {"kind": "isotropic"}
         assert len(p["equation_error"]["com"]) == 3
 
 

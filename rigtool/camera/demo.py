@@ -1,10 +1,12 @@
 """A camera set up on a simulated rig: where the tags go, where the camera stands.
 
-Used by the tests, ``benchmarks/camera.py`` and the video option of ``rigtool simulate``:
-tags on the platform's top face at its markers and half way between them, a board of tags
-lying on the floor in front of it (its frame is the lab frame, so the tracked capture is
-in the simulator's lab frame), and a camera ``distance_m`` from the platform's centre,
-looking down at it from ``elevation_deg`` above the horizontal.
+Used by the tests, ``benchmarks/camera.py``, ``benchmarks/camera_posture.py`` and the video
+option of ``rigtool simulate``: tags on the platform's top face at its markers and half way
+between them, optionally tags on the object's links (:func:`box_tags`: the top face and
+the face towards the camera of a box around the link), a board of tags lying on the floor
+in front of it (its frame is the lab frame, so the tracked capture is in the simulator's
+lab frame), and a camera ``distance_m`` from the platform's centre, looking down at it from
+``elevation_deg`` above the horizontal.
 """
 
 from __future__ import annotations
@@ -56,6 +58,34 @@ def platform_tags(markers_platform: dict[str, np.ndarray], *, edge_m: float = 0.
             for k, p in enumerate(places)]
 
 
+def box_tags(body: str, centre_m, size_m, *, edge_m: float = 0.06, first_id: int = 10,
+             front_axis: int = 1, front_sign: float = -1.0, inset_m: float = 0.02
+             ) -> list[Tag]:
+    """Tags on a link: four on the top face (``+z``) of a box ``size_m`` centred at
+    ``centre_m`` (link frame, m), near its corners, and two on the face whose outward normal
+    is ``front_sign`` along link axis ``front_axis`` (0: x, 1: y; default ``-y``, the side a
+    camera in front sees), so the link's depth is seen from two directions."""
+    c = np.asarray(centre_m, float)
+    half = 0.5 * np.asarray(size_m, float)
+    dx, dy = half[0] - 0.5 * edge_m - inset_m, half[1] - 0.5 * edge_m - inset_m
+    top = [c + np.array([sx * dx, sy * dy, half[2]]) for sx, sy in
+           ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+    tags = [Tag(first_id + k, body, edge_m, np.eye(3), p) for k, p in enumerate(top)]
+    # the front face: the tag's +z along the outward normal, its +y (top of the print) up
+    normal = np.zeros(3)
+    normal[front_axis] = front_sign
+    up = np.array([0.0, 0.0, 1.0])
+    rot = np.stack([np.cross(up, normal), up, normal], axis=1)     # tag axes -> link axes
+    side = 1 - front_axis                                          # the face's other axis
+    d_side = half[side] - 0.5 * edge_m - inset_m
+    for j, sgn in enumerate((-1.0, 1.0)):
+        p = c.copy()
+        p[front_axis] += front_sign * half[front_axis]
+        p[side] += sgn * d_side
+        tags.append(Tag(first_id + 4 + j, body, edge_m, rot, p))
+    return tags
+
+
 def floor_board(centre_lab_m: np.ndarray, *, width_m: float = 0.9, edge_m: float = 0.08,
                 first_id: int = 40) -> list[Tag]:
     """A board of four tags lying flat along the lab's x around ``centre`` (lab frame),
@@ -69,13 +99,15 @@ def floor_board(centre_lab_m: np.ndarray, *, width_m: float = 0.9, edge_m: float
 def platform_scene(traj, markers_platform: dict[str, np.ndarray], *,
                    camera: CameraModel | None = None, distance_m: float = 1.5,
                    elevation_deg: float = 50.0, edge_m: float = 0.06, lab_board: bool = True,
-                   dictionary: str = "DICT_4X4_50", target_lab_m: np.ndarray | None = None
-                   ) -> Scene:
+                   dictionary: str = "DICT_4X4_50", target_lab_m: np.ndarray | None = None,
+                   link_tags: list[Tag] | tuple[Tag, ...] = ()) -> Scene:
     """The scene of a simulated capture (a :class:`rigtool.sim.dynamics.Trajectory`).
 
     The camera looks at ``target_lab_m`` (default: the platform's mean position) from the
     ``-y`` side; the floor board lies in front of it, 0.17 m beyond the platform's edge
     towards the camera and 0.05 m lower. Captures filmed by one set-up share the target.
+    ``link_tags``: tags on other bodies of the trajectory (a locked object's links, by their
+    names in it, e.g. from :func:`box_tags`); they move as the trajectory says.
     """
     camera = camera or demo_camera()
     rot = traj.rotation["platform"]
@@ -83,13 +115,19 @@ def platform_scene(traj, markers_platform: dict[str, np.ndarray], *,
     target = pos.mean(axis=0) if target_lab_m is None else np.asarray(target_lab_m, float)
     el = np.radians(elevation_deg)
     pose = look_at(target + distance_m * np.array([0.0, -np.cos(el), np.sin(el)]), target)
-    tags = platform_tags(markers_platform, edge_m=edge_m)
+    tags = platform_tags(markers_platform, edge_m=edge_m) + list(link_tags)
     if lab_board:
         pts = np.array(list(markers_platform.values()))
         tags += floor_board(target + np.array([0.0, -0.5 * np.ptp(pts[:, 1]) - 0.17, -0.05]),
                             width_m=0.8 * np.ptp(pts[:, 0]))
     layout = TagLayout(dictionary, tuple(tags), "floor" if lab_board else None)
     motion = {"platform": BodyMotion(traj.time_s, rot, pos)}
+    for body in dict.fromkeys(t.body for t in link_tags):
+        if body not in traj.rotation:
+            from rigtool.errors import InputError
+            raise InputError(f"tags on body '{body}', which the simulated capture does not "
+                             f"have (it has {', '.join(traj.rotation)})")
+        motion[body] = BodyMotion(traj.time_s, traj.rotation[body], traj.position_m[body])
     return Scene(layout, camera, pose, motion)
 
 
@@ -150,3 +188,36 @@ def write_capture_video(traj, markers_platform: dict[str, np.ndarray], folder: s
     write_capture(true_markers(scene.layout, scene.motion, np.arange(n) / rate_hz, rate_hz),
                   truth, format="plain-csv")
     return files + [video, truth]
+
+
+@dataclass(frozen=True)
+class LockedObject:
+    """A locked one-link object on the demo rig for the camera's posture benchmarks and tests:
+    a 45 kg box (0.5 x 0.35 x 0.6 m, products of inertia added) standing on the platform.
+
+    ``params`` about its own frame's origin (the base link's frame); ``rotation_platform``/
+    ``position_platform_m``: that frame in the platform's frame; ``box_centre_m``,
+    ``box_size_m``: where :func:`box_tags` puts its tags.
+    """
+
+    params: "object"
+    rotation_platform: np.ndarray
+    position_platform_m: np.ndarray
+    box_centre_m: np.ndarray
+    box_size_m: tuple[float, float, float]
+
+
+def locked_object() -> LockedObject:
+    """The demo object (see :class:`LockedObject`)."""
+    from scipy.spatial.transform import Rotation
+
+    from rigtool.inertia import InertialParams
+    from rigtool.sim.rigs import box_inertia
+
+    size = (0.5, 0.35, 0.6)
+    com = np.array([0.03, -0.02, 0.30])
+    inertia = box_inertia(45.0, size) + np.array([[0.0, 0.05, -0.02], [0.05, 0.0, 0.03],
+                                                  [-0.02, 0.03, 0.0]])
+    return LockedObject(InertialParams.from_com(45.0, com, inertia),
+                        Rotation.from_euler("zyx", [10, 5, -3], degrees=True).as_matrix(),
+                        np.array([0.05, -0.02, 0.04]), com, size)

@@ -6,6 +6,8 @@ sensitivities, compiled.
 - :mod:`rigtool.engine.params`: the fits' parameterisations and their exact Jacobians;
 - :mod:`rigtool.engine.markers`: the marker model and its Jacobian rows;
 - :mod:`rigtool.engine.capture`: one capture as a fit sees it (residual rows, Jacobian).
+- :mod:`rigtool.engine.whiten`: markers' noise covariance (a camera's) and the whitening of
+  their rows.
 
 Why JAX: see :mod:`rigtool.engine._jax`.
 """

@@ -14,6 +14,7 @@ import numpy as np
 
 from rigtool.engine.markers import marker_rows
 from rigtool.engine.rigid import RigidModel, simulate
+from rigtool.engine.whiten import whiten_rows
 
 
 @dataclass
@@ -34,7 +35,10 @@ class RigidCapture:
     """A capture of the platform (with its locked load) for output-error fitting.
 
     ``measured_m [T, K, 3]`` (0 where unseen) and ``mask [T, K]`` (seen and used) over the
-    analysis window; ``n_frames`` is the current horizon (the first frames fitted).
+    analysis window; ``n_frames`` is the current horizon (the first frames fitted);
+    ``whiten [T, K, 3, 3]``, when given, the markers' whitening factors (1/mm,
+    rigtool.engine.whiten): the rows are then ``L^-1 r`` (maximum likelihood for that
+    covariance) instead of ``r`` in mm.
     """
 
     model: RigidModel
@@ -44,6 +48,7 @@ class RigidCapture:
     substeps: int = 1
     n_frames: int = 0
     extra: dict = field(default_factory=dict)
+    whiten: np.ndarray | None = None
 
     def n_rows(self) -> int:
         """Residual rows on the current horizon."""
@@ -69,6 +74,9 @@ class RigidCapture:
             return CaptureRows(np.full(n, 1e6), np.zeros((n, p)) if p else None, None, False)
         body = markers_body if markers_of_states is None else markers_of_states(states)
         r, jac = marker_rows(states, tangents, body, self.measured_m, self.mask)
+        if self.whiten is not None:
+            t_n = states.shape[0]
+            r, jac = whiten_rows(self.whiten[:t_n][self.mask[:t_n]], r, jac)
         if not np.all(np.isfinite(r)):
             n = r.size
             return CaptureRows(np.full(n, 1e6), None if jac is None else np.zeros_like(jac),

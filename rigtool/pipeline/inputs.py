@@ -21,12 +21,27 @@ def _rel(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
+def covariance_file_of(ref) -> Path | None:
+    """The marker covariance file a posture's output-error fit uses (manifest
+    ``marker_covariance``: a path, or ``"auto"`` and the capture's ``rigtool track`` side
+    file exists), else None."""
+    from rigtool.camera.covariance_file import side_file_of
+
+    setting = getattr(ref, "marker_covariance", "none")
+    if isinstance(setting, Path):
+        return setting
+    if setting == "auto" and side_file_of(ref.capture).is_file():
+        return side_file_of(ref.capture)
+    return None
+
+
 def session_inputs(session: Session) -> list[dict]:
     """Every file the session's results depend on, with its sha256.
 
     Order: the manifest, the rig file, the relative-motion capture, the posture captures
     (as report.json has always listed them), then the weighing file and static captures
-    when the manifest names them.
+    when the manifest names them, then the posture captures' marker covariance files
+    (``rigtool track``'s side files) when there is one.
 
     Returns
     -------
@@ -44,6 +59,10 @@ def session_inputs(session: Session) -> list[dict]:
         files.append((_rel(Path(session.total_mass_from), root), Path(session.total_mass_from)))
     for spec in session.frames.values():
         files.append((_rel(spec.static_capture, root), spec.static_capture))
+    for ref in session.postures:                 # a camera capture's marker covariance
+        cov = covariance_file_of(ref)
+        if cov is not None:
+            files.append((_rel(cov, root), cov))
     seen, out = set(), []
     for shown, path in files:
         if shown not in seen:           # a static capture may also be a posture capture

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.calibration_uncertainty import calibration_std_from_rigfile
+from rigtool.camera.covariance_file import check_covers, read_marker_covariance, side_file_of
 from rigtool.config import FilterSettings, RigFile, Session
 from rigtool.errors import InputError
 from rigtool.identify.common.output_error import base_pose_covariance
@@ -25,6 +26,7 @@ from rigtool.identify.common.platform_motion import (CaptureMotion, capture_moti
 from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
 from rigtool.identify.subset.fit import PostureOverall
+from rigtool.engine.whiten import MarkerCovariance
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
 from rigtool.mocap import MarkerData, read_capture
@@ -143,6 +145,25 @@ def _attached_markers(tree: Tree, markers: dict[str, dict[str, np.ndarray]]) -> 
     return {"base_markers": dict(markers[base]), "object_markers": others}
 
 
+def marker_covariance_of(setting: str | Path, capture: Path, data: MarkerData,
+                         names: list[str]) -> tuple[MarkerCovariance | None, Path | None]:
+    """The markers' noise covariance for the output-error fit, as the manifest's
+    ``marker_covariance`` says: ``"auto"`` the side file ``rigtool track`` wrote next to the
+    capture (``NAME.residuals.csv``) when there is one, ``"none"``, or a path. Checked to
+    cover every marker of the fit (``names``) where it is seen."""
+    if setting == "none":
+        return None, None
+    path = side_file_of(capture) if setting == "auto" else Path(setting)
+    if not path.exists():
+        if setting == "auto":
+            return None, None
+        raise InputError("the marker covariance file named by the manifest does not exist",
+                         path=path)
+    cov = read_marker_covariance(path, n_frames=data.n_frames)
+    check_covers(cov, data, names, path)
+    return cov, path
+
+
 def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     markers: dict[str, dict[str, np.ndarray]], capture: Path, *,
                     name: str, window, units, total_mass_kg: float,
@@ -150,13 +171,17 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     weighting: str = "noise", compensate: bool = True,
                     data: MarkerData | None = None,
                     method: str = "equation-error",
-                    object_markers_in_fit: bool = True) -> PostureOutcome:
+                    object_markers_in_fit: bool = True,
+                    marker_covariance: str | Path = "none") -> PostureOutcome:
     """Read one locked-posture capture and fit the object's overall properties.
 
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
     fitting its raw markers (:func:`rigtool.identify.posture.output_error.refine_posture`); with
     ``object_markers_in_fit`` (default) the object's markers join that fit as markers rigidly
     attached to the platform, and the base link's pose on the platform is estimated in it.
+    ``marker_covariance`` (``"none"``, ``"auto"`` or a path, see :func:`marker_covariance_of`):
+    the markers' noise covariance that output-error fit whitens its rows by (a camera's
+    capture); the equation-error fit does not use it.
     """
     check_method(method)
     rig = rigfile.rig
@@ -177,6 +202,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                       spring_model=spring_model, weighting=weighting, fit_mass=True)
     equation_error, refinement = res, None
     if method == "output-error":
+        fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
+        cov, _ = marker_covariance_of(marker_covariance, capture, data, fit_names)
         *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
                                             trajs[base].rotation, trajs[base].position_m,
                                             cap.valid)
@@ -185,7 +212,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
                                     calibration_std=_calibration_std(rigfile),
-                                    base_pose_cov=pose_cov,
+                                    base_pose_cov=pose_cov, marker_covariance=cov,
                                     **(_attached_markers(tree, markers)
                                        if object_markers_in_fit else {}))
         res = refinement.as_posture_result()

@@ -216,6 +216,10 @@ def check_session(session_path: str | Path, *, rig: str | Path | None = None) ->
         for body, names in links:
             _check_markers(col, data, body, names, named_by=session.path, field=f"{f}.capture")
         _check_window(col, data, ref.window, named_by=session.path, field=f"{f}.window")
+        cov = getattr(ref, "marker_covariance", "auto")
+        if isinstance(cov, Path) and not cov.is_file():
+            col.add(f"the marker covariance file {cov} does not exist", path=session.path,
+                    field=f"{f}.marker_covariance")
     for i, link in enumerate(session.tree.links):
         spec = session.frames.get(link.name)
         if spec is not None:

@@ -87,7 +87,8 @@ PARALLEL_POSTURES = 4   # from this many output-error postures on, fit them in p
 def _posture_job(args) -> PostureOutcome:
     session, rigfile, tree, markers, ref, kwargs = args
     return fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
-                           window=ref.window, units=ref.units, **kwargs)
+                           window=ref.window, units=ref.units,
+                           marker_covariance=ref.marker_covariance, **kwargs)
 
 
 def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict, kwargs: dict,

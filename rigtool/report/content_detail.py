@@ -15,6 +15,13 @@ from rigtool.report.blocks import Bullets, Col, Fig, Para, Section, Sub, Table
 _SIX = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"), (0, 1, "xy"))
 
 
+def _noise_model(nm: dict | None) -> str:
+    """The output-error fit's marker noise model, in a few words."""
+    if not nm or nm.get("kind") == "isotropic":
+        return "isotropic"
+    return f"covariance of {nm.get('file', '?')} (noise scale {nm.get('noise_scale', 0):.2f})"
+
+
 def _num(v, fmt: str = ".5f") -> str:
     return "–" if v is None else format(v, fmt)
 
@@ -55,16 +62,20 @@ def postures_section(doc: dict, figures) -> Section:
                         f"{oe['time_s']:.1f}",
                         _num(mv.get("value"), ".3f") + (f" ± {mv['std']:.3f}" if mv.get("std")
                                                          is not None else ""),
-                        ", ".join(f"{1e3 * v:.2f}" for v in ee["com"])])
+                        ", ".join(f"{1e3 * v:.2f}" for v in ee["com"]),
+                        _noise_model(oe.get("noise_model"))])
     if oe_rows:
         blocks.append(Table(
             [Col("posture", numeric=False), Col("marker residual", "mm"),
              Col("marker noise", "mm"), Col("iterations"), Col("time", "s"),
-             Col("mass from vibration", "kg"), Col("equation-error COM", "mm")], oe_rows,
+             Col("mass from vibration", "kg"), Col("equation-error COM", "mm"),
+             Col("marker noise model", numeric=False)], oe_rows,
             "Output-error fit per posture: residual standard deviation of the fitted markers "
             "against the marker noise of the rigid fits; the object's mass the vibration "
             "gives (mass freed at the estimate, marker noise and calibration in its standard "
-            "error); the equation-error start's COM for comparison."))
+            "error); the equation-error start's COM for comparison; the marker noise the fit "
+            "assumed: isotropic, or each marker's covariance from a camera's side file "
+            "(rows whitened; noise scale 1 when that covariance is the right size)."))
     return Section("postures", "Postures (base-link frame)", blocks + _figs(figures, "postures"))
 
 

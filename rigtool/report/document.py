@@ -70,7 +70,10 @@ def _posture_entry(p: PostureOutcome) -> dict:
             "nuisance": r(oe.nuisance), "base_pose_fitted": oe.base_pose_fitted,
             "object_markers": {n: r(v, 4) for n, v in zip(oe.attached_markers,
                                                           oe.attached_scatter_mm)},
-            "left_out_markers": {n: r(v, 4) for n, v in oe.left_out_markers}}
+            "left_out_markers": {n: r(v, 4) for n, v in oe.left_out_markers},
+            "noise_model": ({"kind": "isotropic"} if oe.noise_model == "isotropic" else
+                            {"kind": "covariance", "file": oe.noise_source,
+                             "noise_scale": r(oe.noise_scale, 4)})}
         entry["equation_error"] = {"com": r(ee.com), "com_std": r(ee.com_std, 3),
                                    "inertia_com": r(ee.inertia_com),
                                    "inertia_com_std": r(ee.inertia_com_std, 3),

@@ -48,6 +48,15 @@ Jacobian: exact, by forward-mode differentiation through the compiled integrator
 their places are eliminated by variable projection and the Jacobian projected off their
 columns (Kaufman's form: the same stationary point as the joint problem).
 
+Marker noise: isotropic by default (every coordinate alike: the rows are the residuals in
+mm, ``s`` their standard deviation). A capture whose markers come with a noise covariance
+each (``marker_covariance``: a camera's tag corners, whose depth is seen several times worse
+than the image plane) is fitted by maximum likelihood for it: every marker's residual and
+Jacobian rows are whitened, ``r -> L^-1 r`` with ``C = L L^T`` (rigtool.engine.whiten), the
+object's markers placed by their information, and ``s`` is the noise scale (1 when the
+covariance is right; the covariance is trusted in shape, its overall size is measured).
+Whitening with ``C = sigma^2 1`` gives the isotropic fit's estimate and standard errors.
+
 Uncertainty: the Gauss-Newton covariance ``s^2 (J^T J)^-1`` (marker noise, white: right as
 it is), plus, when given, the calibration's uncertainty (first-order sensitivity of the
 estimate to each calibrated number, or to each principal axis of a full calibration
@@ -77,6 +86,7 @@ from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_d
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.engine.markers import predicted_markers
+from rigtool.engine.whiten import MarkerCovariance, whitening_factors
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
@@ -118,7 +128,7 @@ class OutputErrorResult:
     covariance9: np.ndarray
     initial_state: dict[str, np.ndarray]    # position_m, rotation, velocity_lab, omega_lab
     residual_rms_mm: float
-    marker_sigma_mm: float                  # residual std with the fit's dof removed
+    marker_sigma_mm: float                  # residual std with the fit's dof removed (mm)
     n_residuals: int
     iterations: int
     elapsed_s: float
@@ -141,6 +151,10 @@ class OutputErrorResult:
                                                       # platform: (name, RMS scatter mm)
     mass_from_vibration: VibrationMass | None = None  # the scale check (mass freed, 1 step)
     platform_markers: "PlatformMarkerFit | None" = None    # measured vs simulated (figures)
+    noise_model: str = "isotropic"                    # or "covariance" (rows whitened)
+    noise_source: str = ""                            # where the covariance came from
+    noise_scale: float = float("nan")                 # whitened residual std (1: the
+                                                      # covariance is right); NaN isotropic
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -169,6 +183,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    base_pose_cov: np.ndarray | None = None, ftol: float = 1e-8,
                    base_markers: dict[str, np.ndarray] | None = None,
                    object_markers: list[str] | tuple[str, ...] = (),
+                   marker_covariance: MarkerCovariance | None = None,
                    name: str | None = None) -> OutputErrorResult:
     """Refine a posture's COM and inertia by fitting the simulated platform motion to the
     raw platform markers (maximum likelihood for white marker noise).
@@ -224,6 +239,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         platform at an unknown place (3 unknowns each): they add to the platform's motion.
         Markers that are not still on the platform (scatter about their mean position over
         twice the marker noise, per coordinate) are left out with a warning.
+    marker_covariance : MarkerCovariance, optional
+        Each marker's noise covariance (lab, m^2; per frame of ``data`` or constant), for
+        every marker the fit uses. Given, the fit is maximum likelihood for it (whitened
+        rows) and the standard errors scale with the measured noise scale; default:
+        isotropic noise of the size the residuals show.
     name : str, optional
         Defaults to ``start.name``.
 
@@ -243,13 +263,17 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     xyz = xyz[idx]
     traj = fit_pose(xyz, mk, marker_names=tuple(names), time_s=data.time_s[idx])
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)
+    whiten = None
+    if marker_covariance is not None:
+        full = [data.names[data.index(n)] for n in names]
+        whiten = whitening_factors(marker_covariance.select(full, idx, data.n_frames), mask)
     dt = 1.0 / data.rate_hz
     rot_ref, state0 = start_state(traj.rotation, traj.position_m, traj.valid, dt)
     z_obj = object_to_z(start.com, start.inertia_com)
     prob = PostureProblem(rig, platform.pi.astype(float),
                     transform_matrix(base_rotation_platform, base_position_platform),
                     float(total_mass_kg), mk, np.where(mask[..., None], xyz, 0.0), mask, dt,
-                    rot_ref, substeps, z_obj, nuisance)
+                    rot_ref, substeps, z_obj, nuisance, whiten=whiten)
     n_total = len(idx)
     extra = [1.0] if nuisance == "damping-scale" else []
     # 1) the initial state on a short horizon, object held at the start
@@ -277,7 +301,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     att = None
     if base_markers or object_markers:
         att = fit_attached(prob, x, data, idx, mk, dict(base_markers or {}),
-                            list(object_markers), ftol, label, warnings)
+                            list(object_markers), ftol, label, warnings, marker_covariance)
         x = att["x"]
         iterations += att["nfev"]
         stage_log += att["stages"]
@@ -361,13 +385,14 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     per_frame = np.full(n_total, np.nan)
     seen = mask.sum(1)
     per_frame[seen > 0] = np.sqrt(ne.ss_frame[seen > 0] / (3 * seen[seen > 0]))
-    rms = float(np.sqrt(ne.cost / n_res))
-    sigma = float(np.sqrt(s2))
+    rms = float(np.sqrt(ne.cost_mm2 / n_res))
+    s2_mm = ne.cost_mm2 / dof                     # = s2 unless the rows are whitened
+    sigma = float(np.sqrt(s2_mm))
     # a model that tracks the data leaves white residuals: compare the first and last tenth
     tenth = max(1, n_total // 10)
     early, late = np.nanmean(per_frame[:tenth] ** 2), np.nanmean(per_frame[-tenth:] ** 2)
     if (np.isfinite(early) and np.isfinite(late) and max(early, late) > 2.0 * min(early, late)
-            and max(early, late) > 1.5 * s2):
+            and max(early, late) > 1.5 * s2_mm):
         warnings.append(f"{name or start.name}: marker residuals grow or shrink along the "
                         f"capture (RMS {np.sqrt(early):.3f} mm early, {np.sqrt(late):.3f} mm "
                         "late): the simulated motion drifts from the data (rig model?)")
@@ -391,6 +416,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         left_out_markers=() if att is None else tuple(att["left_out"]),
         mass_from_vibration=mass_check,
         platform_markers=_platform_marker_fit(prob, ne.states, names, data.time_s[idx]),
+        noise_model="isotropic" if whiten is None else "covariance",
+        noise_source="" if marker_covariance is None else marker_covariance.source,
+        noise_scale=float("nan") if whiten is None else float(np.sqrt(s2)),
     )
 
 

@@ -9,6 +9,9 @@ Jacobians (rigtool.engine.params) and evaluates the cost and the normal equation
 chunk over the frames (rigtool.engine.rigid's ``consume``), so memory does not grow with the
 capture's length. The object's other markers, rigidly attached to the platform at unknown
 places, are eliminated by variable projection (rigtool.identify.posture.attached_markers).
+With ``whiten`` (per marker and frame, rigtool.engine.whiten) every row is whitened by its
+marker's noise covariance (maximum likelihood for anisotropic noise, a camera's); without it
+the rows are the residuals in mm, as before.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from rigtool.engine.lm import Normal
 from rigtool.engine.markers import marker_rows
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
+from rigtool.engine.whiten import whiten_rows
 from rigtool.identify.posture.attached_markers import (joint_information, nuisance_products,
                                                placed_positions, pose_columns,
-                                               position_products)
+                                               position_information, position_products)
 from rigtool.rig import Rig
 
 _TRIL = np.tril_indices(3)
@@ -99,6 +103,9 @@ class PostureProblem:
     base_defs: np.ndarray | None = None     # [n_b, 3] base-link coordinates of the first n_b
     project: bool = False
     n_attached: int = 0                     # attached markers at the end of markers_body
+    # whitening factors L^-1 (1/mm) of each marker's noise covariance [T, K, 3, 3] (zero
+    # where unseen); None: isotropic noise, rows in mm
+    whiten: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.model = RigidModel.of(self.rig)
@@ -136,7 +143,7 @@ class PostureProblem:
 
     def capture(self) -> RigidCapture:
         return RigidCapture(self.model, self.measured, self.mask, self.dt, self.substeps,
-                            self.n_frames)
+                            self.n_frames, whiten=self.whiten)
 
     def _placed(self, states: np.ndarray) -> np.ndarray:
         """Markers ``[K, 3]`` with the attached ones at their best places on ``states``."""
@@ -144,8 +151,9 @@ class PostureProblem:
         rot = states[:, 3:12].reshape(t_n, 1, 3, 3)
         body = self.markers_body.copy()
         e_n = self.attached_xyz.shape[1]
+        w_att = None if self.whiten is None else self.whiten[:t_n, -e_n:]
         body[-e_n:] = placed_positions(rot, states[:, None, 0:3], self.attached_xyz[:t_n],
-                                       self.attached_seen[:t_n], self.base_defs)[0]
+                                       self.attached_seen[:t_n], self.base_defs, w_att)[0]
         return body
 
     def _eval(self, x: np.ndarray):
@@ -235,23 +243,31 @@ class PostureProblem:
         att = np.arange(k_n - e_n, k_n)
         acc = {"jtj": np.zeros((n_c, n_c)), "jtr": np.zeros(n_c), "cost": 0.0,
                "prods": np.zeros((e_n, 3, n_c)), "prods_r": np.zeros((e_n, 3)),
-               "ss": np.zeros(self.n_frames)}
+               "ss": np.zeros(self.n_frames), "cost_mm": 0.0, "info_k": np.zeros((e_n, 3, 3))}
 
         def consume(k0, st, tan):
             m = st.shape[0]
             mask_c = self.mask[k0:k0 + m]
             r, jac = marker_rows(st, tan, body, self.measured[k0:k0 + m], mask_c)
             jac = jac[:, keep]
-            acc["jtj"] += jac.T @ jac
-            acc["jtr"] += jac.T @ r
-            acc["cost"] += float(r @ r)
             res = np.zeros(mask_c.shape + (3,))
             res[mask_c] = r.reshape(-1, 3)
             acc["ss"][k0:k0 + m] = (res ** 2).sum((1, 2))
+            w_c = None
+            if self.whiten is not None:
+                acc["cost_mm"] += float(r @ r)
+                w_c = self.whiten[k0:k0 + m]
+                r, jac = whiten_rows(w_c[mask_c], r, jac)
+            acc["jtj"] += jac.T @ jac
+            acc["jtr"] += jac.T @ r
+            acc["cost"] += float(r @ r)
             if e_n:
                 rot_c = st[:, 3:12].reshape(m, 3, 3)
-                acc["prods"] += position_products(jac, mask_c, rot_c, att)
-                acc["prods_r"] += position_products(r[:, None], mask_c, rot_c, att)[..., 0]
+                acc["prods"] += position_products(jac, mask_c, rot_c, att, w_c)
+                acc["prods_r"] += position_products(r[:, None], mask_c, rot_c, att,
+                                                    w_c)[..., 0]
+                if w_c is not None:
+                    acc["info_k"] += position_information(mask_c, rot_c, att, w_c)
 
         try:
             states, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
@@ -261,6 +277,8 @@ class PostureProblem:
             return PostureNormal(np.inf, np.eye(n_c), np.zeros(n_c), np.eye(n_c),
                                   np.zeros(n_c), None, None, None, None, 0)
         n_seen = self.mask[:self.n_frames][:, att].sum(0) if e_n else None
+        if e_n and self.whiten is not None:
+            n_seen = acc["info_k"]              # each marker's information, [E, 3, 3]
         jtj, jtr = acc["jtj"], acc["jtr"]
         jtj_red, jtr_red = jtj, jtr
         if e_n:
@@ -274,7 +292,8 @@ class PostureProblem:
                 jtr_red = jtr - x_n @ np.linalg.solve(nn, g_nuis)
         return PostureNormal(acc["cost"], jtj_red, jtr_red, jtj, jtr, acc["prods"],
                               n_seen, acc["ss"], states,
-                              int(self.mask[:self.n_frames].sum()) * 3)
+                              int(self.mask[:self.n_frames].sum()) * 3,
+                              acc["cost"] if self.whiten is None else acc["cost_mm"])
 
     def residual(self, x: np.ndarray) -> np.ndarray:
         return self._eval(x).r
@@ -298,7 +317,9 @@ class PostureNormal:
     """One streaming evaluation of the posture fit: the cost (mm^2), the normal equations
     the solver uses (``jtj``/``jtr``: reduced by the attached markers' places under variable
     projection), the raw ones, the attached markers' products with the Jacobian (``[E, 3,
-    n]``), their frames seen, the squared residual per frame and the simulated states."""
+    n]``), their frames seen (with whitening: their information ``[E, 3, 3]``), the squared
+    residual per frame (mm^2, not whitened), the simulated states and the cost in mm^2 (the
+    cost itself when the rows are not whitened)."""
 
     cost: float
     jtj: np.ndarray
@@ -310,6 +331,7 @@ class PostureNormal:
     ss_frame: np.ndarray | None
     states: np.ndarray | None
     n_rows: int
+    cost_mm2: float = float("nan")
 
     def lm(self) -> Normal:
         return Normal(self.cost, self.jtj, self.jtr)
