@@ -75,6 +75,7 @@ def _env() -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"                     # as Dask's nanny sets them for its workers
+    env["RIGTOOL_ENGINE_THREADS"] = "1"    # as rigtool.batch.cluster sets it for its workers
     return env
 
 

@@ -47,8 +47,11 @@ def dask_client(*, scheduler: str | None, workers: int) -> Iterator[object]:
         finally:
             client.close()
         return
+    # sessions side by side fill the cores: each worker's engine integrates its sensitivity
+    # columns on one thread (rigtool.engine.columns), not on every core
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=None, silence_logs=logging.ERROR,
+                      env={"RIGTOOL_ENGINE_THREADS": "1"}) as cluster, \
             Client(cluster) as client:
         yield client
 

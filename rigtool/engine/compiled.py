@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable
@@ -29,6 +30,12 @@ from typing import Any, Callable
 from rigtool.engine._jax import CACHE_DIR, jax, jnp
 
 _ENGINE_DIR = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def _device():
+    """The device every engine argument is committed to (JAX's default one)."""
+    return jax.devices()[0]
 
 
 @lru_cache(maxsize=1)
@@ -63,6 +70,7 @@ class DiskJit:
         self._static = tuple(static_argnames)
         self._jit = jax.jit(fun, static_argnames=self._static)
         self._loaded: dict[tuple, Callable] = {}     # this process's deserialised traces
+        self._lock = threading.Lock()   # column groups' threads ask for a trace at once
         self.__doc__ = fun.__doc__
         self.__name__ = fun.__name__
 
@@ -97,15 +105,18 @@ class DiskJit:
         return jax.jit(exported.call)
 
     def __call__(self, *args, **static: Any):
-        args = jax.tree_util.tree_map(
-            lambda a: a if isinstance(a, jax.Array) else jnp.asarray(a), args)
+        # every argument committed to the one device: an array returned by an earlier call
+        # is committed and a fresh one is not, and jit compiles once for each kind (twice
+        # the compile time, ~7 s per integrator of the tree model, on a cold cache)
+        args = jax.tree_util.tree_map(lambda a: jax.device_put(a, _device()), args)
         leaves, tree = jax.tree_util.tree_flatten(args)
         memo = (tuple(sorted(static.items())), tree,
                 tuple((a.shape, a.dtype, a.weak_type) for a in leaves))
-        fun = self._loaded.get(memo)
-        if fun is None:
-            fun = self._loaded[memo] = self._load_or_export(self._key(args, static), args,
-                                                             static)
+        with self._lock:
+            fun = self._loaded.get(memo)
+            if fun is None:
+                fun = self._loaded[memo] = self._load_or_export(self._key(args, static),
+                                                                 args, static)
         return fun(*args)
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
+from rigtool.engine.columns import ColumnRunner, column_groups
 from rigtool.engine.compiled import disk_jit
 from rigtool.engine.rigid import (CHUNK_FRAMES, STATE, RigidModel, _mm, _mv, _skew, _solve3,
                                   spring_wrench, tangent_start)
@@ -187,29 +188,41 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, u_grid: np.nd
         p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
         tangents = np.empty((n_frames, STATE, p))
         tangents[0] = t_y[:, :p]
-        tan, t_th = jnp.asarray(t_y), jnp.asarray(t_th)
+        groups = column_groups(t_y.shape[1])
+        # one column group per thread (rigtool.engine.columns); each integrates the state
+        tans = [jnp.asarray(t_y[:, g]) for g in groups]
+        t_ths = [jnp.asarray(t_th[:, g]) for g in groups]
+    else:
+        groups = [slice(0, 0)]
     h = dt / substeps
-    k = 1
-    while k < n_frames:
-        m = min(CHUNK_FRAMES, n_frames - k)
-        us = us_all[k - 1:k - 1 + m]
-        if m < CHUNK_FRAMES:            # pad (one compilation for every length)
-            us = np.concatenate([us, np.repeat(us[-1:], CHUNK_FRAMES - m, 0)])
-        us = jnp.asarray(us)
-        if with_tan:
-            ys, ts = _chunk_tangents(y, tan, theta_j, t_th, consts, us, h, n_links=n_links,
-                                     substeps=substeps)
-        else:
-            ys = _chunk(y, theta_j, consts, us, h, n_links=n_links, substeps=substeps)
-        ys_np = np.asarray(ys)
-        if not np.all(np.isfinite(ys_np[m - 1])):
-            raise FloatingPointError("the simulated motion diverged")
-        states[k:k + m] = ys_np[:m]
-        y = ys[m - 1]
-        if with_tan:
-            tangents[k:k + m] = np.asarray(ts)[:m, :, :p]
-            tan = ts[m - 1]
-        k += m
+    with ColumnRunner(groups) as runner:
+        k = 1
+        while k < n_frames:
+            m = min(CHUNK_FRAMES, n_frames - k)
+            us = us_all[k - 1:k - 1 + m]
+            if m < CHUNK_FRAMES:            # pad (one compilation for every length)
+                us = np.concatenate([us, np.repeat(us[-1:], CHUNK_FRAMES - m, 0)])
+            us = jnp.asarray(us)
+            if with_tan:
+                outs = runner.map(lambda i: _chunk_tangents(
+                    y, tans[i], theta_j, t_ths[i], consts, us, h, n_links=n_links,
+                    substeps=substeps))
+                ys = outs[0][0]
+            else:
+                ys = _chunk(y, theta_j, consts, us, h, n_links=n_links, substeps=substeps)
+            ys_np = np.asarray(ys)
+            if not np.all(np.isfinite(ys_np[m - 1])):
+                raise FloatingPointError("the simulated motion diverged")
+            states[k:k + m] = ys_np[:m]
+            y = ys[m - 1]
+            if with_tan:
+                for g, out in zip(groups, outs):
+                    cols = range(g.start, min(g.stop, p))
+                    if len(cols):
+                        tangents[k:k + m, :, cols.start:cols.stop] = \
+                            np.asarray(out[1])[:m, :, :len(cols)]
+                tans = [out[1][m - 1] for out in outs]
+            k += m
     return states, tangents
 
 

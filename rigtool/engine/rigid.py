@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigtool.engine._jax import jax, jnp
+from rigtool.engine.columns import BLOCK, ColumnRunner, column_groups
 from rigtool.engine.compiled import disk_jit
 from rigtool.rig import Rig
 
@@ -192,7 +193,7 @@ def _pad_columns(a: np.ndarray) -> np.ndarray:
     """Tangent columns padded to a multiple of 16 (so a handful of compilations serve every
     problem size: each costs ~3 s cold, ~0.7 s from the disk cache)."""
     p = a.shape[1]
-    width = max(16, -(-p // 16) * 16)
+    width = max(BLOCK, -(-p // BLOCK) * BLOCK)
     return a if width == p else np.concatenate([a, np.zeros((a.shape[0], width - p))], 1)
 
 
@@ -230,7 +231,8 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     consume : callable, optional
         ``consume(k0, states [m, 18], tangents [m, 18, P])`` is called for each run of frames
         ``k0 .. k0+m-1`` as they come, and the tangents are not kept (memory bounded by one
-        chunk whatever the capture's length).
+        chunk whatever the capture's length; the tangents' array is reused for the next
+        chunk, so copy what must outlive the call).
 
     Returns
     -------
@@ -248,40 +250,55 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     states[0] = y0
     y = jnp.asarray(y0, float)
     theta_j = jnp.asarray(theta, float)
-    with_tan = tangent_theta is not None or tangent_y0 is not None
-    if with_tan:
-        p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
-        keep = consume is None
-        tangents = np.empty((n_frames, STATE, p)) if keep else None
-        if keep:
-            tangents[0] = t_y[:, :p]
-        else:
-            consume(0, states[:1], t_y[None, :, :p])
-        tan = jnp.asarray(t_y)
-        t_th = jnp.asarray(t_th)
-    k = 1
-    while k < n_frames:
-        if with_tan:
-            ys, ts = _chunk_tangents(y, tan, theta_j, t_th, consts, dt / substeps,
-                                     free=model.free_rows, substeps=substeps, n=CHUNK_FRAMES)
-        else:
+    if tangent_theta is None and tangent_y0 is None:
+        k = 1
+        while k < n_frames:
             ys = _chunk(y, theta_j, consts, dt / substeps, free=model.free_rows,
                         substeps=substeps, n=CHUNK_FRAMES)
-        m = min(CHUNK_FRAMES, n_frames - k)
-        ys_np = np.asarray(ys)
-        if not np.all(np.isfinite(ys_np[m - 1])):
-            raise FloatingPointError("the simulated motion diverged")
-        states[k:k + m] = ys_np[:m]
-        y = ys[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
-        if with_tan:
-            ts_np = np.asarray(ts)[:m, :, :p]
+            m = min(CHUNK_FRAMES, n_frames - k)
+            ys_np = np.asarray(ys)
+            if not np.all(np.isfinite(ys_np[m - 1])):
+                raise FloatingPointError("the simulated motion diverged")
+            states[k:k + m] = ys_np[:m]
+            y = ys[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
+            k += m
+        return states, None
+    p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
+    keep = consume is None
+    tangents = np.empty((n_frames, STATE, p)) if keep else None
+    if keep:
+        tangents[0] = t_y[:, :p]
+    else:
+        consume(0, states[:1], t_y[None, :, :p])
+    groups = column_groups(t_y.shape[1])
+    # one column group per thread (rigtool.engine.columns); each integrates the state too
+    tans = [jnp.asarray(t_y[:, g]) for g in groups]
+    t_ths = [jnp.asarray(t_th[:, g]) for g in groups]
+    chunk_tan = np.empty((CHUNK_FRAMES, STATE, t_y.shape[1]))
+    with ColumnRunner(groups) as runner:
+        k = 1
+        while k < n_frames:
+            outs = runner.map(lambda i: _chunk_tangents(
+                y, tans[i], theta_j, t_ths[i], consts, dt / substeps, free=model.free_rows,
+                substeps=substeps, n=CHUNK_FRAMES))
+            ys = outs[0][0]
+            m = min(CHUNK_FRAMES, n_frames - k)
+            ys_np = np.asarray(ys)
+            if not np.all(np.isfinite(ys_np[m - 1])):
+                raise FloatingPointError("the simulated motion diverged")
+            states[k:k + m] = ys_np[:m]
+            y = ys[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
+            for g, out in zip(groups, outs):
+                chunk_tan[:m, :, g] = np.asarray(out[1])[:m]
+            ts_np = chunk_tan[:m, :, :p]
             if keep:
                 tangents[k:k + m] = ts_np
             else:
                 consume(k, states[k:k + m], ts_np)
-            tan = ts[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
-        k += m
-    return states, (tangents if with_tan and keep else None)
+            tans = ([out[1][CHUNK_FRAMES - 1] for out in outs] if m == CHUNK_FRAMES
+                    else None)
+            k += m
+    return states, tangents
 
 
 __all__ = ["RigidModel", "STATE", "CHUNK_FRAMES", "theta_of", "tangent_start", "rhs", "rk4_step",

@@ -40,6 +40,7 @@ import numpy as np
 
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine.compiled import disk_jit
+from rigtool.engine.columns import ColumnRunner, column_groups
 from rigtool.engine.rigid import CHUNK_FRAMES, _mm, _mv, _solve3, tangent_start
 from rigtool.rig import Rig
 
@@ -322,35 +323,52 @@ def simulate(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
     y = jnp.asarray(y0, float)
     th = jnp.asarray(theta, float)
     with_tan = tangent_theta is not None or tangent_y0 is not None
-    if with_tan:
-        p, t_th, t_y = tangent_start(theta.size, n_s, tangent_theta, tangent_y0)
-        tan = jnp.asarray(t_y)
-        t_th = jnp.asarray(t_th)
-        d_mks = np.empty((n_frames, k_n, 3, p))
-        m0, dm0 = _markers0(y, tan, th, t_th, static=static)
-        mks[0], d_mks[0] = np.asarray(m0), np.asarray(dm0)[..., :p]
-    else:
+    if not with_tan:
         m0, _ = _markers0(y, jnp.zeros((n_s, 1)), th, jnp.zeros((theta.size, 1)), static=static)
         mks[0] = np.asarray(m0)
-    k = 1
-    while k < n_frames:
-        m = min(CHUNK_FRAMES, n_frames - k)
-        if with_tan:
-            ys, ms, dms, tan = _chunk_tangents(y, tan, th, t_th, dt / substeps, static=static,
-                                          substeps=substeps, n=CHUNK_FRAMES)
-        else:
+        k = 1
+        while k < n_frames:
+            m = min(CHUNK_FRAMES, n_frames - k)
             ys, ms = _chunk(y, th, dt / substeps, static=static, substeps=substeps,
                             n=CHUNK_FRAMES)
-        ys_np = np.asarray(ys)
-        if not np.all(np.isfinite(ys_np[m - 1])):
-            raise FloatingPointError("the simulated motion diverged")
-        states[k:k + m] = ys_np[:m]
-        mks[k:k + m] = np.asarray(ms)[:m]
-        if with_tan:
-            d_mks[k:k + m] = np.asarray(dms)[:m, :, :, :p]
-        y = ys[CHUNK_FRAMES - 1]
-        k += m
-    return states, mks, (d_mks if with_tan else None)
+            ys_np = np.asarray(ys)
+            if not np.all(np.isfinite(ys_np[m - 1])):
+                raise FloatingPointError("the simulated motion diverged")
+            states[k:k + m] = ys_np[:m]
+            mks[k:k + m] = np.asarray(ms)[:m]
+            y = ys[CHUNK_FRAMES - 1]
+            k += m
+        return states, mks, None
+    p, t_th, t_y = tangent_start(theta.size, n_s, tangent_theta, tangent_y0)
+    d_mks = np.empty((n_frames, k_n, 3, p))
+    groups = column_groups(t_y.shape[1])
+    # one column group per thread (rigtool.engine.columns); each integrates the state too
+    tans = [jnp.asarray(t_y[:, g]) for g in groups]
+    t_ths = [jnp.asarray(t_th[:, g]) for g in groups]
+    m0, dm0 = _markers0(y, jnp.asarray(t_y), th, jnp.asarray(t_th), static=static)
+    mks[0], d_mks[0] = np.asarray(m0), np.asarray(dm0)[..., :p]
+    with ColumnRunner(groups) as runner:
+        k = 1
+        while k < n_frames:
+            m = min(CHUNK_FRAMES, n_frames - k)
+            outs = runner.map(lambda i: _chunk_tangents(
+                y, tans[i], th, t_ths[i], dt / substeps, static=static, substeps=substeps,
+                n=CHUNK_FRAMES))
+            ys, ms = outs[0][0], outs[0][1]
+            ys_np = np.asarray(ys)
+            if not np.all(np.isfinite(ys_np[m - 1])):
+                raise FloatingPointError("the simulated motion diverged")
+            states[k:k + m] = ys_np[:m]
+            mks[k:k + m] = np.asarray(ms)[:m]
+            for g, out in zip(groups, outs):
+                cols = range(g.start, min(g.stop, p))
+                if len(cols):
+                    d_mks[k:k + m, ..., cols.start:cols.stop] = \
+                        np.asarray(out[2])[:m, ..., :len(cols)]
+            tans = [out[3] for out in outs]
+            y = ys[CHUNK_FRAMES - 1]
+            k += m
+    return states, mks, d_mks
 
 
 def energy(model: TreeModel, theta: np.ndarray, states: np.ndarray) -> np.ndarray:
