@@ -149,9 +149,12 @@ def child_length(seconds: float, oe: bool, path: str) -> dict:
     tree = sc.obj.tree
     clock = _Clock()
     t0, w0 = time.process_time(), time.perf_counter()
-    _stages(Path(path), rig, tree, {l.name: l.markers_link for l in tree.links},
-            float(sc.obj.total_mass), FilterSettings(), None, clock, oe=oe)
+    _, res, _ = _stages(Path(path), rig, tree, {l.name: l.markers_link for l in tree.links},
+                        float(sc.obj.total_mass), FilterSettings(), None, clock, oe=oe)
+    # the output-error fit's stages: (horizon s, cost-only simulations, normal equations)
+    oe_stages = [[float(h), int(c), int(n)] for h, c, n in getattr(res, "stages", ())]
     return {"seconds": seconds, "file_mib": Path(path).stat().st_size / 2 ** 20,
+            "oe_stages": oe_stages,
             "stages": clock.t, "stages_wall": clock.w, "total": time.process_time() - t0,
             "total_wall": time.perf_counter() - w0, "peak_mib": _peak_mib()}
 
@@ -326,6 +329,7 @@ def main() -> None:
         print("| length | frames | CSV MiB | read s | pose s | filter s | posture EE s | "
               "posture OE s CPU / wall | pipeline s CPU / wall | peak MiB | (simulate s) |")
         print("|" + "---|" * 11)
+        stage_log: list[str] = []
         for length in [float(x) for x in args.lengths.split(",")]:
             with tempfile.TemporaryDirectory(prefix="rigtool-speed-") as tmp:
                 sim = _run_child(["simulate-length", str(length), tmp])
@@ -344,6 +348,14 @@ def main() -> None:
                   + f" | {r['total']:.1f} / {r['total_wall']:.1f} | {r['peak_mib']:.0f} | "
                   f"{r['simulate_s']:.1f} |",
                   flush=True)
+            if r.get("oe_stages"):
+                stage_log.append(f"{length:g} s: " + ", ".join(
+                    f"{h:g} s ({c} + {n})" for h, c, n in r["oe_stages"]))
+        if stage_log:
+            print("\nOutput-error stages, horizon (cost-only simulations + normal equations "
+                  "with sensitivities); the last stage adds the object's markers:")
+            for line in stage_log:
+                print(f"- {line}")
     if args.links:
         oe = args.links_method == "output-error"
         print(f"\n### Against the number of links (n+1 postures of {args.posture_s:g} s, "

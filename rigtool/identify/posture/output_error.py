@@ -21,8 +21,9 @@ Unknowns (21, plus optional nuisance):
   (``nuisance="damping-scale"``), for a capture whose decay the calibration misses.
 
 The object's own markers (``base_markers``, ``object_markers``): in a locked posture they
-move with the platform, so after the platform-marker fit has converged they join it, their
-places on the platform eliminated by variable projection (rigtool.identify.posture.attached_markers)
+move with the platform, so once the platform-marker fit has converged on the horizon before
+the whole window they join it (and are checked again over the whole window, where a marker
+that moved later is left out), their places on the platform eliminated by variable projection (rigtool.identify.posture.attached_markers)
 and the base link's pose on the platform estimated with them (it carries the platform-frame
 estimate into the base-link frame, and its uncertainty, a few micrometres, is as large as the
 COM's). Measured on the paper-002 session (sigma 0.1 mm, 5 seeds x 3 postures): the errors
@@ -79,7 +80,8 @@ from rigtool.identify.common.output_error import (central_jacobian, next_horizon
                                                   object_in_base_frame, start_state,
                                                   window_frames)
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
-from rigtool.identify.posture.attached_fit import fit_attached, solve_stage
+from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
+                                                   solve_stage)
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
 from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_direction,
                                                      vibration_mass)
@@ -280,15 +282,33 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     prob.fit_object = False
     prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
     x = np.concatenate([state0, extra])
-    sol = solve_stage(prob, x, ftol=1e-10)
+    sol = solve_stage(prob, x, ftol=1e-10, warm=False)
     iterations = sol.n_cost + sol.n_normal
     # 2) everything, on a growing horizon
     prob.fit_object = True
     x = np.concatenate([z_obj, sol.x])
     horizons = []
     stage_log = [(prob.n_frames * dt, sol.n_cost, sol.n_normal)]
+    label = name or start.name
+    warnings: list[str] = []
+    att = None
+
+    def attach(x_now):
+        # the object's markers join on the horizon just fitted; longer ones go on with them
+        nonlocal att, iterations
+        att = attach_markers(prob, x_now, data, idx, mk, dict(base_markers or {}),
+                             list(object_markers), ftol, label, warnings, marker_covariance)
+        iterations += att["nfev"]
+        stage_log.extend(att["stages"])
+        return att["x"]
+
     while True:
-        prob.n_frames = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
+        n_next = next_horizon(prob.n_frames, n_total, horizon_factor, dt)
+        if (base_markers or object_markers) and att is None and n_next >= n_total and horizons:
+            # before the whole window, not after it: one whole-window pass instead of two
+            # (a 10-minute capture spends its time there)
+            x = attach(x)
+        prob.n_frames = n_next
         horizons.append(prob.n_frames * dt)
         sol = solve_stage(prob, x, ftol=ftol)
         iterations += sol.n_cost + sol.n_normal
@@ -296,15 +316,14 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         x = sol.x
         if prob.n_frames >= n_total:
             break
-    label = name or start.name
-    warnings: list[str] = []
-    att = None
-    if base_markers or object_markers:
-        att = fit_attached(prob, x, data, idx, mk, dict(base_markers or {}),
-                            list(object_markers), ftol, label, warnings, marker_covariance)
+    if (base_markers or object_markers) and att is None:
+        x = attach(x)                         # a window too short for an earlier horizon
+    if att is not None:
+        n_stages = len(att["stages"])
+        att = place_attached(prob, {**att, "x": x}, ftol, label, warnings)
         x = att["x"]
-        iterations += att["nfev"]
-        stage_log += att["stages"]
+        stage_log.extend(att["stages"][n_stages:])
+        iterations += sum(c + n for _, c, n in att["stages"][n_stages:])
     mask = prob.mask
     n_x = x.size
     members = ([] if calibration_std is None
