@@ -28,7 +28,7 @@ import numpy as np
 
 from rigtool.errors import InputError
 from rigtool.engine.capture import CaptureRows, RigidCapture
-from rigtool.engine.lm import Normal, levenberg_marquardt
+from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import RigidModel, theta_of
 from rigtool.calibration_uncertainty import calibration_members
@@ -255,12 +255,17 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
 
     z = np.concatenate([shared] + states)
     schedule_done = False
+    warm = False
     while True:
         start_normal = normal_at(z)
         if not np.isfinite(start_normal.cost):
             raise InputError("the start calibration cannot be simulated over the captures")
+        # the first stage starts from the equation-error calibration; later ones from the
+        # previous (shorter) horizon's optimum, Gauss-Newton's ground
         sol = levenberg_marquardt(normal_at, lambda v: sum(capture_costs(v)), z, ftol=ftol,
-                                  max_iterations=max_iterations, start=start_normal)
+                                  max_iterations=max_iterations, start=start_normal,
+                                  lam0=WARM_LAMBDA if warm else 1e-3)
+        warm = True
         z = sol.x
         iterations += sol.n_cost
         if schedule_done:
