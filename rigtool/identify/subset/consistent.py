@@ -41,9 +41,18 @@ def consistent_fit(tree: Tree, result, a_w: np.ndarray, b_w: np.ndarray,
     scale = np.linalg.norm(g, axis=0)
     scale[scale == 0] = 1.0
     mass_cols = [10 * i for i in range(n)]
-    y = cp.Variable(10 * n)
+    g_s = g / scale
+    # The whitened rows are large (|b_w| ~ 1e6 at 0.05 mm marker noise) and the residual at
+    # the optimum is O(1): written as ||g pi - b_w||^2 the solver must cancel 1e6 against 1e6
+    # and Clarabel then reports a feasible problem "infeasible" (seen on a two-link session).
+    # About the unconstrained least-squares solution y_ls (minimum norm) the residual is
+    # g_s d + r_ls, both O(1): the same problem, well scaled.
+    y_ls = np.linalg.lstsq(g_s, b_w, rcond=None)[0]
+    r_ls = g_s @ y_ls - b_w
+    d = cp.Variable(10 * n)
+    y = y_ls + d
     pi = cp.multiply(1.0 / scale, y)
-    data = cp.sum_squares(g @ pi - b_w)
+    data = cp.sum_squares(g_s @ d + r_ls)
     cons = [cp.sum(cp.hstack([pi[c] for c in mass_cols])) == total_mass_kg]
     for i in range(n):
         cons += consistency_constraints(pi[10 * i:10 * i + 10])
@@ -52,8 +61,8 @@ def consistent_fit(tree: Tree, result, a_w: np.ndarray, b_w: np.ndarray,
     per_y = float(b_w @ b_w) / max(10 * n, 1) or 1.0
     prob = cp.Problem(cp.Minimize(data + ridge * cp.sum_squares(y) / per_y), cons)
     prob.solve(solver=SOLVER)
-    if y.value is None:
+    if d.value is None:
         raise RuntimeError(f"consistent subset fit failed: {prob.status}")
-    pv = np.asarray(y.value, float) / scale
+    pv = (y_ls + np.asarray(d.value, float)) / scale
     result.link_params = {l.name: pv[10 * i:10 * i + 10] for i, l in enumerate(tree.links)}
     result.consistent_values = phi_s_selector(n) @ minimal_map(tree) @ pv
