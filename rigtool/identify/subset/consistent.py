@@ -14,6 +14,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from rigtool.errors import RigtoolError
 from rigtool.identify.common.consistency import SOLVER, consistency_constraints
 from rigtool.identify.subset.fit import phi_s_selector
 from rigtool.inertia import InertialParams
@@ -60,9 +61,28 @@ def consistent_fit(tree: Tree, result, a_w: np.ndarray, b_w: np.ndarray,
     # normalised so that it weighs ``ridge`` against the data term
     per_y = float(b_w @ b_w) / max(10 * n, 1) or 1.0
     prob = cp.Problem(cp.Minimize(data + ridge * cp.sum_squares(y) / per_y), cons)
-    prob.solve(solver=SOLVER)
+    status = _solve(prob)
     if d.value is None:
-        raise RuntimeError(f"consistent subset fit failed: {prob.status}")
+        raise RigtoolError(f"the physically consistent Phi_s fit found no solution ({status}); "
+                           "the unconstrained fit stands: run without --consistent, or check "
+                           "the postures' standard errors", field="consistent")
     pv = (y_ls + np.asarray(d.value, float)) / scale
     result.link_params = {l.name: pv[10 * i:10 * i + 10] for i, l in enumerate(tree.links)}
     result.consistent_values = phi_s_selector(n) @ minimal_map(tree) @ pv
+
+
+def _solve(prob: cp.Problem) -> str:
+    """Clarabel (interior point), and SCS (first order) when Clarabel reports no solution on
+    a problem that is always feasible (any positive split of the weighed mass is): a failure
+    there is numerical. Returns the statuses met."""
+    statuses = []
+    for solver in (SOLVER, "SCS"):
+        try:
+            prob.solve(solver=solver)
+        except cp.SolverError as exc:
+            statuses.append(f"{solver}: {exc}")
+            continue
+        statuses.append(f"{solver}: {prob.status}")
+        if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            break
+    return "; ".join(statuses)
