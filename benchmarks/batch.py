@@ -28,8 +28,14 @@ first JAX compilation or cache load, the summary). Figures are printed and writt
 The default session is the bundled demo's size (15 s captures at 100 Hz); real sessions
 (minutes of CPU each) amortise the batch's fixed cost further.
 
+With ``--pinned`` the single sessions are timed a second time pinned to one CPU: alone, a
+session uses more than one core (XLA integrates the next chunk while NumPy accumulates the
+last), which workers that share the cores cannot, so (sum of single times)/workers is below
+what any batch can reach; the pinned sum is the work a batch has to share out.
+
     python3 benchmarks/batch.py [--sessions 8] [--workers 2] [--duration 15]
                                 [--method output-error|equation-error] [--kill-after 3]
+                                [--pinned]
 """
 
 from __future__ import annotations
@@ -114,8 +120,11 @@ def make_study(root: Path, n: int, duration_s: float) -> list[Path]:
     return manifests
 
 
-def child_serial(manifests: list[str], out: str, method: str) -> None:
-    """(child) Every session alone, one after the other; prints {manifest: seconds}."""
+def child_serial(manifests: list[str], out: str, method: str, pin: bool = False) -> None:
+    """(child) Every session alone, one after the other; prints {manifest: seconds}. ``pin``:
+    on one CPU (``sched_setaffinity``), as a worker has it when the workers fill the cores."""
+    if pin:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     from rigtool.pipeline import session as _warm  # noqa: F401 - imports before the clock
     from rigtool.report import writer as _w  # noqa: F401
     from rigtool.pipeline.run_job import RunOptions, run_to_directory
@@ -201,9 +210,14 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the temporary study folder")
     ap.add_argument("--child-serial", nargs="+", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--child-pin", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--pinned", action="store_true",
+                    help="also time the single sessions pinned to one CPU: a session alone "
+                         "uses more than one core (XLA computes the next chunk while NumPy "
+                         "accumulates the last), which a worker sharing the cores cannot")
     args = ap.parse_args()
     if args.child_serial:
-        child_serial(args.child_serial, args.child_out, args.method)
+        child_serial(args.child_serial, args.child_out, args.method, args.child_pin)
         return
 
     root = Path(tempfile.mkdtemp(prefix="rigtool-batch-bench-"))
@@ -220,11 +234,20 @@ def main() -> None:
     assert single.returncode == 0, single.stderr
     times = json.loads(single.stdout.splitlines()[-1])
     serial_s = sum(times.values())
+    cpu_single = _children_cpu_s()
+    pinned = None
+    if args.pinned:
+        one = subprocess.run([sys.executable, __file__, "--method", args.method,
+                              "--child-serial", *map(str, manifests), "--child-out",
+                              str(root / "single-pinned"), "--child-pin"], env=_env(),
+                             capture_output=True, text=True)
+        assert one.returncode == 0, one.stderr
+        pinned = json.loads(one.stdout.splitlines()[-1])
     cpu1 = _children_cpu_s()
     batch_s, r = _batch(manifests, root / "batch", args)
     assert r.returncode == 0, r.stdout + r.stderr
     cpu2 = _children_cpu_s()
-    serial_cpu, batch_cpu = cpu1 - cpu0, cpu2 - cpu1
+    serial_cpu, batch_cpu = cpu_single - cpu0, cpu2 - cpu1
     in_worker = _worker_run_times(root / "batch", [Path(m).parent.name for m in manifests])
     ideal_s = serial_s / args.workers
     ratio = batch_s / ideal_s
@@ -257,6 +280,14 @@ def main() -> None:
     print(f"batch on {args.workers} workers: {batch_s:.1f} s wall; ideal (sum/{args.workers}) "
           f"{ideal_s:.1f} s; ratio {ratio:.3f} (goal <= 1.15: "
           f"{'met' if ratio <= 1.15 else 'NOT met'})")
+    if pinned:
+        pinned_s = sum(pinned.values())
+        figures.update(single_session_pinned_s={Path(k).parent.name: round(v, 2)
+                                                 for k, v in pinned.items()},
+                       sum_single_pinned_s=round(pinned_s, 1),
+                       ratio_to_pinned_ideal=round(batch_s / (pinned_s / args.workers), 3))
+        print(f"single sessions pinned to one CPU: sum {pinned_s:.1f} s; batch / "
+              f"(sum/{args.workers}) = {batch_s / (pinned_s / args.workers):.3f}")
     print(f"CPU: serial {serial_cpu:.1f} s, batch {batch_cpu:.1f} s (ratio "
           f"{batch_cpu / serial_cpu:.3f}: the wall ratio on a quiet machine with the sessions "
           f"balanced; the batch's own cost {batch_cpu - serial_cpu:.1f} s CPU)")
