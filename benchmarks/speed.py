@@ -353,7 +353,7 @@ def main() -> None:
                     f"{h:g} s ({c} + {n})" for h, c, n in r["oe_stages"]))
         if stage_log:
             print("\nOutput-error stages, horizon (cost-only simulations + normal equations "
-                  "with sensitivities); the last stage adds the object's markers:")
+                  "with sensitivities); the object's markers join at the repeated horizon:")
             for line in stage_log:
                 print(f"- {line}")
     if args.links:
