@@ -382,3 +382,31 @@ def test_batch_exit_status():
     assert batch_exit_status([rec["done"], rec["skipped"]]) == 0
     assert batch_exit_status([rec["done"], rec["internal error"]]) == 1
     assert batch_exit_status([rec["internal error"], rec["bad input"]]) == 2
+
+
+def test_cpu_shares():
+    from rigtool.batch.worker_cpus import cpu_share
+    assert cpu_share(0, 2, [0, 1]) == {0} and cpu_share(1, 2, [0, 1]) == {1}
+    assert cpu_share(1, 2, [2, 3, 4, 5, 6]) == {4, 5}       # equal contiguous shares
+    assert cpu_share(0, 3, [0, 1]) is None                  # more workers than CPUs
+    assert cpu_share(2, 2, [0, 1]) is None
+
+
+def _affinity_of_every_thread():
+    return sorted({c for t in os.listdir("/proc/self/task")
+                   for c in os.sched_getaffinity(int(t))})
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs")
+def test_local_workers_get_disjoint_cpus():
+    """Every thread of each local worker on that worker's own CPUs (and a task's thread)."""
+    from rigtool.batch.cluster import dask_client
+    with dask_client(scheduler=None, workers=2) as client:
+        per_worker = list(client.run(_affinity_of_every_thread).values())
+        in_task = client.submit(_affinity_of_every_thread, pure=False).result()
+    assert len(per_worker) == 2
+    a, b = map(set, per_worker)
+    assert a and b and not a & b
+    assert len(a) == len(b) == len(os.sched_getaffinity(0)) // 2
+    assert set(in_task) in (a, b)

