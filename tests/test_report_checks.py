@@ -189,6 +189,28 @@ def test_relative_refinement_not_used_is_amber_with_its_reason():
     assert "equation-error" in check.meaning
 
 
+def test_no_relative_model_reached_the_noise_names_both_and_a_divergence():
+    """Both models tried, neither reached the noise: the check says so (not 'record a passive
+    swing'), and a passive fit whose simulation diverged is not reported as 1e6 mm."""
+    from rigtool.identify.relative.fit_common import DIVERGED_MM
+    from rigtool.pipeline.relative_model import RelativeModelChoice, _reason
+    choice = RelativeModelChoice("auto", tried=[
+        {"model": "passive", "method": "output-error", "residual_mm": DIVERGED_MM,
+         "noise_mm": SIGMA_MM, "reached_noise": False, "stopped_after_s": 2.0},
+        {"model": "active", "method": "output-error (prescribed motion)",
+         "residual_mm": 8.9, "noise_mm": SIGMA_MM, "reached_noise": False}])
+    reason = _reason(choice)
+    assert "passive model's simulation diverged within its first 2.0 s" in reason
+    assert "1000000" not in reason and "active model left 8.900 mm" in reason
+    p = _posture("posture1", refinement=SimpleNamespace(
+        marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
+    check = marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),
+                                           relative_model=choice))
+    assert check.level == "caution" and "not used" in check.finding
+    assert "Neither the passive model" in check.meaning
+    assert "passive swing" not in check.action
+
+
 def test_calibration_age_and_held_out_test():
     raw = {"calibration": {"date": "2026-01-10T09:00:00+00:00", "method": "output-error",
                            "holdout": [{"capture": "h.csv", "com_error_m": 4e-4,

@@ -19,6 +19,7 @@ import numpy as np
 
 from rigtool.identify.relative.active import refine_relative_active
 from rigtool.identify.relative.equation_error import RelativeResult
+from rigtool.identify.relative.fit_common import DIVERGED_MM
 from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, ModelMismatch,
                                                    RelativeRefinement, refine_relative)
 
@@ -108,6 +109,10 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
 
 def _reason(choice: RelativeModelChoice) -> str:
     parts = [f"the {t['model']} model failed ({t['failed']})" if "failed" in t else
+             f"the {t['model']} model's simulation diverged"
+             + (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t
+                else "") + " (it does not describe this capture)"
+             if t["residual_mm"] >= 0.5 * DIVERGED_MM else
              f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
              f"against {t['noise_mm']:.3f} mm marker noise"
              + (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t

@@ -144,14 +144,27 @@ def marker_residual_check(out: SessionOutcome) -> Check:
         findings.append(f"the relative-motion refinement left {r['residual_mm']:.3f} mm against "
                         f"{r['noise_mm']:.3f} mm noise ({r['ratio']:.1f}x, over "
                         f"{REACHED_NOISE_FACTOR:g}x) and is not used")
-        meanings.append(
-            "The swing's model (a passive swing about spherical joints, on this rig and mass) "
-            "does not describe that capture (a limb moved by muscles, a joint that is not "
-            "spherical, a sliding marker, or the problems above); the relative-motion numbers "
-            "are the equation-error ones, with their standard errors.")
+        tried = [t["model"] for t in choice.tried] if choice is not None else ["passive"]
+        if "active" in tried:
+            meanings.append(
+                "Neither the passive model (free swings about spherical joints) nor the active "
+                "one (each moving link's measured motion prescribed) describes that capture to "
+                "its noise: a joint that is not spherical, a marker sliding on its link, a "
+                "link whose markers fix its rotation poorly (nearly in a line), or the problems "
+                "above; the relative-motion numbers are the equation-error ones, with their "
+                "standard errors.")
+        else:
+            meanings.append(
+                "The swing's model (a passive swing about spherical joints, on this rig and "
+                "mass) does not describe that capture (a limb moved by muscles, a joint that "
+                "is not spherical, a sliding marker, or the problems above); the "
+                "relative-motion numbers are the equation-error ones, with their standard "
+                "errors.")
         if not bad:
-            actions.append("Nothing to redo for this report; for the refinement, record a "
-                           "passive swing.")
+            actions.append("Nothing to redo for this report; for the refinement, "
+                           + ("check each moving link's markers (at least three, not in a "
+                              "line, fixed to the segment)." if "active" in tried
+                              else "record a passive swing."))
     if level == "ok":
         return Check("marker_residual", title, "ok", finding, items=items)
     return Check("marker_residual", title, level, "; ".join(findings),

@@ -20,6 +20,10 @@ from rigtool.identify.relative.equation_error import (feasible_intervals, link_l
                                                       phi_b_affine)
 
 
+#: marker residual (mm) given to every row when a simulation leaves the model (non-finite
+#: states): large, so the solver backs off; a fit that ends there has diverged
+DIVERGED_MM = 1e6
+
 def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
                   phi_s_cov: np.ndarray, free: str):
     """``(phi_s, cov_s, free, chol, warnings)``: the postures' Phi_s (default: the start's),
@@ -151,7 +155,7 @@ class PriorRowsFit:
                 raise FloatingPointError
         except (FloatingPointError, np.linalg.LinAlgError):
             # the motion left the model: a large residual the solver backs off from
-            r, jac = np.full(n_rows, 1e6), np.zeros((n_rows, x.size))
+            r, jac = np.full(n_rows, DIVERGED_MM), np.zeros((n_rows, x.size))
         if self.prior_rows is not None and self.fit_params:
             theta = self.split(x)[0]
             r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
