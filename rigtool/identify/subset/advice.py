@@ -193,17 +193,23 @@ def advise_next_posture(tree: Tree, postures: list[PostureOverall], total_mass_k
 def plan_postures(tree: Tree, start: list[dict[str, np.ndarray]], cand_whitener: np.ndarray, *,
                   angles_deg=(45.0, 90.0, -45.0, -90.0), rtol: float = DEFAULT_RTOL,
                   max_condition: float = 100.0, min_postures: int = 0,
-                  max_postures: int = 100
+                  max_postures: int = 100, candidates: list[Candidate] | None = None
                   ) -> tuple[list[Candidate], list[tuple[int, float]]]:
-    """Greedy design: add the best grid candidate (around ``start[0]``) until the Phi_s
-    regressor has full rank and condition number at most ``max_condition`` and there are
-    at least ``min_postures`` postures (more postures average the measurement noise down).
+    """Greedy design: add the best candidate until the Phi_s regressor has full rank and
+    condition number at most ``max_condition`` and there are at least ``min_postures``
+    postures (more postures average the measurement noise down).
+
+    ``candidates`` default to :func:`candidate_grid` around ``start[0]`` with ``angles_deg``;
+    a protocol passes the postures its subject can hold instead (e.g.
+    :func:`rigtool.identify.subset.supine.supine_candidates`). A candidate may be chosen
+    again (a repeated posture averages its noise down).
 
     Returns the added candidates and ``(rank, condition)`` after each addition.
     """
     rotation_sets = list(start)
     rows = design_rows(tree, rotation_sets, [cand_whitener] * len(rotation_sets))
-    cands = candidate_grid(tree, start[0], angles_deg=angles_deg)
+    cands = (list(candidates) if candidates is not None
+             else candidate_grid(tree, start[0], angles_deg=angles_deg))
     extra = design_rows(tree, [c.rotations for c in cands], [cand_whitener] * len(cands))
     added, history = [], []
     p = rows.shape[-1]
