@@ -71,14 +71,19 @@ def main() -> None:
         alone = _times(_start(args.session, cpus[0], args.repeat, out))
         pair = [_start(args.session, c, args.repeat, out) for c in cpus[:2]]
         side = [_times(p) for p in pair]
-    warm_alone = min(alone[1:]) if len(alone) > 1 else alone[0]
-    warm_side = [min(t[1:]) if len(t) > 1 else t[0] for t in side]
+    def warm(t: list[float]) -> list[float]:
+        return t[1:] if len(t) > 1 else t
+
     print(f"alone on CPU {cpus[0]}: " + ", ".join(f"{t:.1f}" for t in alone) + " s "
           "(the first loads the compiled engine)")
     for c, t in zip(cpus[:2], side):
         print(f"side by side, CPU {c}: " + ", ".join(f"{x:.1f}" for x in t) + " s")
-    factor = sum(warm_side) / len(warm_side) / warm_alone
-    print(f"concurrency factor (side by side / alone, warm runs): {factor:.2f}")
+    mean_alone = sum(warm(alone)) / len(warm(alone))
+    mean_side = sum(sum(warm(t)) for t in side) / sum(len(warm(t)) for t in side)
+    best_side = sum(min(warm(t)) for t in side) / len(side)
+    print(f"concurrency factor, warm runs: mean {mean_side / mean_alone:.2f} "
+          f"(side by side {mean_side:.1f} s, alone {mean_alone:.1f} s), best "
+          f"{best_side / min(warm(alone)):.2f}")
     print(f"load average after: {os.getloadavg()}")
 
 
