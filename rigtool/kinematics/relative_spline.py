@@ -161,15 +161,7 @@ def _lam_for_norm(t: np.ndarray, y: np.ndarray, target: float) -> float:
 def _lam_of(t: np.ndarray, y: np.ndarray, gcv: BSpline) -> float:
     """The smoothing parameter scipy's cross-validation chose (it does not return it): the
     residual norm grows monotonically with it, so bisect on log(lam) to the GCV fit's."""
-    target = np.linalg.norm(gcv(t) - y)
-    lo, hi = -16.0, 6.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if np.linalg.norm(make_smoothing_spline(t, y, lam=10.0 ** mid)(t) - y) < target:
-            lo = mid
-        else:
-            hi = mid
-    return float(10.0 ** (0.5 * (lo + hi)))
+    return _lam_for_norm(t, y, float(np.linalg.norm(gcv(t) - y)))
 
 
 def prescribed_inputs(splines: list[RelativeRotationSpline | None], parents: list[int],

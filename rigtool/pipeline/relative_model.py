@@ -107,19 +107,23 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
     return None, choice
 
 
+def _tried_sentence(t: dict) -> str:
+    """One model's outcome, for people."""
+    if "failed" in t:
+        return f"the {t['model']} model failed ({t['failed']})"
+    within = (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t
+              else "")
+    if t["residual_mm"] >= 0.5 * DIVERGED_MM:
+        return (f"the {t['model']} model's simulation diverged{within} (it does not describe "
+                "this capture)")
+    verdict = (" (reached)" if t["reached_noise"] else
+               f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
+    return (f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
+            f"against {t['noise_mm']:.3f} mm marker noise{within}{verdict}")
+
+
 def _reason(choice: RelativeModelChoice) -> str:
-    parts = [f"the {t['model']} model failed ({t['failed']})" if "failed" in t else
-             f"the {t['model']} model's simulation diverged"
-             + (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t
-                else "") + " (it does not describe this capture)"
-             if t["residual_mm"] >= 0.5 * DIVERGED_MM else
-             f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
-             f"against {t['noise_mm']:.3f} mm marker noise"
-             + (f" within its first {t['stopped_after_s']:.1f} s" if "stopped_after_s" in t
-                else "")
-             + (" (reached)" if t["reached_noise"] else
-                f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
-             for t in choice.tried]
+    parts = [_tried_sentence(t) for t in choice.tried]
     head = {"passive": "the links swing freely (passive model used)",
             "active": "the links are moved by muscles or motors (active model used: their "
                       "measured motion prescribed, only the platform simulated)",
