@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from rigtool.identify.subset.advice import plan_postures
+from rigtool.identify.subset.advice import plan_postures, turn_link
 from rigtool.identify.subset.fit import structural_whitener
 from rigtool.identify.subset.supine import (clears_platform, combined_candidates, hook_lying,
                                             is_right, limbs, rotation_vectors,
@@ -26,6 +26,11 @@ def person():
 def test_sides_mirror():
     assert is_right("r_thigh") and is_right("RightForearm") and is_right("hand_r")
     assert not is_right("l_thigh") and not is_right("trunk") and not is_right("forearm")
+    from rigtool.report.anthropometry import segment_for_name, side_for_name
+    for name, side, seg in (("r_thigh", "right", "thigh"), ("LeftHand", "left", "hand"),
+                            ("shank_R", "right", "shank"), ("rightforearm", "right", "forearm"),
+                            ("head", None, "head")):
+        assert side_for_name(name) == side and segment_for_name(name) == seg
     # flexion (y) is the same turn on both sides; abduction (x) and axial turns (z) mirror
     np.testing.assert_allclose(turn_vector("r_thigh", "y", -45), turn_vector("l_thigh", "y", -45))
     np.testing.assert_allclose(turn_vector("r_thigh", "x", 30), -turn_vector("l_thigh", "x", 30))
@@ -43,14 +48,12 @@ def test_supine_geometry(person):
     org, _ = tree.origins_and_rotations(straight)
     head = base_r @ org[tree.index("head")] + base_p
     assert head[0] < base_p[0] - 0.5          # head towards -x
-    rot = hook_lying(tree, straight)
-    from rigtool.identify.subset.advice import turn_link
     abducted = turn_link(tree, straight, "r_upper_arm", turn_vector("r_upper_arm", "x", 90.0))
-    org, rot_ = tree.origins_and_rotations(abducted)
+    org, _ = tree.origins_and_rotations(abducted)
     elbow = base_r @ org[tree.index("r_forearm")] + base_p
     shoulder = base_r @ org[tree.index("r_upper_arm")] + base_p
     assert elbow[1] < shoulder[1] - 0.25 and abs(elbow[2] - shoulder[2]) < 1e-9
-    assert clears_platform(tree, rot, base_r, base_p)
+    assert clears_platform(tree, hook_lying(tree, straight), base_r, base_p)
 
 
 def test_knee_flexion_needs_the_hip_flexed(person):

@@ -114,16 +114,31 @@ ALIASES: dict[str, str] = {
 _SIDE = re.compile(r"^(left|right|l|r)[_\-\s]+|[_\-\s]+(left|right|l|r)$")
 
 
+def _snake(link_name: str) -> str:
+    """``"RightUpper-Arm"`` -> ``"right_upper_arm"``."""
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", link_name).lower().strip()
+    return re.sub(r"[\s\-]+", "_", s)
+
+
 def segment_for_name(link_name: str) -> str | None:
     """Table segment a link name stands for (``"RightUpperArm"`` -> ``"upper_arm"``), or None.
 
     Side markers (``left_``, ``r_``, ``_l`` ...) are ignored; CamelCase becomes snake_case.
     """
-    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", link_name).lower().strip()
-    s = re.sub(r"[\s\-]+", "_", s)
-    s = _SIDE.sub("", s)
+    s = _SIDE.sub("", _snake(link_name))
     s = re.sub(r"^(left|right)", "", s).strip("_")
     return ALIASES.get(s)
+
+
+def side_for_name(link_name: str) -> str | None:
+    """``"left"``, ``"right"`` or None: the side marker :func:`segment_for_name` ignores
+    (``r_thigh``, ``RightThigh``, ``thigh_R``, ``rightforearm``)."""
+    s = _snake(link_name)
+    m = _SIDE.search(s) or re.match(r"^(left|right)", s)
+    if m is None:
+        return None
+    word = next(g for g in m.groups() if g)
+    return "right" if word in ("right", "r") else "left"
 
 
 def table_row(segment: str, sex: str = "male") -> SegmentRow:

@@ -37,13 +37,12 @@ resolves them, because a link turning relative to the base carries angular momen
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.identify.subset.advice import Candidate, turn_link
-from rigtool.report.anthropometry import segment_for_name
+from rigtool.report.anthropometry import segment_for_name, side_for_name
 from rigtool.tree import Tree
 
 #: Single-joint turns a supine person holds for a capture: segment -> ``(axis, degrees)``
@@ -74,12 +73,9 @@ FLEXION_RANGE_DEG: dict[str, tuple[float, float]] = {"shank": (0.0, 140.0),
                                                      "forearm": (-145.0, 0.0)}
 
 _AXES = {"x": np.array([1.0, 0, 0]), "y": np.array([0, 1.0, 0]), "z": np.array([0, 0, 1.0])}
-_RIGHT = re.compile(r"^(right|r)[_\-\s]|[_\-\s](right|r)$|^Right", re.IGNORECASE)
-
-
 def is_right(link_name: str) -> bool:
     """Whether a link name says right side (``r_thigh``, ``RightThigh``, ``thigh_r``)."""
-    return bool(_RIGHT.search(link_name))
+    return side_for_name(link_name) == "right"
 
 
 def turn_vector(link_name: str, axis: str, angle_deg: float) -> np.ndarray:
@@ -89,6 +85,12 @@ def turn_vector(link_name: str, axis: str, angle_deg: float) -> np.ndarray:
     if is_right(link_name):
         v = v * np.array([-1.0, 1.0, -1.0])
     return v
+
+
+def _signed_angle(link_name: str, axis: str, angle_deg: float) -> float:
+    """The turn's angle about the parent's ``axis`` as :func:`turn_vector` makes it (x and
+    z turns change sign on the right side), deg."""
+    return -angle_deg if is_right(link_name) and axis != "y" else angle_deg
 
 
 def hook_lying(tree: Tree, reference: dict[str, np.ndarray] | None = None
@@ -177,7 +179,7 @@ def supine_candidates(tree: Tree, base_rotation: np.ndarray, base_position_m: np
                 rot = turn_link(tree, ref, name, turn_vector(name, axis, ang))
                 if holdable(tree, rot, base_rotation, base_position_m,
                             min_height_m=min_height_m):
-                    side_ang = ang if not is_right(name) or axis == "y" else -ang
+                    side_ang = _signed_angle(name, axis, ang)
                     out.append(Candidate(f"{ref_name}, {name} turned {side_ang:+g} deg about "
                                          f"{parent}'s {axis} axis", rot, name, axis, side_ang))
     return out
@@ -221,7 +223,7 @@ def combined_candidates(tree: Tree, base_rotation: np.ndarray, base_position_m: 
                 continue
             k = int(rng.integers(turns_per_limb + 1))
             used: set[str] = set()
-            for j in rng.permutation(len(options))[:max(k * 4, 0)]:
+            for j in rng.permutation(len(options))[:4 * k]:   # a few tries per turn
                 if len(used) == k:
                     break
                 name, ax, ang = options[j]
@@ -229,7 +231,7 @@ def combined_candidates(tree: Tree, base_rotation: np.ndarray, base_position_m: 
                     continue
                 used.add(name)
                 rot = turn_link(tree, rot, name, turn_vector(name, ax, ang))
-                a = ang if not is_right(name) or ax == "y" else -ang
+                a = _signed_angle(name, ax, ang)
                 parts.append(f"{name} {a:+g} deg about {ax}")
         if parts and holdable(tree, rot, base_rotation, base_position_m,
                               min_height_m=min_height_m):
