@@ -74,10 +74,9 @@ def segment_table(report: dict, truth: dict) -> list[dict]:
         z = np.r_[m_err / seg["mass_std"], c_err / np.asarray(seg["com_std"]),
                   i_err[iu] / np.asarray(seg["inertia_com_std"])[iu]]
         src = seg.get("source", {})
-        srcs = [src.get("mass")] + list(src.get("com", [])) + [
-            np.asarray(src.get("inertia_com", [["?"] * 3] * 3), dtype=object)[iu].tolist()]
-        flat = [s for s in srcs[:4]] + list(srcs[4])
-        kinds = sorted({s for s in flat if s})
+        names = [src.get("mass"), *src.get("com", []),
+                 *np.ravel(src.get("inertia_com", [])).tolist()]
+        kinds = sorted({k for k in names if k})
         rows.append({
             "segment": name, "mass_kg": t["mass"], "mass_err_pct": 100 * m_err / t["mass"],
             "com_err_mm": 1e3 * float(np.linalg.norm(c_err)),

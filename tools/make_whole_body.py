@@ -30,6 +30,7 @@ from rigtool.identify.subset.fit import structural_whitener
 from rigtool.identify.subset.supine import (combined_candidates, holdable, hook_lying,
                                             rotation_vectors, supine_candidates, turn_vector)
 from rigtool.sim.human_model import BASE_EULER_DEG, BASE_POSITION_M, human
+from rigtool.tomlwrite import dump
 from rigtool.tree import Tree, composite_params
 
 def movement_start(tree: Tree) -> dict[str, np.ndarray]:
@@ -72,14 +73,14 @@ def servo_gains(moments: np.ndarray) -> tuple[float, float]:
     return k_p, k_d
 
 
-def _fmt(v) -> str:
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_fmt(x)}" for k, x in v.items()) + " }"
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    if isinstance(v, str):
-        return f'"{v}"'
-    return repr(round(float(v), 6))
+def _rounded(value, digits: int = 6):
+    """Nested lists/dicts/arrays with every number rounded to ``digits`` decimals (a
+    readable file; the simulator's truth is what the file says)."""
+    if isinstance(value, dict):
+        return {k: _rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_rounded(v, digits) for v in value]
+    return round(float(value), digits) + 0.0
 
 
 def main() -> None:
@@ -112,65 +113,59 @@ def main() -> None:
                 ("movement-start", "arms raised to the ceiling, hook-lying", start)]
     postures += [(f"p{k + 3:02d}", c.description, c.rotations) for k, c in enumerate(added)]
 
-    lines = [
-        "# A person lying supine on the rig: de Leva's (1996) 14-segment model of a 75 kg man.",
-        "# Written by tools/make_whole_body.py (read its docstring); do not edit by hand.",
-        f"# {len(postures)} locked postures a supine person can hold, chosen by the posture",
-        f"# advice until Phi_s ({8 * len(tree.links) + 1} entries) had rank {rank} and condition "
+    header = "\n".join([
+        "A person lying supine on the rig: de Leva's (1996) 14-segment model of a 75 kg man.",
+        "Written by tools/make_whole_body.py (read its docstring); do not edit by hand.",
+        f"{len(postures)} locked postures a supine person can hold, chosen by the posture",
+        f"advice until Phi_s ({8 * len(tree.links) + 1} entries) had rank {rank} and condition "
         f"{cond:.1f};",
-        "# a relative-motion capture with every joint moved by the person's muscles at once.",
-        "# The platform is the paper-002 rig's (1.2 m): the person's head and lower legs reach",
-        "# past its ends, which changes nothing for the method (the object is a rigid tree in",
-        "# every locked posture); a rig built for people would be ~2 m long.",
-        "#     rigtool simulate scenarios/whole_body.toml -o OUT --force",
+        "a relative-motion capture with every joint moved by the person's muscles at once.",
+        "The platform is the paper-002 rig's (1.2 m): the person's head and lower legs reach",
+        "past its ends, which changes nothing for the method (the object is a rigid tree in",
+        "every locked posture); a rig built for people would be ~2 m long.",
+        "    rigtool simulate scenarios/whole_body.toml -o OUT --force",
         "",
-        "[scenario]",
-        'name = "whole-body"',
-        'extends = "two_link_paper002.toml"',
-        f"seed = {args.seed}",
-        "",
-        "[capture]",
-        "rate_hz = 100.0",
-        "duration_s = 15.0",
-        "",
-        "[object]",
-        'session = "whole-body"',
-        'subject = "subj"',
-        f"base = {{ position = {_fmt(BASE_POSITION_M)}, euler_deg = {_fmt(BASE_EULER_DEG)} }}",
-    ]
+        "Postures:"] + [f"  {pname}: {desc}" for pname, desc, _ in postures])
+    links = []
     for link in tree.links:
         p = link.params
-        lines += ["", "[[object.links]]", f'name = "{link.name}"', f'parent = "{link.parent}"']
+        entry = {"name": link.name, "parent": link.parent}
         if link.joint_center_parent is not None:
-            lines.append(f"joint_center = {_fmt(link.joint_center_parent)}")
-        lines += [f"mass = {p.mass:.6f}", f"com = {_fmt(p.com)}",
-                  f"inertia_com = {_fmt(p.inertia_com)}",
-                  f"markers = {_fmt(markers[link.name])}"]
-        for k, v in seg_keys[link.name].items():
-            lines.append(f"{k} = {_fmt(v)}")
-    for pname, desc, rot in postures:
-        lines += ["", f"[[postures]]                     # {desc}", f'name = "{pname}"']
-        rv = rotation_vectors(rot)
-        lines.append(f"rotation_vectors = {_fmt(rv)}" if rv else "rotation_vectors = {}")
-    lines += ["", "[relative_motion]", 'name = "move-all"', 'posture = "movement-start"',
-              "joint_damping = 0.0", "duration_s = 12.0", "window = [1.0, 11.0]"]
+            entry["joint_center"] = _rounded(link.joint_center_parent)
+        entry |= {"mass": _rounded(p.mass), "com": _rounded(p.com),
+                  "inertia_com": _rounded(p.inertia_com), "markers": markers[link.name],
+                  **seg_keys[link.name]}
+        links.append(entry)
     freqs = np.round(np.linspace(0.30, 1.60, 3 * (len(tree.links) - 1)), 3)
     order = rng.permutation(freqs.size)
     amp_deg = {"head": 8.0, "upper_arm": 12.0, "forearm": 15.0, "hand": 12.0, "thigh": 8.0,
                "shank": 10.0, "foot": 10.0}
+    drive = {}
     for j, name in enumerate(tree.names[1:]):
         seg = seg_keys[name]["segment"]
         f = np.sort(freqs[order[3 * j:3 * j + 3]])
         a = amp_deg[seg] * rng.uniform(0.5, 1.0, (3, 3))
         ph = rng.uniform(0.0, 360.0, (3, 3))
         k_p, k_d = servo_gains(_subtree_principal_moments(tree, start, name))
-        lines += ["", f"[relative_motion.drive.{name}]", f"frequency_hz = {_fmt(f)}",
-                  f"amplitude_deg = {_fmt(np.round(a, 2))}",
-                  f"phase_deg = {_fmt(np.round(ph, 1))}",
-                  f"stiffness_nm_per_rad = {k_p:.4g}",
-                  f"damping_nms_per_rad = {k_d:.4g}"]
-    text = "\n".join(l for l in lines if l is not None) + "\n"
-    Path(args.output).write_text(text)
+        drive[name] = {"frequency_hz": _rounded(f), "amplitude_deg": _rounded(np.round(a, 2)),
+                       "phase_deg": _rounded(np.round(ph, 1)),
+                       "stiffness_nm_per_rad": float(f"{k_p:.4g}"),
+                       "damping_nms_per_rad": float(f"{k_d:.4g}")}
+    scenario = {
+        "scenario": {"name": "whole-body", "extends": "two_link_paper002.toml",
+                     "seed": args.seed},
+        "capture": {"rate_hz": 100.0, "duration_s": 15.0},
+        "object": {"session": "whole-body", "subject": "subj",
+                   "base": {"position": BASE_POSITION_M, "euler_deg": BASE_EULER_DEG},
+                   "links": links},
+        "postures": [{"name": pname, "rotation_vectors": _rounded(rotation_vectors(rot))}
+                     for pname, _, rot in postures],
+        "relative_motion": {"name": "move-all", "posture": "movement-start",
+                            "joint_damping": 0.0, "duration_s": 12.0, "window": [1.0, 11.0],
+                            "drive": drive},
+    }
+    dump(scenario, args.output, header=header,
+         inline_keys=("markers", "base", "rotation_vectors"))
     print(f"wrote {args.output}: {len(tree.links)} segments, {m0:.2f} kg, {len(postures)} "
           f"postures (Phi_s rank {rank} of {8 * len(tree.links) + 1}, condition {cond:.1f}); "
           f"{len(cands)} holdable candidates")
