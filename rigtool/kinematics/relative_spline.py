@@ -4,9 +4,10 @@ prescribed input of the active relative-motion model (rigtool.engine.prescribed)
 A link's rotation relative to the platform, ``Q_j(t) = R_p(t)^T R_j(t)`` from the two
 marker clusters' Kabsch poses, is written ``Q_j = Q_mean exp([r_j(t) x])`` and each component
 of the rotation vector ``r_j`` is a cubic smoothing spline (scipy's
-``make_smoothing_spline``, its smoothing chosen by generalised cross-validation; when that
-fails, and it can on large smooth motions, by the residual matching the noise estimated
-from fourth differences: :func:`noise_from_differences`). The spline
+``make_smoothing_spline``, its smoothing chosen by generalised cross-validation, searched
+over log(lam) for every link at once by :mod:`rigtool.kinematics.spline_smoothing`; when
+that fails, by the residual matching the noise estimated from fourth differences:
+:func:`noise_from_differences`). The spline
 gives ``r``, ``r'`` and ``r''`` in closed form at any time (the integrator needs the inputs
 every half step, between frames), and from them::
 
@@ -29,6 +30,8 @@ from scipy.interpolate import BSpline, make_smoothing_spline
 
 from rigtool.kinematics.motion import (_cross, exp_rotation, log_rotation, mean_rotation,
                                        right_jacobian_apply)
+from rigtool.kinematics.spline_smoothing import (discrepancy_lambda, gcv_lambda,
+                                                smoothing_residuals)
 
 #: step of the central difference that gives the angular acceleration, s
 _ALPHA_STEP_S = 1e-4
@@ -105,33 +108,85 @@ def fit_relative_rotation(time_s: np.ndarray, rotation_rel: np.ndarray,
     ValueError
         Fewer than 5 posed frames.
     """
-    ok = np.all(np.isfinite(rotation_rel), axis=(1, 2))
-    if ok.sum() < 5:
-        raise ValueError("a link is posed relative to the platform in fewer than 5 frames")
-    q_mean = mean_rotation(rotation_rel[ok])
-    rv = log_rotation(q_mean.T @ rotation_rel[ok])
-    t = np.asarray(time_s, float)[ok]
-    comps, lams = [], []
-    for k in range(3):
-        if lam is None:
-            spl = make_smoothing_spline(t, rv[:, k])
-            sigma = noise_from_differences(rv[:, k])
-            resid_k = float(np.sqrt(np.mean((spl(t) - rv[:, k]) ** 2)))
-            if resid_k > GCV_FAILED_FACTOR * sigma and sigma > 0:
-                # cross-validation chose (nearly) no curve at all: smooth to the noise instead
-                lam_k = _lam_for_norm(t, rv[:, k], sigma * np.sqrt(t.size))
-                spl = make_smoothing_spline(t, rv[:, k], lam=lam_k)
-                lams.append(lam_k)
-            else:
-                lams.append(_lam_of(t, rv[:, k], spl))
-        else:
-            spl = make_smoothing_spline(t, rv[:, k], lam=lam[k])
-            lams.append(float(lam[k]))
-        comps.append(spl)
-    fitted = np.stack([c(t) for c in comps], 1)
-    resid = float(np.sqrt(np.mean((fitted - rv) ** 2)))
-    return RelativeRotationSpline(q_mean, tuple(comps), (float(t[0]), float(t[-1])), resid,
-                                  tuple(lams))
+    return fit_relative_rotations(time_s, [rotation_rel], None if lam is None else [lam])[0]
+
+
+def fit_relative_rotations(time_s: np.ndarray, rotations_rel: list[np.ndarray],
+                           lams: list[tuple[float, float, float]] | None = None
+                           ) -> list[RelativeRotationSpline]:
+    """:func:`fit_relative_rotation` of several links at once (links posed in the same
+    frames share one vectorised cross-validation: rigtool.kinematics.spline_smoothing).
+
+    Parameters
+    ----------
+    time_s : ndarray [T]
+    rotations_rel : list of ndarray [T, 3, 3]
+        Per link, ``R_p^T R_j`` per frame (NaN where not posed).
+    lams : list of 3 floats, optional
+        Per link, the smoothing of each component; default chosen by cross-validation.
+
+    Returns
+    -------
+    list of RelativeRotationSpline
+
+    Raises
+    ------
+    ValueError
+        A link posed in fewer than 5 frames.
+    """
+    time_s = np.asarray(time_s, float)
+    prepared = []
+    for rot in rotations_rel:
+        ok = np.all(np.isfinite(rot), axis=(1, 2))
+        if ok.sum() < 5:
+            raise ValueError("a link is posed relative to the platform in fewer than 5 frames")
+        q_mean = mean_rotation(rot[ok])
+        prepared.append((ok, q_mean, log_rotation(q_mean.T @ rot[ok])))
+    if lams is None:
+        lams = [None] * len(prepared)
+        groups: dict[bytes, list[int]] = {}
+        for i, (ok, _, _) in enumerate(prepared):
+            groups.setdefault(np.packbits(ok).tobytes() + bytes([ok.size % 8]), []).append(i)
+        for members in groups.values():
+            t = time_s[prepared[members[0]][0]]
+            rv = np.concatenate([prepared[i][2] for i in members], axis=1)
+            for i, lam3 in zip(members, _chosen_smoothing(t, rv).reshape(-1, 3)):
+                lams[i] = tuple(float(v) for v in lam3)
+    # components with the same frames and smoothing drawn by one call (the spline is linear
+    # in the data at a fixed smoothing: one banded solve with several right-hand sides)
+    comps: list[list] = [[None] * 3 for _ in prepared]
+    same: dict[tuple, list[tuple[int, int]]] = {}
+    for i, ((ok, _, _), lam) in enumerate(zip(prepared, lams)):
+        for k in range(3):
+            same.setdefault((np.packbits(ok).tobytes(), ok.size, float(lam[k])), []).append(
+                (i, k))
+    for (_, _, lam_k), members in same.items():
+        ok = prepared[members[0][0]][0]
+        y = np.stack([prepared[i][2][:, k] for i, k in members], axis=1)
+        spl = make_smoothing_spline(time_s[ok], y, lam=lam_k)
+        for col, (i, k) in enumerate(members):
+            comps[i][k] = BSpline(spl.t, spl.c[:, col], spl.k, extrapolate=spl.extrapolate)
+    out = []
+    for (ok, q_mean, rv), lam, cs in zip(prepared, lams, comps):
+        t = time_s[ok]
+        fitted = np.stack([c(t) for c in cs], 1)
+        resid = float(np.sqrt(np.mean((fitted - rv) ** 2)))
+        out.append(RelativeRotationSpline(q_mean, tuple(cs), (float(t[0]), float(t[-1])),
+                                          resid, tuple(float(v) for v in lam)))
+    return out
+
+
+def _chosen_smoothing(t: np.ndarray, rv: np.ndarray) -> np.ndarray:
+    """Per column of ``rv [T, C]``: cross-validation's smoothing, or the discrepancy
+    principle's where cross-validation leaves more than ``GCV_FAILED_FACTOR`` times the noise
+    estimated from fourth differences (it chose nearly no curve at all)."""
+    lam = gcv_lambda(t, rv)
+    sigma = np.array([noise_from_differences(rv[:, k]) for k in range(rv.shape[1])])
+    resid = np.sqrt(np.mean(smoothing_residuals(t, rv, lam) ** 2, axis=0))
+    failed = (resid > GCV_FAILED_FACTOR * sigma) & (sigma > 0)
+    if np.any(failed):
+        lam[failed] = discrepancy_lambda(t, rv[:, failed], sigma[failed] * np.sqrt(t.size))
+    return lam
 
 
 def noise_from_differences(y: np.ndarray) -> float:
@@ -144,24 +199,6 @@ def noise_from_differences(y: np.ndarray) -> float:
     if d4.size < 5:
         return 0.0
     return float(1.4826 * np.median(np.abs(d4 - np.median(d4))) / np.sqrt(70.0))
-
-
-def _lam_for_norm(t: np.ndarray, y: np.ndarray, target: float) -> float:
-    """The smoothing whose residual norm is ``target`` (bisection on log(lam))."""
-    lo, hi = -16.0, 6.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if np.linalg.norm(make_smoothing_spline(t, y, lam=10.0 ** mid)(t) - y) < target:
-            lo = mid
-        else:
-            hi = mid
-    return float(10.0 ** (0.5 * (lo + hi)))
-
-
-def _lam_of(t: np.ndarray, y: np.ndarray, gcv: BSpline) -> float:
-    """The smoothing parameter scipy's cross-validation chose (it does not return it): the
-    residual norm grows monotonically with it, so bisect on log(lam) to the GCV fit's."""
-    return _lam_for_norm(t, y, float(np.linalg.norm(gcv(t) - y)))
 
 
 def prescribed_inputs(splines: list[RelativeRotationSpline | None], parents: list[int],
@@ -220,5 +257,6 @@ def chain_roots(parents: list[int]) -> list[int]:
     return roots
 
 
-__all__ = ["RelativeRotationSpline", "fit_relative_rotation", "prescribed_inputs",
+__all__ = ["RelativeRotationSpline", "fit_relative_rotation", "fit_relative_rotations",
+           "prescribed_inputs",
            "chain_roots"]

@@ -32,7 +32,7 @@ from rigtool.identify.relative.fit_common import checked_phi_s, fit_growing_hori
 from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
-from rigtool.kinematics.relative_spline import (chain_roots, fit_relative_rotation,
+from rigtool.kinematics.relative_spline import (chain_roots, fit_relative_rotations,
                                                 prescribed_inputs)
 from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
@@ -71,16 +71,18 @@ def _splines(tree: Tree, data: MarkerData, link_trajs: dict, plat_rot: np.ndarra
              frames: np.ndarray, like: list | None = None):
     """Per link (None for the base) the relative rotation spline over ``frames`` (with
     ``like``: the same smoothing as those splines)."""
-    out = [None]
-    for i, link in enumerate(tree.links[1:], start=1):
-        rel = np.einsum("tji,tjk->tik", plat_rot, link_trajs[link.name].rotation)
-        try:
-            out.append(fit_relative_rotation(data.time_s[frames], rel,
-                                             lam=None if like is None else like[i].lam))
-        except ValueError:
-            raise InputError(f"link '{link.name}' is posed in fewer than 5 frames of the "
-                             "relative-motion capture", path=data.source) from None
-    return out
+    rels = [np.einsum("tji,tjk->tik", plat_rot, link_trajs[link.name].rotation)
+            for link in tree.links[1:]]
+    try:
+        return [None] + fit_relative_rotations(
+            data.time_s[frames], rels, None if like is None else [s.lam for s in like[1:]])
+    except ValueError:
+        bad = next((link.name for link, rel in zip(tree.links[1:], rels)
+                    if np.all(np.isfinite(rel), axis=(1, 2)).sum() < 5), None)
+        if bad is None:
+            raise
+        raise InputError(f"link '{bad}' is posed in fewer than 5 frames of the "
+                         "relative-motion capture", path=data.source) from None
 
 
 def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data: MarkerData,
@@ -291,13 +293,21 @@ def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, 
         return np.zeros((x.size, x.size))
     rng = np.random.default_rng(seed)
     base_r = prob.residual(x)[:jac_m.shape[0]]
-    shifts = []
+    rels = []
     for _ in range(n_probes):
         noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
                                     else 0.0, (wide.size, len(markers[l.name]), 3))
                  for l in tree.links[1:]}
-        spl = _splines(tree, data, _link_trajectories(tree, data, markers, wide, noise),
-                       plat_rot, wide, like=splines)
+        trajs = _link_trajectories(tree, data, markers, wide, noise)
+        rels += [np.einsum("tji,tjk->tik", plat_rot, trajs[l.name].rotation)
+                 for l in tree.links[1:]]
+    # every probe's splines at once, with the data's smoothing
+    n_mov = len(tree.links) - 1
+    probe_splines = fit_relative_rotations(data.time_s[wide], rels,
+                                           [s.lam for s in splines[1:]] * n_probes)
+    shifts = []
+    for p in range(n_probes):
+        spl = [None] + probe_splines[p * n_mov:(p + 1) * n_mov]
         u = prescribed_inputs(spl, parents, centres, grid_t)
         states, mk = prob.simulate(prob._full(x), u_grid=u)
         r_k, _ = prob.rows(states, mk)
