@@ -101,15 +101,18 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     """
     from rigtool.pipeline.session import run_session        # imports the fitting code
     from rigtool.report.writer import write_report
+    from rigtool.process_pool import LazyPool
 
     check_results_dir(session_path, out_dir)
     progress = progress or (lambda message: None)
-    outcome = run_session(session_path, spring_model=options.spring_model,
-                          weighting=options.weighting, compensate=options.compensate,
-                          method=options.method, workers=workers, progress=progress,
-                          preflight=preflight, rig=rig)
-    progress("writing the report")
-    return outcome, write_report(outcome, out_dir)
+    # one set of worker processes for the posture fits and then the figures
+    with LazyPool(workers) as pool:
+        outcome = run_session(session_path, spring_model=options.spring_model,
+                              weighting=options.weighting, compensate=options.compensate,
+                              method=options.method, workers=workers, progress=progress,
+                              preflight=preflight, rig=rig, pool=pool)
+        progress("writing the report")
+        return outcome, write_report(outcome, out_dir, pool=pool)
 
 
 __all__ = ["RunOptions", "add_fit_arguments", "options_from_args", "default_results_dir",

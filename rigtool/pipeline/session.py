@@ -20,9 +20,7 @@ Stages, each feeding the next (data flows one way):
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -44,6 +42,7 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
+from rigtool.process_pool import LazyPool, usable_cpus
 from rigtool.tree import Tree
 
 Progress = Callable[[str], None]
@@ -92,9 +91,12 @@ def _posture_job(args) -> PostureOutcome:
 
 
 def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict, kwargs: dict,
-                  progress: Progress, workers: int | None) -> list[PostureOutcome]:
+                  progress: Progress, workers: int | None,
+                  pool: LazyPool | None = None) -> list[PostureOutcome]:
     """Fit every posture; independent captures run in parallel processes when it pays
-    (the output-error refinement takes seconds per posture; the equation-error fit does not)."""
+    (the output-error refinement takes seconds per posture; the equation-error fit does not).
+    ``pool``: the run's worker processes (started here when used; a private pool of
+    ``workers`` processes without it)."""
     refs = list(session.postures)
     jobs = [(session, rigfile, tree, markers, ref, kwargs) for ref in refs]
     if workers is None:
@@ -102,19 +104,19 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
         # ~3-4 s (interpreter, JAX, the engine's stored traces) and a posture of 15-25 s
         # is fitted in ~2-3 s in the process that already has them loaded
         many = len(refs) >= PARALLEL_POSTURES and kwargs["method"] == "output-error"
-        workers = min(len(refs), os.cpu_count() or 1) if many else 1
+        workers = min(len(refs), usable_cpus()) if many else 1
     if workers <= 1 or len(refs) == 1:
         out = []
         for i, job in enumerate(jobs):
             progress(f"posture {i + 1}/{len(refs)}: {refs[i].name}")
             out.append(_posture_job(job))
         return out
-    progress(f"postures: {len(refs)} fits in {workers} processes")
-    # "spawn", not "fork": forking a process whose BLAS or solver threads hold a lock can
-    # deadlock the child (seen under pytest); a fresh interpreter per worker costs ~1 s.
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_posture_job, job) for job in jobs]
+    with (nullcontext(pool) if pool is not None else LazyPool(workers)) as run_pool:
+        executor = run_pool.executor()
+        if executor is None:              # inside a daemonic process: no children
+            return _fit_postures(session, rigfile, tree, markers, kwargs, progress, 1)
+        progress(f"postures: {len(refs)} fits in {run_pool.max_workers} processes")
+        futures = [executor.submit(_posture_job, job) for job in jobs]
         out = []
         for ref, fut in zip(refs, futures):
             out.append(fut.result())          # a RigtoolError in a worker re-raises here
@@ -126,13 +128,15 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
                 method: str = "output-error", workers: int | None = None,
                 progress: Progress | None = None, preflight: bool = True,
-                rig: str | Path | None = None) -> SessionOutcome:
+                rig: str | Path | None = None, pool: LazyPool | None = None
+                ) -> SessionOutcome:
     """Run every stage of a session (see module docstring).
 
     ``workers``: processes for the posture fits (default: one per posture up to the CPU
     count with the output-error method, else 1). ``preflight`` (default) checks every file
     the manifest names before any fit (rigtool.pipeline.preflight); off when the caller has
-    just done so. ``rig``: a rig file used instead of the manifest's.
+    just done so. ``rig``: a rig file used instead of the manifest's. ``pool``: the run's
+    worker processes, kept for the report's figures (default: the posture fits' own).
     """
     progress = progress or _noop
     session = (check_session(session_path, rig=rig) if preflight
@@ -157,7 +161,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
-    outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers)
+    outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers, pool)
     warnings = [w for o in outcomes for w in o.warnings]
     subset = None
     if len(tree.links) > 1:

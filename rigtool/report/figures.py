@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from rigtool.process_pool import LazyPool
 from rigtool.report.plots_fit import (motion_figure, output_error_figure, relative_figure,
                                       residual_figure, wrench_figure)
 from rigtool.report.plots_inertia import ellipsoid_figure
@@ -16,6 +18,10 @@ from rigtool.report.plots_subset import identifiability_figure, subset_values_fi
 
 if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
     from rigtool.pipeline.session import SessionOutcome
+
+
+#: from this many figures on, worker processes are started for them alone
+POOL_FIGURES = 24
 
 
 @dataclass(frozen=True)
@@ -28,11 +34,14 @@ class Figure:
     section: str
 
 
-def write_figures(out: SessionOutcome, doc: dict, out_dir: Path) -> list[Figure]:
-    """Draw every figure of the session into ``out_dir``; returns them in report order."""
+def write_figures(out: SessionOutcome, doc: dict, out_dir: Path,
+                  pool: LazyPool | None = None) -> list[Figure]:
+    """Draw every figure of the session into ``out_dir``; returns them in report order.
+    ``pool``: worker processes to draw in (see :func:`draw_all`)."""
     figs: list[Figure] = []
+    jobs: list[tuple] = []               # (drawing function, its arguments but the path)
     n_post = len(out.postures)
-    ellipsoid_figure(doc, out.link_markers, out_dir / "inertia_ellipsoids.png")
+    jobs.append((ellipsoid_figure, doc, out.link_markers))
     what = ("each link's segment as its inertia ellipsoid (uniform solid ellipsoid with the "
             "segment's mass and principal moments, centred on its COM)"
             if doc.get("segments") else "the whole object as its inertia ellipsoid")
@@ -42,7 +51,7 @@ def write_figures(out: SessionOutcome, doc: dict, out_dir: Path) -> list[Figure]
                        "markers as dots.", "segments" if doc.get("segments") else "postures"))
     if any(p.refinement is not None and p.refinement.platform_markers is not None
            for p in out.postures):
-        output_error_figure(out.postures, out_dir / "output_error_fit.png")
+        jobs.append((output_error_figure, out.postures))
         figs.append(Figure("output_error_fit.png",
                            "Output-error fit per posture: the platform marker coordinate that "
                            "moves most, measured (dots) and simulated by the fitted rig "
@@ -51,7 +60,7 @@ def write_figures(out: SessionOutcome, doc: dict, out_dir: Path) -> list[Figure]
                            "the capture stays in the band all along.", "postures"))
     traced = [p for p in out.postures if p.traces is not None]
     if traced:
-        residual_figure(traced, out_dir / "marker_residuals.png")
+        jobs.append((residual_figure, traced))
         figs.append(Figure("marker_residuals.png",
                            "Rigid-cluster fit residual of every body per frame (RMS distance "
                            "of its markers from their fitted places, mm): the marker noise, "
@@ -59,30 +68,53 @@ def write_figures(out: SessionOutcome, doc: dict, out_dir: Path) -> list[Figure]
     for p in out.postures:
         name = p.result.name
         if p.traces is not None:
-            motion_figure(p, out_dir / f"posture_{name}_motion.png")
+            jobs.append((motion_figure, p))
             figs.append(Figure(f"posture_{name}_motion.png",
                                f"{name}: filtered platform motion (paper 002 Fig. 5).",
                                "postures"))
-        wrench_figure(p, out_dir / f"posture_{name}_wrench.png")
+        jobs.append((wrench_figure, p))
         figs.append(Figure(f"posture_{name}_wrench.png",
                            f"{name}: equation-error fit (the output-error fit's start): spring "
                            "and gravity wrench from the filtered motion against the model, "
                            "platform axes.", "postures"))
     if "subset" in doc:
-        identifiability_figure(doc["subset"], out_dir / "subset_identifiability.png")
+        jobs.append((identifiability_figure, doc["subset"]))
         figs.append(Figure("subset_identifiability.png",
                            "Identifiability of Φ_s: singular values of the postures' regressor "
                            "(unit-free rows, equilibrated columns), each direction named by "
                            "its largest parameters; a direction under the dashed tolerance "
                            "would be one the postures cannot determine.", "subset"))
-        subset_values_figure(doc["subset"], out_dir / "subset.png")
+        jobs.append((subset_values_figure, doc["subset"]))
         figs.append(Figure("subset.png", "Φ_s with ±2 standard-error bars.", "subset"))
     if out.relative is not None:
-        relative_figure(out, out_dir / "relative_motion.png")
+        jobs.append((relative_figure, out))
         figs.append(Figure("relative_motion.png",
                            "Relative motion: both sides of eq. 16 over the capture (paper 002 "
                            "Fig. 6) with the reported Φ_B.", "relative"))
+    draw_all([(job[0], *job[1:], out_dir / fig.file) for job, fig in zip(jobs, figs)], pool)
     return figs
 
 
-__all__ = ["Figure", "write_figures"]
+def draw_all(calls: list[tuple], pool: LazyPool | None = None) -> None:
+    """Run the drawing calls ``(function, *args)``, each writing one PNG.
+
+    matplotlib's rendering holds the GIL, so threads would not overlap: the calls go to
+    worker processes when ``pool``'s are already running (the posture fits started them) or
+    when there are at least :data:`POOL_FIGURES` of them (a 19-posture session's 44 figures
+    took 93 s in one process; a new worker needs ~3-4 s to import what the figures'
+    arguments are made of, more than the demo's 12 figures take). Otherwise, or when the
+    pool cannot start (a daemonic process, one CPU), they are drawn here.
+    """
+    with nullcontext(pool) if pool is not None else LazyPool() as run_pool:
+        executor = (run_pool.executor()
+                    if run_pool.started or len(calls) >= POOL_FIGURES else None)
+        if executor is not None:
+            # report order: the 3-D views, the longest to draw, start first
+            for fut in [executor.submit(*c) for c in calls]:
+                fut.result()                  # a drawing error re-raises here
+            return
+    for c in calls:
+        c[0](*c[1:])
+
+
+__all__ = ["Figure", "write_figures", "draw_all", "POOL_FIGURES"]

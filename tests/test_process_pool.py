@@ -1,0 +1,42 @@
+"""The run's shared worker processes (rigtool.process_pool) and the figures drawn in them
+(rigtool.report.figures.draw_all)."""
+
+from __future__ import annotations
+
+from rigtool.process_pool import LazyPool
+from rigtool.report.figures import draw_all
+from rigtool.report.plots_subset import subset_values_figure
+
+SUBSET = {"names": ["M", "MS_x", "J_xx"], "values": [80.8, 1.25, None],
+          "std": [0.01, 0.002, None]}
+
+
+def test_figures_drawn_by_workers_equal_figures_drawn_here(tmp_path):
+    here = tmp_path / "here.png"
+    draw_all([(subset_values_figure, SUBSET, here)])           # one figure: this process
+    with LazyPool(2) as pool:
+        assert not pool.started
+        if pool.executor() is None:                           # a one-CPU or daemonic host
+            return
+        assert pool.started
+        there = tmp_path / "there.png"
+        draw_all([(subset_values_figure, SUBSET, there)], pool)   # started: the workers
+    assert here.read_bytes() == there.read_bytes()
+
+
+def test_a_pool_of_one_runs_nothing_in_processes():
+    pool = LazyPool(1)
+    assert not pool.allowed and pool.executor() is None and not pool.started
+
+
+def test_a_drawing_error_in_a_worker_reaches_the_caller(tmp_path):
+    with LazyPool(2) as pool:
+        if pool.executor() is None:
+            return
+        bad = {"names": ["M"], "values": [1.0]}                  # no "std"
+        try:
+            draw_all([(subset_values_figure, bad, tmp_path / "x.png")], pool)
+        except KeyError as err:
+            assert "std" in str(err)
+        else:
+            raise AssertionError("the worker's error was lost")
