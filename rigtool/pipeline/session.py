@@ -81,6 +81,12 @@ def _rel(path: Path, root: Path) -> str:
 
 
 PARALLEL_POSTURES = 4   # from this many output-error postures on, fit them in processes
+#: cores one output-error posture fit keeps busy (XLA's threads and the engine's column
+#: threads: 4.7 s of CPU in 2.6 s wall for a whole-body posture), so one process per this
+#: many cores. Measured on 2 cores, the 19 postures of the whole-body session: 49 s one after
+#: another in one process, 154 s in two processes (start-up ~15 s, then each fit ~3x slower:
+#: the processes' thread pools fight over the cores)
+CORES_PER_FIT = 2
 
 
 def _posture_job(args) -> PostureOutcome:
@@ -100,11 +106,11 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
     refs = list(session.postures)
     jobs = [(session, rigfile, tree, markers, ref, kwargs) for ref in refs]
     if workers is None:
-        # worker processes pay from about four output-error postures on: each starts in
-        # ~3-4 s (interpreter, JAX, the engine's stored traces) and a posture of 15-25 s
-        # is fitted in ~2-3 s in the process that already has them loaded
+        # worker processes pay from about four output-error postures on (each starts in
+        # ~3-4 s: interpreter, JAX, the engine's stored traces; a posture of 15-25 s is fitted
+        # in ~2-3 s in a process that has them loaded), and only with the cores to run them
         many = len(refs) >= PARALLEL_POSTURES and kwargs["method"] == "output-error"
-        workers = min(len(refs), usable_cpus()) if many else 1
+        workers = min(len(refs), usable_cpus() // CORES_PER_FIT) if many else 1
     if workers <= 1 or len(refs) == 1:
         out = []
         for i, job in enumerate(jobs):
