@@ -21,6 +21,11 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _set_environment(environment: dict[str, str]) -> None:
+    """A worker's initializer: its environment variables (module-level: it is pickled)."""
+    os.environ.update(environment)
+
+
 class LazyPool:
     """Worker processes started by the first :meth:`executor` call.
 
@@ -29,10 +34,15 @@ class LazyPool:
     max_workers : int, optional
         Default: :func:`usable_cpus`. With 1, or inside a daemonic process (a Dask worker,
         which may not start children), :meth:`executor` returns None: run in this process.
+    environment : dict, optional
+        Environment variables set in each worker before its first job (e.g. the engine's
+        threads per process, ``RIGTOOL_ENGINE_THREADS``).
     """
 
-    def __init__(self, max_workers: int | None = None):
+    def __init__(self, max_workers: int | None = None,
+                 environment: dict[str, str] | None = None):
         self.max_workers = usable_cpus() if max_workers is None else int(max_workers)
+        self.environment = dict(environment or {})
         self._pool: ProcessPoolExecutor | None = None
 
     @property
@@ -51,7 +61,9 @@ class LazyPool:
             return None
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.max_workers,
-                                             mp_context=multiprocessing.get_context("spawn"))
+                                             mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_set_environment,
+                                             initargs=(self.environment,))
         return self._pool
 
     def shutdown(self) -> None:

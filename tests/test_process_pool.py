@@ -40,3 +40,12 @@ def test_a_drawing_error_in_a_worker_reaches_the_caller(tmp_path):
             assert "std" in str(err)
         else:
             raise AssertionError("the worker's error was lost")
+
+
+def test_workers_start_with_the_pools_environment():
+    import os
+    with LazyPool(2, {"RIGTOOL_ENGINE_THREADS": "2"}) as pool:
+        ex = pool.executor()
+        if ex is None:
+            return
+        assert ex.submit(os.getenv, "RIGTOOL_ENGINE_THREADS").result() == "2"

@@ -20,6 +20,7 @@ Stages, each feeding the next (data flows one way):
 
 from __future__ import annotations
 
+from concurrent.futures import FIRST_COMPLETED, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,16 +118,25 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
             progress(f"posture {i + 1}/{len(refs)}: {refs[i].name}")
             out.append(_posture_job(job))
         return out
-    with (nullcontext(pool) if pool is not None else LazyPool(workers)) as run_pool:
+    with (nullcontext(pool) if pool is not None else
+          LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)})) as run_pool:
         executor = run_pool.executor()
         if executor is None:              # inside a daemonic process: no children
             return _fit_postures(session, rigfile, tree, markers, kwargs, progress, 1)
-        progress(f"postures: {len(refs)} fits in {run_pool.max_workers} processes")
-        futures = [executor.submit(_posture_job, job) for job in jobs]
-        out = []
-        for ref, fut in zip(refs, futures):
-            out.append(fut.result())          # a RigtoolError in a worker re-raises here
-            progress(f"posture {ref.name} done")
+        n_proc = min(workers, run_pool.max_workers)
+        progress(f"postures: {len(refs)} fits in {n_proc} processes")
+        # at most n_proc at a time (the run's pool may have more workers, for the figures)
+        out: list = [None] * len(jobs)
+        pending, running = list(enumerate(jobs)), {}
+        while pending or running:
+            while pending and len(running) < n_proc:
+                i, job = pending.pop(0)
+                running[executor.submit(_posture_job, job)] = i
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                i = running.pop(fut)
+                out[i] = fut.result()          # a RigtoolError in a worker re-raises here
+                progress(f"posture {refs[i].name} done")
         return out
 
 
