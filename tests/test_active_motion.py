@@ -124,6 +124,33 @@ def test_prescribed_engine_tracks_the_simulator(fine):
     assert np.abs(fd - tan[:, :, 0]).max() < 1e-5 * np.abs(tan).max()
 
 
+def test_looped_stages_equal_written_out_stages(fine):
+    """The prescribed engine's RK4 stages looped over one traced right-hand side (many links)
+    or written out (few): the same discrete map and derivatives, to round-off."""
+    v = fine
+    u, o = _exact_inputs(v)
+    rig = _rig_with_truth(v.sc)
+    pi0 = v.sc.platform_params.pi + transform_params(
+        v.tree.links[0].params.pi, v.sc.obj.base_rotation_platform,
+        v.sc.obj.base_position_platform_m)
+    theta = np.concatenate([pi0, v.tree.links[1].params.pi, o,
+                            theta_of(np.zeros(10), rig.stiffness, rig.free_length,
+                                     rig.damping)[10:]])
+    t = v.traj
+    y0 = np.concatenate([t.position_m["platform"][0], t.rotation["platform"][0].ravel(),
+                         t.velocity_lab["platform"][0], t.omega_lab["platform"][0]])
+    n = theta.size + y0.size
+    t_th, t_y = np.eye(theta.size, n), np.eye(y0.size, n, theta.size)
+    out = [ep.simulate(RigidModel.of(rig), theta, y0, u[:4 * 100 + 1], 0.01, substeps=2,
+                       tangent_theta=t_th, tangent_y0=t_y, unrolled=flag)
+           for flag in (True, False)]
+    scale = np.abs(out[0][0]).max(axis=0) + 1e-3
+    assert (np.abs(out[1][0] - out[0][0]).max(axis=0) / scale).max() < 1e-12
+    tan_scale = np.abs(out[0][1]).max(axis=(0, 1))
+    assert np.all(tan_scale > 0)
+    assert (np.abs(out[1][1] - out[0][1]).max(axis=(0, 1)) / tan_scale).max() < 1e-10
+
+
 def test_relative_rotation_spline_derivatives():
     """A known rotation about a moving axis: the spline gives its angular velocity and
     acceleration (platform axes) to the accuracy a cubic spline of 200 Hz samples allows."""
