@@ -41,7 +41,7 @@ from rigtool.engine._jax import jax, jnp
 from rigtool.engine.columns import ColumnRunner, column_groups
 from rigtool.engine.compiled import disk_jit
 from rigtool.engine.rigid import (CHUNK_FRAMES, STATE, RigidModel, _mm, _mv, _skew, _solve3,
-                                  spring_wrench, tangent_start)
+                                  rk4_looped, rk4_written, spring_wrench, tangent_start)
 
 INPUTS = 24
 #: up to this many moving links the RK4 stages are written out in the compiled step
@@ -101,52 +101,32 @@ def _spring_theta(theta, n_links: int):
     return jnp.concatenate([theta[:10], theta[13 * n_links + 10:]])
 
 
-#: per RK4 stage: its offset into the step, its weight, and which of the step's three input
-#: samples (start, middle, end) it sees
-_STAGE_C = np.array([0.0, 0.5, 0.5, 1.0])
-_STAGE_B = np.array([1.0, 2.0, 2.0, 1.0]) / 6.0
+#: which of an RK4 step's three input samples (start, middle, end) each stage sees
 _STAGE_U = np.array([0, 1, 1, 2])
-
-
-def _rk4_step(y, theta, consts, u3, n_links: int, h):
-    """One RK4 step of size ``h`` with the inputs at its start, middle and end ``u3 [3, L,
-    24]``, its stages written out."""
-    k1 = rhs(y, theta, consts, u3[0], n_links)
-    k2 = rhs(y + 0.5 * h * k1, theta, consts, u3[1], n_links)
-    k3 = rhs(y + 0.5 * h * k2, theta, consts, u3[1], n_links)
-    k4 = rhs(y + h * k3, theta, consts, u3[2], n_links)
-    return y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
 
 
 def _frame(y, theta, consts, uf, n_links, h, substeps, unrolled):
     """One frame: ``substeps`` RK4 steps; ``uf [2 substeps + 1, L, 24]``.
 
     ``unrolled``: the steps and stages written out (by default up to :data:`UNROLLED_LINKS`
-    links: :func:`simulate`); else they
-    run as loops over one traced right-hand side (as rigtool.engine.tree does). Measured
+    links: :func:`simulate`), else loops over one traced right-hand side
+    (:func:`rigtool.engine.rigid.rk4_looped`, as rigtool.engine.tree's). Measured
     (forward tangents, ms per frame, loops / written out): 1 link 0.69 / 0.42, 4 links 2.33
     / 1.64, 13 links 5.7 / 5.4; at 13 links written out the tangent chunk took 41 s to
     compile, and 11.8 s and 2.0 GiB to load from the cache against 5.1 s and 1.0 GiB.
     """
+    def stage_rhs(yy, u):
+        return rhs(yy, theta, consts, u, n_links)
+
     if unrolled:
         for s in range(substeps):
-            y = _rk4_step(y, theta, consts, uf[2 * s:2 * s + 3], n_links, h)
+            u3 = uf[2 * s:2 * s + 3]
+            y = rk4_written(stage_rhs, y, h, tuple(u3[i] for i in _STAGE_U))
         return y
-    coef = jnp.asarray(np.stack([_STAGE_C, _STAGE_B], 1))
 
     def step(y, k_step):
-        def stage(carry, xs):
-            # the step's start travels in the carry (a closed-over value would be frozen
-            # by scan's trace cache)
-            y_base, k_prev, acc = carry
-            cb, ui = xs
-            k = rhs(y_base + cb[0] * h * k_prev, theta, consts,
-                    jax.lax.dynamic_index_in_dim(uf, 2 * k_step + ui, keepdims=False),
-                    n_links)
-            return (y_base, k, acc + cb[1] * k), None
-        zero = jnp.zeros_like(y)
-        (_, _, acc), _ = jax.lax.scan(stage, (y, zero, zero), (coef, jnp.asarray(_STAGE_U)))
-        return y + h * acc, None
+        u3 = jax.lax.dynamic_slice_in_dim(uf, 2 * k_step, 3)
+        return rk4_looped(stage_rhs, y, h, u3[jnp.asarray(_STAGE_U)]), None
     return jax.lax.scan(step, y, jnp.arange(substeps))[0]
 
 

@@ -159,14 +159,48 @@ def rhs(y, theta, consts, free: tuple[int, ...]):
     return jnp.concatenate([v, w_dot_r, acc[:3], acc[3:]])
 
 
+#: the classical RK4 tableau: each stage's offset into the step and its weight
+RK4_OFFSETS = np.array([0.0, 0.5, 0.5, 1.0])
+RK4_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0]) / 6.0
+
+
+def rk4_written(stage_rhs, y, h, stage_inputs=(None,) * 4):
+    """One classical RK4 step of size ``h`` with its four stages written out:
+    ``stage_rhs(y_stage, x)`` with ``x`` the stage's entry of ``stage_inputs`` (a
+    prescribed input sampled at the step's start, middle, middle and end; None without).
+    Short right-hand sides compile to the fastest code this way."""
+    k1 = stage_rhs(y, stage_inputs[0])
+    k2 = stage_rhs(y + 0.5 * h * k1, stage_inputs[1])
+    k3 = stage_rhs(y + 0.5 * h * k2, stage_inputs[2])
+    k4 = stage_rhs(y + h * k3, stage_inputs[3])
+    return y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
+
+
+def rk4_looped(stage_rhs, y, h, stage_inputs=None):
+    """:func:`rk4_written` with the four stages a ``lax.scan`` over one traced
+    ``stage_rhs(y_stage, x)`` (``x``: the stage's row of ``stage_inputs [4, ...]``, or a
+    dummy 0): a long right-hand side (the articulated-body algorithm, many prescribed links)
+    is traced and compiled once instead of four times, and its compiled code is as many
+    times smaller."""
+    def stage(carry, xs):
+        # the step's start travels in the carry: a closed-over value would be frozen by
+        # scan's trace cache at its first use (wrong from the second step on)
+        y_base, k_prev, acc = carry
+        cb, x = xs
+        k = stage_rhs(y_base + cb[0] * h * k_prev, x)
+        return (y_base, k, acc + cb[1] * k), None
+
+    coef = jnp.asarray(np.stack([RK4_OFFSETS, RK4_WEIGHTS], 1))
+    xs = (coef, jnp.zeros(4) if stage_inputs is None else stage_inputs)
+    zero = jnp.zeros_like(y)
+    (_, _, acc), _ = jax.lax.scan(stage, (y, zero, zero), xs)
+    return y + h * acc
+
+
 def rk4_step(y, theta, consts, free, h, substeps: int):
     """One frame: ``substeps`` classical RK4 steps of size ``h``."""
     for _ in range(substeps):
-        k1 = rhs(y, theta, consts, free)
-        k2 = rhs(y + 0.5 * h * k1, theta, consts, free)
-        k3 = rhs(y + 0.5 * h * k2, theta, consts, free)
-        k4 = rhs(y + h * k3, theta, consts, free)
-        y = y + (h / 6.0) * (k1 + 2.0 * (k2 + k3) + k4)
+        y = rk4_written(lambda yy, _: rhs(yy, theta, consts, free), y, h)
     return y
 
 
@@ -300,5 +334,6 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
 
 
 __all__ = ["RigidModel", "STATE", "CHUNK_FRAMES", "theta_of", "tangent_start", "rhs", "rk4_step",
+           "rk4_written", "rk4_looped",
            "simulate",
            "spring_wrench"]

@@ -41,7 +41,8 @@ import numpy as np
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine.compiled import disk_jit
 from rigtool.engine.columns import ColumnRunner, column_groups
-from rigtool.engine.rigid import CHUNK_FRAMES, _mm, _mv, _solve3, tangent_start
+from rigtool.engine.rigid import (CHUNK_FRAMES, _mm, _mv, _solve3, rk4_looped,
+                                  tangent_start)
 from rigtool.rig import Rig
 
 
@@ -254,26 +255,12 @@ def markers(y, theta, static):
     return jnp.sum(rot[b] * mk[:, None, :], axis=2) + org[b]
 
 
-_RK4_C = np.array([0.0, 0.5, 0.5, 1.0])      # stage offsets
-_RK4_B = np.array([1.0, 2.0, 2.0, 1.0]) / 6.0  # weights
-
-
 def _step(y, theta, static, h, substeps):
-    """``substeps`` classical RK4 steps; the four stages run as a loop over one traced
-    right-hand side (the articulated-body algorithm is long: tracing and compiling it once
-    instead of four times cuts the compile time about fourfold)."""
-    def stage(carry, cb):
-        # the step's start travels in the carry: a closed-over value would be frozen by
-        # scan's trace cache at its first use (wrong from the second substep on)
-        y_base, k_prev, acc = carry
-        k = rhs(y_base + cb[0] * h * k_prev, theta, static)
-        return (y_base, k, acc + cb[1] * k), None
-
-    coef = jnp.asarray(np.stack([_RK4_C, _RK4_B], 1))
+    """``substeps`` classical RK4 steps, the four stages a loop over one traced right-hand
+    side (the articulated-body algorithm is long: tracing and compiling it once instead of
+    four times cuts the compile time about fourfold)."""
     for _ in range(substeps):
-        zero = jnp.zeros_like(y)
-        (_, _, acc), _ = jax.lax.scan(stage, (y, zero, zero), coef)
-        y = y + h * acc
+        y = rk4_looped(lambda yy, _: rhs(yy, theta, static), y, h)
     return y
 
 
