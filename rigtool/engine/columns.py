@@ -24,6 +24,8 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
+from rigtool.process_pool import usable_cpus
+
 BLOCK = 16                  # tangent columns are padded to multiples of this (rigid._pad_columns)
 
 T = TypeVar("T")
@@ -35,10 +37,7 @@ def engine_threads() -> int:
     env = os.environ.get("RIGTOOL_ENGINE_THREADS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:                       # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return max(1, usable_cpus())
 
 
 def column_groups(width: int, threads: int | None = None) -> list[slice]:

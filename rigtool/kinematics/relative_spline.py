@@ -144,9 +144,9 @@ def fit_relative_rotations(time_s: np.ndarray, rotations_rel: list[np.ndarray],
         prepared.append((ok, q_mean, log_rotation(q_mean.T @ rot[ok])))
     if lams is None:
         lams = [None] * len(prepared)
-        groups: dict[bytes, list[int]] = {}
+        groups: dict[tuple, list[int]] = {}
         for i, (ok, _, _) in enumerate(prepared):
-            groups.setdefault(np.packbits(ok).tobytes() + bytes([ok.size % 8]), []).append(i)
+            groups.setdefault(_frames_key(ok), []).append(i)
         for members in groups.values():
             t = time_s[prepared[members[0]][0]]
             rv = np.concatenate([prepared[i][2] for i in members], axis=1)
@@ -158,9 +158,8 @@ def fit_relative_rotations(time_s: np.ndarray, rotations_rel: list[np.ndarray],
     same: dict[tuple, list[tuple[int, int]]] = {}
     for i, ((ok, _, _), lam) in enumerate(zip(prepared, lams)):
         for k in range(3):
-            same.setdefault((np.packbits(ok).tobytes(), ok.size, float(lam[k])), []).append(
-                (i, k))
-    for (_, _, lam_k), members in same.items():
+            same.setdefault((_frames_key(ok), float(lam[k])), []).append((i, k))
+    for (_, lam_k), members in same.items():
         ok = prepared[members[0][0]][0]
         y = np.stack([prepared[i][2][:, k] for i, k in members], axis=1)
         spl = make_smoothing_spline(time_s[ok], y, lam=lam_k)
@@ -174,6 +173,12 @@ def fit_relative_rotations(time_s: np.ndarray, rotations_rel: list[np.ndarray],
         out.append(RelativeRotationSpline(q_mean, tuple(cs), (float(t[0]), float(t[-1])),
                                           resid, tuple(float(v) for v in lam)))
     return out
+
+
+def _frames_key(ok: np.ndarray) -> tuple:
+    """A hashable key of which frames a link is posed in (links posed in the same frames
+    share their splines' abscissae)."""
+    return np.packbits(ok).tobytes(), ok.size
 
 
 def _chosen_smoothing(t: np.ndarray, rv: np.ndarray) -> np.ndarray:

@@ -98,6 +98,8 @@ class _Reinsch:
         s0 = np.zeros((m + 2, len(lams)))              # S_ii (two rows of zeros past the end)
         s1 = np.zeros((m + 2, len(lams)))              # S_i,i+1
         s2 = np.zeros((m + 2, len(lams)))              # S_i,i+2
+        # a Python loop over the samples: each row needs the next two (a sequential
+        # recursion: no array form), so it runs once for every series and value at once
         for i in range(m - 1, -1, -1):
             a, b, c = u0[i], u1[i], u2[i]
             s2[i] = -(b * s1[i + 1] + c * s0[i + 2]) / a

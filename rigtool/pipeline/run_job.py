@@ -99,15 +99,13 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     written : list of Path
         The files written.
     """
-    from rigtool.pipeline.session import CORES_PER_FIT, run_session   # the fitting code
+    from rigtool.pipeline.session import run_pool, run_session   # imports the fitting code
     from rigtool.report.writer import write_report
-    from rigtool.process_pool import LazyPool
 
     check_results_dir(session_path, out_dir)
     progress = progress or (lambda message: None)
-    # one set of worker processes for the posture fits and then the figures; a posture fit
-    # in a worker keeps to its share of the cores
-    with LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)}) as pool:
+    # one set of worker processes for the posture fits and then the figures
+    with run_pool(workers) as pool:
         outcome = run_session(session_path, spring_model=options.spring_model,
                               weighting=options.weighting, compensate=options.compensate,
                               method=options.method, workers=workers, progress=progress,

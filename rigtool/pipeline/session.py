@@ -90,6 +90,13 @@ PARALLEL_POSTURES = 4   # from this many output-error postures on, fit them in p
 CORES_PER_FIT = 2
 
 
+def run_pool(workers: int | None = None) -> LazyPool:
+    """A run's worker processes (started on first use): posture fits in them keep to their
+    share of the cores (``RIGTOOL_ENGINE_THREADS``), the report's figures use every worker.
+    ``workers``: at most this many (default: every usable CPU)."""
+    return LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)})
+
+
 def _posture_job(args) -> PostureOutcome:
     session, rigfile, tree, markers, ref, kwargs = args
     return fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
@@ -118,12 +125,11 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
             progress(f"posture {i + 1}/{len(refs)}: {refs[i].name}")
             out.append(_posture_job(job))
         return out
-    with (nullcontext(pool) if pool is not None else
-          LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)})) as run_pool:
-        executor = run_pool.executor()
+    with nullcontext(pool) if pool is not None else run_pool(workers) as pool:
+        executor = pool.executor()
         if executor is None:              # inside a daemonic process: no children
             return _fit_postures(session, rigfile, tree, markers, kwargs, progress, 1)
-        n_proc = min(workers, run_pool.max_workers)
+        n_proc = min(workers, pool.max_workers)
         progress(f"postures: {len(refs)} fits in {n_proc} processes")
         # at most n_proc at a time (the run's pool may have more workers, for the figures)
         out: list = [None] * len(jobs)

@@ -145,7 +145,8 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                         f"{r['noise_mm']:.3f} mm noise ({r['ratio']:.1f}x, over "
                         f"{REACHED_NOISE_FACTOR:g}x) and is not used")
         tried = [t["model"] for t in choice.tried] if choice is not None else ["passive"]
-        if "active" in tried:
+        active_tried = "active" in tried
+        if active_tried:
             meanings.append(
                 "Neither the passive model (free swings about spherical joints) nor the active "
                 "one (each moving link's measured motion prescribed) describes that capture to "
@@ -163,7 +164,7 @@ def marker_residual_check(out: SessionOutcome) -> Check:
         if not bad:
             actions.append("Nothing to redo for this report; for the refinement, "
                            + ("check each moving link's markers (at least three, not in a "
-                              "line, fixed to the segment)." if "active" in tried
+                              "line, fixed to the segment)." if active_tried
                               else "record a passive swing."))
     if level == "ok":
         return Check("marker_residual", title, "ok", finding, items=items)

@@ -67,12 +67,17 @@ def _link_trajectories(tree: Tree, data: MarkerData, markers: dict, frames: np.n
     return out
 
 
+def _relative_rotations(tree: Tree, link_trajs: dict, plat_rot: np.ndarray) -> list:
+    """Per moving link, ``R_p^T R_j [T, 3, 3]``: its rotation relative to the platform."""
+    return [np.einsum("tji,tjk->tik", plat_rot, link_trajs[link.name].rotation)
+            for link in tree.links[1:]]
+
+
 def _splines(tree: Tree, data: MarkerData, link_trajs: dict, plat_rot: np.ndarray,
              frames: np.ndarray, like: list | None = None):
     """Per link (None for the base) the relative rotation spline over ``frames`` (with
     ``like``: the same smoothing as those splines)."""
-    rels = [np.einsum("tji,tjk->tik", plat_rot, link_trajs[link.name].rotation)
-            for link in tree.links[1:]]
+    rels = _relative_rotations(tree, link_trajs, plat_rot)
     try:
         return [None] + fit_relative_rotations(
             data.time_s[frames], rels, None if like is None else [s.lam for s in like[1:]])
@@ -306,9 +311,8 @@ def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, 
         noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
                                     else 0.0, (wide.size, len(markers[l.name]), 3))
                  for l in tree.links[1:]}
-        trajs = _link_trajectories(tree, data, markers, wide, noise)
-        rels += [np.einsum("tji,tjk->tik", plat_rot, trajs[l.name].rotation)
-                 for l in tree.links[1:]]
+        rels += _relative_rotations(tree, _link_trajectories(tree, data, markers, wide, noise),
+                                    plat_rot)
     # every probe's splines at once, with the data's smoothing
     n_mov = len(tree.links) - 1
     probe_splines = fit_relative_rotations(data.time_s[wide], rels,
