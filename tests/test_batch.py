@@ -246,6 +246,8 @@ def test_existing_scheduler_is_used(study, tmp_path):
                                   "--scheduler", cluster.scheduler_address, *FAST])
         assert code == 0, err
         assert len(cluster.workers) == 1                 # still running: not the batch's
+    # Dask's default worker settings, which rigtool's own local workers leave out
+    assert "note: 1 of 1 workers run with MALLOC_TRIM_THRESHOLD_ and the statistical" in err
     assert (tmp_path / "r" / "s1" / "report.json").is_file()
 
 
@@ -410,3 +412,26 @@ def test_local_workers_get_disjoint_cpus():
     assert a and b and not a & b
     assert len(a) == len(b) == len(os.sched_getaffinity(0)) // 2
     assert set(in_task) in (a, b)
+
+
+def _worker_settings(dask_worker):
+    import dask
+    return (dask.config.get("distributed.worker.profile.enabled"),
+            "profile" in dask_worker.periodic_callbacks,
+            os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+
+
+def test_local_workers_run_without_the_profiler_and_the_malloc_trim(monkeypatch):
+    """The local cluster's workers have neither Dask's statistical profiler (it samples the
+    running session's stack every 10 ms) nor the nanny's MALLOC_TRIM_THRESHOLD_ (it turns off
+    glibc's adaptive mmap threshold): each slowed a session by 10-30 % (rigtool.batch.cluster),
+    while Dask's defaults in this process keep both."""
+    import dask
+    # a nanny started earlier in this process (another test) sets it here, as Dask documents
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    from rigtool.batch.cluster import dask_client
+    with dask_client(scheduler=None, workers=1) as client:
+        settings = list(client.run(_worker_settings).values())
+    assert settings == [(False, False, None)]
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+    assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_")

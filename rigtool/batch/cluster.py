@@ -15,6 +15,7 @@ session is reported within seconds of the start) and the run, which depends on i
 from __future__ import annotations
 
 import logging
+import sys
 import uuid
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -22,18 +23,34 @@ from typing import Callable, Iterator
 from rigtool.errors import InputError
 from rigtool.batch.worker_cpus import WORKERS_ENV
 from rigtool.batch.tasks import (INTERNAL, SessionJob, SessionRecord, preflight_task, run_task,
-                                 worker_rigtool_version)
+                                 worker_rigtool_version, worker_slow_settings)
 from rigtool import __version__
 
 #: seconds to wait for a scheduler to answer
 CONNECT_TIMEOUT_S = 20
+
+#: Dask settings of the local cluster's workers. Measured (one demo-sized session at a time
+#: in a worker pinned to one CPU, against the same session in a plain process pinned alike,
+#: 27-29 s): with Dask's defaults it took 38-41 s. Two causes, each measured alone:
+#:
+#: - the worker's statistical profiler samples the running task's Python stack every 10 ms
+#:   on the worker's event-loop thread, which takes the GIL from a session that is mostly
+#:   Python and small NumPy calls: 31-33 s without it;
+#: - the nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (to hand freed memory back
+#:   to the system); setting it turns off glibc's adaptive mmap threshold, so every array
+#:   above 128 KiB is mapped and unmapped afresh: the plain process took 32-33 s with it.
+#:
+#: ``None`` unsets a variable of the nanny's ``pre-spawn-environ``.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
+                 "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
 
 @contextmanager
 def dask_client(*, scheduler: str | None, workers: int) -> Iterator[object]:
     """A ``distributed.Client``: of ``scheduler`` when given, else of a local cluster of
     ``workers`` single-threaded processes (closed on exit)."""
-    from distributed import Client, LocalCluster
+    import dask
+    from distributed import Client, LocalCluster   # before dask.config.set: its defaults
 
     if scheduler:
         try:
@@ -50,8 +67,9 @@ def dask_client(*, scheduler: str | None, workers: int) -> Iterator[object]:
         return
     # sessions side by side fill the cores: each worker on its own share of the CPUs
     # (rigtool.batch.worker_cpus: measured 1.5-2x faster than letting them share), its
-    # engine integrating its sensitivity columns on one thread (rigtool.engine.columns)
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+    # engine integrating its sensitivity columns on one thread (rigtool.engine.columns),
+    # and without two of Dask's defaults that slow a session (WORKER_CONFIG)
+    with dask.config.set(WORKER_CONFIG), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None, silence_logs=logging.ERROR,
                       preload=["rigtool.batch.worker_cpus"],
                       env={"RIGTOOL_ENGINE_THREADS": "1",
@@ -77,6 +95,13 @@ def check_workers(client) -> None:
                          f"({__version__}): " + ", ".join(f"{w} has {v}"
                                                           for w, v in wrong.items()),
                          field="--scheduler")
+    slow = {w: s for w, s in client.run(worker_slow_settings).items() if s}
+    if slow:
+        settings = sorted({x for s in slow.values() for x in s})
+        print(f"rigtool batch: note: {len(slow)} of {len(versions)} workers run with "
+              f"{' and '.join(settings)}, which slow each session by 10-30 %; the README "
+              "('Many sessions') shows the Dask settings rigtool's own workers use",
+              file=sys.stderr)
 
 
 def run_jobs(client, jobs: list[SessionJob],
@@ -112,4 +137,4 @@ def run_jobs(client, jobs: list[SessionJob],
     return [records[job.key] for job in jobs]
 
 
-__all__ = ["dask_client", "check_workers", "run_jobs", "CONNECT_TIMEOUT_S"]
+__all__ = ["dask_client", "check_workers", "run_jobs", "CONNECT_TIMEOUT_S", "WORKER_CONFIG"]

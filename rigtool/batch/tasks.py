@@ -180,11 +180,23 @@ def run_task(job: SessionJob, checked: SessionRecord | float) -> SessionRecord:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def worker_slow_settings() -> list[str]:
+    """The Dask settings of this worker that slow a session (rigtool.batch.cluster.
+    WORKER_CONFIG measures them): empty when there are none."""
+    import dask
+    found = []
+    if dask.config.get("distributed.worker.profile.enabled", default=False):
+        found.append("the statistical profiler")
+    if os.environ.get("MALLOC_TRIM_THRESHOLD_"):
+        found.append("MALLOC_TRIM_THRESHOLD_")
+    return found
+
+
 def worker_rigtool_version() -> str:
     """rigtool's version on a worker (checked before a batch is submitted to a scheduler)."""
     return __version__
 
 
 __all__ = ["SessionJob", "SessionRecord", "batch_exit_status", "preflight_task", "run_task", "publish_directory",
-           "worker_rigtool_version", "DONE", "SKIPPED", "BAD_INPUT", "INTERNAL", "EXIT_STATUS",
+           "worker_rigtool_version", "worker_slow_settings", "DONE", "SKIPPED", "BAD_INPUT", "INTERNAL", "EXIT_STATUS",
            "BATCH_RECORD"]
