@@ -424,7 +424,7 @@ def _worker_settings(dask_worker):
 def test_local_workers_run_without_the_profiler_and_the_malloc_trim(monkeypatch):
     """The local cluster's workers have neither Dask's statistical profiler (it samples the
     running session's stack every 10 ms) nor the nanny's MALLOC_TRIM_THRESHOLD_ (it turns off
-    glibc's adaptive mmap threshold): each slowed a session by 10-30 % (rigtool.batch.cluster),
+    glibc's adaptive mmap threshold): together they slowed a session by ~20 % (rigtool.batch.cluster),
     while Dask's defaults in this process keep both."""
     import dask
     # a nanny started earlier in this process (another test) sets it here, as Dask documents

@@ -29,16 +29,18 @@ from rigtool import __version__
 #: seconds to wait for a scheduler to answer
 CONNECT_TIMEOUT_S = 20
 
-#: Dask settings of the local cluster's workers. Measured (one demo-sized session at a time
-#: in a worker pinned to one CPU, against the same session in a plain process pinned alike,
-#: 27-29 s): with Dask's defaults it took 38-41 s. Two causes, each measured alone:
+#: Dask settings of the local cluster's workers (benchmarks/batch_worker.py; RESULTS.md, "Many
+#: sessions"). One demo-sized session pinned to one CPU took, warm, 28.4 s in a plain process,
+#: 33.9 s in a worker with Dask's defaults and 29.3 s with these (first run in the process:
+#: 31.6, 43.2 and 36.7 s):
 #:
 #: - the worker's statistical profiler samples the running task's Python stack every 10 ms
-#:   on the worker's event-loop thread, which takes the GIL from a session that is mostly
-#:   Python and small NumPy calls: 31-33 s without it;
+#:   on the worker's event-loop thread, taking the GIL from a session that is mostly Python
+#:   and small NumPy calls (most of all while JAX traces the engine: deep stacks);
 #: - the nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (to hand freed memory back
-#:   to the system); setting it turns off glibc's adaptive mmap threshold, so every array
-#:   above 128 KiB is mapped and unmapped afresh: the plain process took 32-33 s with it.
+#:   to the system), which turns off glibc's adaptive mmap threshold: every array above
+#:   128 KiB is then mapped and unmapped afresh (4-12 %, within the machine's scatter). Left
+#:   out so that a worker runs a session under the same allocator as ``rigtool run``.
 #:
 #: ``None`` unsets a variable of the nanny's ``pre-spawn-environ``.
 WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
@@ -99,7 +101,7 @@ def check_workers(client) -> None:
     if slow:
         settings = sorted({x for s in slow.values() for x in s})
         print(f"rigtool batch: note: {len(slow)} of {len(versions)} workers run with "
-              f"{' and '.join(settings)}, which slow each session by 10-30 %; the README "
+              f"{' and '.join(settings)}, which slow each session by about 20 %; the README "
               "('Many sessions') shows the Dask settings rigtool's own workers use",
               file=sys.stderr)
 
