@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import resource
 import subprocess
@@ -53,17 +52,10 @@ def _child(manifest: str, mode: str, repeat: int) -> list[tuple[float, float]]:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
         from rigtool.pipeline import session  # noqa: F401 - imports before the clock
         return [_one_run(manifest, str(out / f"run{i}")) for i in range(repeat)]
-    import dask
-    from distributed import Client, LocalCluster
-    from rigtool.batch.cluster import WORKER_CONFIG
-    from rigtool.batch.worker_cpus import WORKERS_ENV
-    config = WORKER_CONFIG if mode == "dask-rigtool" else {}
-    with dask.config.set(config), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                         dashboard_address=None, silence_logs=logging.ERROR,
-                         preload=["rigtool.batch.worker_cpus"],
-                         env={"RIGTOOL_ENGINE_THREADS": "1", WORKERS_ENV: "2"}) as cluster, \
-            Client(cluster) as client:
+    from rigtool.batch import cluster
+    if mode == "dask-defaults":
+        cluster.WORKER_CONFIG = {}            # this child only: Dask's own worker settings
+    with cluster.dask_client(scheduler=None, workers=2) as client:
         first = [a for a, w in client.scheduler_info()["workers"].items()
                  if str(w["name"]) == "0"]
         return [client.submit(_one_run, manifest, str(out / f"run{i}"), workers=first,

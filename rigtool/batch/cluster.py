@@ -71,11 +71,12 @@ def dask_client(*, scheduler: str | None, workers: int) -> Iterator[object]:
     # (rigtool.batch.worker_cpus: measured 1.5-2x faster than letting them share), its
     # engine integrating its sensitivity columns on one thread (rigtool.engine.columns),
     # and without two of Dask's defaults that slow a session (WORKER_CONFIG)
-    with dask.config.set(WORKER_CONFIG), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR,
-                      preload=["rigtool.batch.worker_cpus"],
-                      env={"RIGTOOL_ENGINE_THREADS": "1",
-                           WORKERS_ENV: str(workers)}) as cluster, \
+    with dask.config.set(WORKER_CONFIG), \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                         dashboard_address=None, silence_logs=logging.ERROR,
+                         preload=["rigtool.batch.worker_cpus"],
+                         env={"RIGTOOL_ENGINE_THREADS": "1",
+                              WORKERS_ENV: str(workers)}) as cluster, \
             Client(cluster) as client:
         yield client
 

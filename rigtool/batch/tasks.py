@@ -180,12 +180,12 @@ def run_task(job: SessionJob, checked: SessionRecord | float) -> SessionRecord:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def worker_slow_settings() -> list[str]:
-    """The Dask settings of this worker that slow a session (rigtool.batch.cluster.
-    WORKER_CONFIG measures them): empty when there are none."""
-    import dask
+def worker_slow_settings(dask_worker) -> list[str]:
+    """The Dask settings this worker runs with that slow a session (rigtool.batch.cluster.
+    WORKER_CONFIG measures them): empty when there are none. ``dask_worker`` is the worker
+    (``Client.run`` passes it)."""
     found = []
-    if dask.config.get("distributed.worker.profile.enabled", default=False):
+    if "profile" in dask_worker.periodic_callbacks:     # the statistical profiler is running
         found.append("the statistical profiler")
     if os.environ.get("MALLOC_TRIM_THRESHOLD_"):
         found.append("MALLOC_TRIM_THRESHOLD_")
@@ -197,6 +197,6 @@ def worker_rigtool_version() -> str:
     return __version__
 
 
-__all__ = ["SessionJob", "SessionRecord", "batch_exit_status", "preflight_task", "run_task", "publish_directory",
-           "worker_rigtool_version", "worker_slow_settings", "DONE", "SKIPPED", "BAD_INPUT", "INTERNAL", "EXIT_STATUS",
-           "BATCH_RECORD"]
+__all__ = ["SessionJob", "SessionRecord", "batch_exit_status", "preflight_task", "run_task",
+           "publish_directory", "worker_rigtool_version", "worker_slow_settings", "DONE",
+           "SKIPPED", "BAD_INPUT", "INTERNAL", "EXIT_STATUS", "BATCH_RECORD"]
