@@ -257,3 +257,45 @@ def test_refinement_that_misses_the_noise_is_not_reached(swing):
     assert failed.to_json()["reached_noise"] is False
     # unknown noise (no rigid fits): the residual cannot be judged, the fit is kept
     assert replace(res, marker_sigma_mm=31.0, noise_mm=float("nan")).reached_noise()
+
+
+def test_held_parameters_integrate_only_the_state_columns(swing, monkeypatch):
+    """With the parameters held (the first, initial-state stage) the Jacobian is the full
+    Jacobian's state columns, integrated alone (the tangents are the cost)."""
+    from rigtool.engine import tree as et
+    from rigtool.identify.relative import problem as rp
+
+    made = []
+    post_init = rp.RelativeProblem.__post_init__
+
+    def keep(self):
+        post_init(self)
+        made.append(self)
+
+    monkeypatch.setattr(rp.RelativeProblem, "__post_init__", keep)
+    p = swing.p
+    refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
+                    swing.markers, start=swing.start, phi_s_cov=swing.cov_s, phi_s=swing.phi_s,
+                    total_mass_kg=p.sc.obj.total_mass, window=(0.5, 1.5), first_horizon_s=0.5,
+                    free="jyy")
+    prob = made[0]
+    widths = []
+    simulate = et.simulate
+
+    def counted(*args, **kwargs):
+        widths.append(kwargs["tangent_y0"].shape[1])
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(et, "simulate", counted)
+    (_, fitted, x_bytes), = prob.cache                # the estimate (its covariance's rows)
+    assert fitted
+    x_full = np.frombuffer(x_bytes)
+    full = prob.n_params
+    prob.n_frames, prob.cache = 40, {}
+    jac_full = prob.jacobian(x_full)
+    assert np.abs(jac_full[:, full:]).max() > 0
+    # held at the estimate's parameters: the same point
+    prob.fit_params, prob.cache, prob.theta_fixed = False, {}, x_full[:full].copy()
+    jac_state = prob.jacobian(x_full[full:])
+    assert widths == [x_full.size, x_full.size - full]
+    assert np.allclose(jac_state, jac_full[:, full:], rtol=0, atol=1e-9 * np.abs(jac_full).max())

@@ -24,6 +24,9 @@ import numpy as np
 WARM_LAMBDA = 1e-9
 # Damping at or below which a step is taken as Gauss-Newton's for the convergence test.
 CONVERGED_LAMBDA = 1e-6
+# Largest ratio of two accepted Gauss-Newton steps' cost decreases for which the remaining
+# decrease is extrapolated (a contraction of 4x or better: the steps converge).
+EXTRAPOLATE_RATIO = 0.25
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,10 @@ def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
         ``x -> cost`` (``inf`` when the model cannot be evaluated there).
     x0 : ndarray
     ftol : float
-        Stop when an accepted step lowers the cost by less than ``ftol`` times the cost.
+        Stop when the cost left to gain is below ``ftol`` times the cost: Gauss-Newton's
+        step promises less, an accepted step lowered it by less, or an accepted
+        Gauss-Newton step's decrease, against the previous one's and its quadratic model's,
+        leaves less (:func:`_remaining_below`).
     max_iterations : int
         Trial steps at most.
     lam0 : float
@@ -74,6 +80,7 @@ def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
     cur = normal_at(x) if start is None else start
     n_cost, n_normal = 0, int(start is None)
     lam = lam0
+    last_drop = None          # the previous accepted Gauss-Newton step's cost decrease
     for _ in range(max_iterations):
         diag = np.maximum(np.diag(cur.jtj), 1e-30)
         scale = 1.0 / np.sqrt(diag)
@@ -83,24 +90,27 @@ def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
         except np.linalg.LinAlgError:
             lam *= 10.0
             continue
-        if lam <= CONVERGED_LAMBDA:
+        predicted = -(2.0 * step @ cur.jtr + step @ cur.jtj @ step)
+        gauss_newton = lam <= CONVERGED_LAMBDA
+        if gauss_newton and predicted < ftol * cur.cost:
             # at (nearly) Gauss-Newton's step: when even it promises less than ftol of the
             # cost, x is the minimum to that tolerance; no trial needed (at the minimum a
             # trial only meets round-off, and its rejections would raise lam to 1e10 one
             # primal simulation at a time)
-            predicted = -(2.0 * step @ cur.jtr + step @ cur.jtj @ step)
-            if predicted < ftol * cur.cost:
-                break
+            break
         trial = x + step
         cost = cost_at(trial)
         n_cost += 1
         if np.isfinite(cost) and cost < cur.cost:
             x = trial
-            if (cur.cost - cost) < ftol * cur.cost:
+            drop = cur.cost - cost
+            if drop < ftol * cur.cost or (gauss_newton and _remaining_below(
+                    drop, predicted, last_drop, ftol * cur.cost)):
                 # converged: the normal equations at the last point are not needed (the
                 # caller evaluates what its covariance needs there)
                 cur = Normal(cost, cur.jtj, cur.jtr)
                 break
+            last_drop = drop if gauss_newton else None
             cur = normal_at(x)
             n_normal += 1
             lam = max(lam / 10.0, 1e-12)
@@ -109,6 +119,27 @@ def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
             if lam > 1e10:
                 break
     return LMResult(x, cur, n_cost, n_normal)
+
+
+def _remaining_below(drop: float, predicted: float, last_drop: float | None,
+                     tolerance: float) -> bool:
+    """Whether the cost left to gain after an accepted Gauss-Newton step is below
+    ``tolerance``, judged without the normal equations at the new point.
+
+    Two estimates of what is left, both required small: the step's own miss (its actual
+    decrease ``drop`` against the quadratic model's ``predicted``: an exact model leaves
+    nothing), and the geometric tail ``drop r / (1 - r)`` of the decreases converging at the
+    ratio ``r = drop / last_drop`` of the last two accepted Gauss-Newton steps (linear
+    convergence, the slowest Gauss-Newton shows near a minimum with residuals). Measured on
+    a 25 s posture: decreases of 8.7e-4, 6.4e-8 and then 5.7e-16 of the cost, so the third
+    normal equations (a quarter of the fit's time) only confirmed what this predicts.
+    """
+    if last_drop is None or last_drop <= 0.0:
+        return False
+    ratio = drop / last_drop
+    if ratio >= EXTRAPOLATE_RATIO:
+        return False
+    return max(abs(drop - predicted), drop * ratio / (1.0 - ratio)) < tolerance
 
 
 __all__ = ["Normal", "LMResult", "levenberg_marquardt", "WARM_LAMBDA",

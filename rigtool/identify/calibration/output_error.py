@@ -238,8 +238,12 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     def unpack(z: np.ndarray):
         return z[:n_sh], [z[n_sh + 12 * i:n_sh + 12 * (i + 1)] for i in range(len(caps))]
 
+    last_blocks: dict = {}          # the last point's Jacobian blocks (the covariance's)
+
     def normal_at(z: np.ndarray) -> Normal:
         blocks = evaluate(*unpack(z))
+        last_blocks.clear()
+        last_blocks[(z.tobytes(), tuple(c.n_frames for c in caps))] = blocks
         if blocks is None:
             return Normal(np.inf, np.eye(z.size), np.zeros(z.size))
         return Normal(*normal(blocks))
@@ -274,7 +278,10 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
             capture.n_frames = min(n_tot, int(round(capture.n_frames * horizon_factor)))
         schedule_done = all(c.n_frames >= n for c, n in zip(caps, totals))
     shared, states = unpack(z)
-    blocks = evaluate(shared, states)
+    # the solver's last normal equations are often at the estimate already
+    blocks = last_blocks.get((z.tobytes(), tuple(c.n_frames for c in caps)))
+    if blocks is None:
+        blocks = evaluate(shared, states)
     cost, mat, grad = normal(blocks)
     n_res = sum(b[0].size for b in blocks)
     dof = max(n_res - len(grad), 1)

@@ -156,9 +156,11 @@ class ActiveProblem(PriorRowsFit):
                                   tangent_y0=d_y)
         return self.rows(states, mk, tan, d_mk)
 
-    def _marker_rows(self, full: np.ndarray):
-        """Marker rows and their Jacobian along every unknown (``full``: all of them)."""
-        return self._rows_along(full, *self._directions(full, 0))
+    def _marker_rows(self, full: np.ndarray, columns: slice = slice(None)):
+        """Marker rows and their Jacobian along the unknowns ``columns`` of ``full`` (all of
+        the unknowns)."""
+        d_th, d_y, d_mk = self._directions(full, 0)
+        return self._rows_along(full, d_th[:, columns], d_y[:, columns], d_mk[..., columns])
 
     def _marker_residual(self, full: np.ndarray) -> np.ndarray:
         """Marker rows alone (one simulation without sensitivities)."""

@@ -131,7 +131,8 @@ class PriorRowsFit:
     the solver, often rejected) costs one simulation without sensitivities; the Jacobian,
     asked for at accepted points, adds them.
 
-    The problem class provides ``_marker_rows(full) -> (r, jac)``,
+    The problem class provides ``_marker_rows(full, columns) -> (r, jac)`` (the Jacobian along
+    the unknowns ``columns`` of ``full``),
     ``_marker_residual(full) -> r`` and the attributes ``n``, ``free``, ``mask``,
     ``n_frames``, ``fit_params``, ``n_params``, ``prior_rows``, ``prior_rhs``, ``cache`` and
     the methods ``_full`` and ``split``.
@@ -145,9 +146,10 @@ class PriorRowsFit:
         n_rows = int(self.mask[:self.n_frames].sum()) * 3
         try:
             if with_jacobian:
-                r, jac = self._marker_rows(self._full(x))
-                if not self.fit_params:
-                    jac = jac[:, self.n_params:]
+                # held parameters: only the state's columns are integrated (the tangents
+                # are the Jacobian's cost, one per column)
+                free_cols = slice(None) if self.fit_params else slice(self.n_params, None)
+                r, jac = self._marker_rows(self._full(x), free_cols)
             else:
                 r, jac = self._marker_residual(self._full(x)), None
             if not np.all(np.isfinite(r)) or (jac is not None

@@ -144,10 +144,11 @@ class RelativeProblem(PriorRowsFit):
                                jnp.asarray(self.calib_vector()))
         return tuple(np.asarray(a) for a in (jt[0], jy[0], jt[1], jy[1], jt[2], jy[2]))
 
-    def _marker_rows(self, full: np.ndarray):
-        """Marker rows and their Jacobian along every unknown (``full``: all of them)."""
+    def _marker_rows(self, full: np.ndarray, columns: slice = slice(None)):
+        """Marker rows and their Jacobian along the unknowns ``columns`` of ``full`` (all of
+        the unknowns)."""
         d_th, d_y, *_ = self.directions(full)
-        _, mks, d_mks = self._simulate(full, d_th, d_y)
+        _, mks, d_mks = self._simulate(full, d_th[:, columns], d_y[:, columns])
         return self._rows(mks, d_mks)
 
     def _marker_residual(self, full: np.ndarray) -> np.ndarray:
