@@ -93,6 +93,8 @@ class PostureProblem:
     n_frames: int = 0                       # current horizon
     fit_object: bool = True
     cache: dict = field(default_factory=dict)
+    #: the last cost evaluation's simulated states, by (frames, theta, y0) bytes
+    last_primal: dict = field(default_factory=dict)
     # markers attached to the platform at unknown places (the last E of markers_body): when
     # ``project`` is on, each trajectory places them at their maximum-likelihood positions
     # (variable projection) and the normal equations are reduced by their columns (the
@@ -211,6 +213,9 @@ class PostureProblem:
             self.fit_object = fit_object
         out = self.capture().rows(theta, y0, self.markers_body,
                                   markers_of_states=self._placed if self.project else None)
+        if out.ok:
+            # an accepted trial point's normal equations follow at the same inputs
+            self.last_primal = {(self.n_frames, theta.tobytes(), y0.tobytes()): out.states}
         return float(out.r @ out.r) if out.ok else np.inf
 
     def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None
@@ -234,8 +239,11 @@ class PostureProblem:
             d_y0 = np.hstack([d_y0, np.zeros((STATE, extra_theta.shape[1]))])
         body = self.markers_body
         if self.project:
-            states0, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
-                                  substeps=self.substeps)
+            # the markers are placed from the whole horizon's motion before any row is formed
+            states0 = self.last_primal.get((self.n_frames, theta.tobytes(), y0.tobytes()))
+            if states0 is None:
+                states0, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
+                                      substeps=self.substeps)
             body = self._placed(states0)
         n_c = keep.size
         e_n = self.n_attached
