@@ -165,7 +165,10 @@ class PriorRowsFit:
                 jp = np.zeros((self.prior_rows.shape[0], x.size))
                 jp[:, :self.n_theta] = self.prior_rows
                 jac = np.vstack([jac, jp])
-        self.cache = {key: (r, jac)}
+        # kept: this point's rows and, when this was a trial point (often rejected), the last
+        # Jacobian's point too (the solver's estimate, whose Jacobian the covariance needs)
+        with_jac = {k: v for k, v in self.cache.items() if v[1] is not None and k != key}
+        self.cache = {**(with_jac if jac is None else {}), key: (r, jac)}
         return r, jac
 
     @property
@@ -203,14 +206,24 @@ class PriorRowsFit:
         return self._eval(x, True)[1]
 
 
+#: a growing-horizon stage that would cover this share of the window covers all of it
+WHOLE_FROM = 0.75
+
+
 def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_total: int,
                         factor: float, dt: float, ftol: float, max_nfev: int):
     """Fit every unknown on horizons growing by ``factor`` up to the whole window (each stage
-    started from the last; a phase error cannot build up before the frequencies are fitted).
+    started from the last; a phase error cannot build up before the frequencies are fitted),
+    the whole window taken at once from :data:`WHOLE_FROM` of it.
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s)``."""
     iterations, stages, horizons = 0, [], []
     while True:
-        prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
+        n_next = next_horizon(prob.n_frames, n_total, factor, dt)
+        # a stage over most of the window is followed by the whole window from nearly its
+        # optimum: two stages of the same cost where one does (the demo's 10 s swing: 2, 8,
+        # 10 s took 4 + 3 Jacobians at 8 and 10 s, 2 then 10 s takes 4 at 10 s, the same
+        # optimum); the jump stays within factor / WHOLE_FROM of the last horizon
+        prob.n_frames = n_total if n_next >= WHOLE_FROM * n_total else n_next
         horizons.append(prob.n_frames * dt)
         sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
                             method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
