@@ -206,24 +206,19 @@ class PriorRowsFit:
         return self._eval(x, True)[1]
 
 
-#: a growing-horizon stage that would cover this share of the window covers all of it
-WHOLE_FROM = 0.75
-
-
 def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_total: int,
                         factor: float, dt: float, ftol: float, max_nfev: int):
     """Fit every unknown on horizons growing by ``factor`` up to the whole window (each stage
-    started from the last; a phase error cannot build up before the frequencies are fitted),
-    the whole window taken at once from :data:`WHOLE_FROM` of it.
+    started from the last; a phase error cannot build up before the frequencies are fitted).
+    Jumping to the whole window from 3/4 of it (the demo's swing at 2 then 10 s instead of 2,
+    8 and 10 s: 1.4x faster, the same optimum there) was tried and left out: on the four-link
+    object at 0.2-0.5 mm noise it ended at other points in 4 of 10 draws, Phi_B's coverage
+    falling from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per
+    fit").
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s)``."""
     iterations, stages, horizons = 0, [], []
     while True:
-        n_next = next_horizon(prob.n_frames, n_total, factor, dt)
-        # a stage over most of the window is followed by the whole window from nearly its
-        # optimum: two stages of the same cost where one does (the demo's 10 s swing: 2, 8,
-        # 10 s took 4 + 3 Jacobians at 8 and 10 s, 2 then 10 s takes 4 at 10 s, the same
-        # optimum); the jump stays within factor / WHOLE_FROM of the last horizon
-        prob.n_frames = n_total if n_next >= WHOLE_FROM * n_total else n_next
+        prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
         horizons.append(prob.n_frames * dt)
         sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
                             method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
