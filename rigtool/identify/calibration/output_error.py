@@ -240,10 +240,13 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
 
     last_blocks: dict = {}          # the last point's Jacobian blocks (the covariance's)
 
+    def point_key(z: np.ndarray) -> tuple:
+        return z.tobytes(), tuple(c.n_frames for c in caps)
+
     def normal_at(z: np.ndarray) -> Normal:
         blocks = evaluate(*unpack(z))
         last_blocks.clear()
-        last_blocks[(z.tobytes(), tuple(c.n_frames for c in caps))] = blocks
+        last_blocks[point_key(z)] = blocks
         if blocks is None:
             return Normal(np.inf, np.eye(z.size), np.zeros(z.size))
         return Normal(*normal(blocks))
@@ -279,7 +282,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         schedule_done = all(c.n_frames >= n for c, n in zip(caps, totals))
     shared, states = unpack(z)
     # the solver's last normal equations are often at the estimate already
-    blocks = last_blocks.get((z.tobytes(), tuple(c.n_frames for c in caps)))
+    blocks = last_blocks.get(point_key(z))
     if blocks is None:
         blocks = evaluate(shared, states)
     cost, mat, grad = normal(blocks)

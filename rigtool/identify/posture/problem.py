@@ -180,6 +180,18 @@ class PostureProblem:
         """Simulated platform states ``[T, 18]`` at ``x`` (a calibration ``calib`` as in
         :meth:`inputs`)."""
         theta, _, y0, _ = self.inputs(x, calib)
+        return self._primal_states(theta, y0)
+
+    def _primal_key(self, theta: np.ndarray, y0: np.ndarray) -> tuple:
+        """Everything a primal simulation on the current horizon depends on that changes."""
+        return (self.n_frames, theta.tobytes(), y0.tobytes())
+
+    def _primal_states(self, theta: np.ndarray, y0: np.ndarray) -> np.ndarray:
+        """Simulated states ``[T, 18]`` of these inputs on the current horizon: the last cost
+        evaluation's when it simulated the same inputs."""
+        hit = self.last_primal.get(self._primal_key(theta, y0))
+        if hit is not None:
+            return hit
         return simulate(self.model, theta, y0, self.n_frames, self.dt,
                         substeps=self.substeps)[0]
 
@@ -214,8 +226,9 @@ class PostureProblem:
         out = self.capture().rows(theta, y0, self.markers_body,
                                   markers_of_states=self._placed if self.project else None)
         if out.ok:
-            # an accepted trial point's normal equations follow at the same inputs
-            self.last_primal = {(self.n_frames, theta.tobytes(), y0.tobytes()): out.states}
+            # an accepted trial point's normal equations (and the markers' placement after a
+            # stage) follow at the same inputs
+            self.last_primal = {self._primal_key(theta, y0): out.states}
         return float(out.r @ out.r) if out.ok else np.inf
 
     def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None
@@ -240,11 +253,7 @@ class PostureProblem:
         body = self.markers_body
         if self.project:
             # the markers are placed from the whole horizon's motion before any row is formed
-            states0 = self.last_primal.get((self.n_frames, theta.tobytes(), y0.tobytes()))
-            if states0 is None:
-                states0, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
-                                      substeps=self.substeps)
-            body = self._placed(states0)
+            body = self._placed(self._primal_states(theta, y0))
         n_c = keep.size
         e_n = self.n_attached
         k_n = self.mask.shape[1]

@@ -212,7 +212,7 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     started from the last; a phase error cannot build up before the frequencies are fitted).
     Jumping to the whole window from 3/4 of it (the demo's swing at 2 then 10 s instead of 2,
     8 and 10 s: 1.4x faster, the same optimum there) was tried and left out: on the four-link
-    object at 0.2-0.5 mm noise it ended at other points in 4 of 10 draws, Phi_B's coverage
+    object at 0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage
     falling from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per
     fit").
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s)``."""
