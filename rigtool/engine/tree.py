@@ -43,6 +43,7 @@ from rigtool.engine.compiled import disk_jit
 from rigtool.engine.columns import ColumnRunner, column_groups
 from rigtool.engine.rigid import (CHUNK_FRAMES, _mm, _mv, _solve3, rk4_looped,
                                   tangent_start)
+from rigtool.engine.tree_compiled import simulate_compiled
 from rigtool.rig import Rig
 
 
@@ -299,8 +300,22 @@ def simulate(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
     exact derivatives ``[T, K, 3, P]`` along them (``tangent_theta [n_theta, P]``,
     ``tangent_y0 [n_state, P]``).
 
+    Run by the compiled forward-mode kernels of rigtool.engine.tree_tangents (the same
+    equations as :func:`rhs` and :func:`markers`, the same RK4; 4-7x faster than
+    :func:`simulate_jax` with tangents, benchmarks/RESULTS.md).
+
     Raises FloatingPointError when the motion leaves the model.
     """
+    return simulate_compiled(model, theta, y0, n_frames, dt, substeps, tangent_theta,
+                             tangent_y0)
+
+
+def simulate_jax(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
+                 dt: float, *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
+                 tangent_y0: np.ndarray | None = None):
+    """:func:`simulate` by JAX: :func:`rhs` and :func:`markers` traced and compiled, the
+    tangents by ``jax.linearize`` (forward mode). The compiled kernels' independent check
+    (tests compare the two to round-off)."""
     static = model.static()
     n_s = model.n_state
     k_n = len(model.body_of_marker)
@@ -393,4 +408,4 @@ def energy(model: TreeModel, theta: np.ndarray, states: np.ndarray) -> np.ndarra
     return np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(states)))
 
 
-__all__ = ["TreeModel", "theta_of", "rhs", "markers", "simulate", "energy"]
+__all__ = ["TreeModel", "theta_of", "rhs", "markers", "simulate", "simulate_jax", "energy"]

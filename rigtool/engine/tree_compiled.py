@@ -1,0 +1,98 @@
+"""The tree engine's simulation with exact tangents, run by the numba kernels of
+rigtool.engine.tree_tangents: the arguments unpacked from ``theta``, the tangent columns
+split over threads (each group integrates the state too; the kernels release the
+interpreter lock), the outputs of rigtool.engine.tree.simulate.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rigtool.engine.columns import ColumnRunner, engine_threads
+from rigtool.engine.tree_tangents import simulate_tangents
+
+if TYPE_CHECKING:
+    from rigtool.engine.tree import TreeModel
+
+#: fewest tangent columns per thread: below it a second thread costs more than it saves
+MIN_COLUMNS_PER_THREAD = 8
+
+
+def _split(theta: np.ndarray, model: "TreeModel", p_n: int) -> list[np.ndarray]:
+    """``theta [n_theta]`` (or its tangents ``[n_theta, P]``) as the kernels' arrays:
+    pi ``[nb, 10]``, joint centres ``[nb, 3]``, joint damping ``[nb]``, k, k L0, c
+    ``[S]`` and the markers' body coordinates ``[K, 3]`` (each with ``P`` trailing)."""
+    lay = model.layout()
+    nb, k_n, s_n = model.n_bodies, len(model.body_of_marker), model.n_springs
+    tail = (p_n,) if theta.ndim == 2 else ()
+    shapes = {"pi": (nb, 10), "jp": (nb, 3), "joint_damping": (nb,), "k": (s_n,),
+              "kl0": (s_n,), "c": (s_n,), "markers": (k_n, 3)}
+    return [_writable(theta[lay[name]].reshape(shape + tail)) for name, shape in shapes.items()]
+
+
+def _writable(a) -> np.ndarray:
+    """A C-ordered, writable float64 array (an array viewed from JAX is read-only, which
+    numba types apart: one more compilation of the kernels, about a minute)."""
+    return np.require(a, np.float64, ["C", "W"])
+
+
+def _column_groups(p_n: int) -> list[slice]:
+    threads = max(1, min(engine_threads(), p_n // MIN_COLUMNS_PER_THREAD))
+    edges = np.linspace(0, p_n, threads + 1).round().astype(int)
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_frames: int,
+                      dt: float, substeps: int, tangent_theta: np.ndarray | None,
+                      tangent_y0: np.ndarray | None):
+    """States ``[T, n_state]``, markers ``[T, K, 3]`` and, with tangents, their derivatives
+    ``[T, K, 3, P]`` (None without): rigtool.engine.tree.simulate's contract.
+
+    Raises FloatingPointError when the motion leaves the model.
+    """
+    theta = _writable(theta)
+    y0 = _writable(y0)
+    n_s, k_n = model.n_state, len(model.body_of_marker)
+    with_tan = tangent_theta is not None or tangent_y0 is not None
+    if with_tan:
+        p_n = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
+        t_th = (np.zeros((theta.size, p_n)) if tangent_theta is None
+                else np.asarray(tangent_theta, float))
+        t_y = np.zeros((n_s, p_n)) if tangent_y0 is None else np.asarray(tangent_y0, float)
+    else:
+        p_n = 0
+        t_th, t_y = np.zeros((theta.size, 0)), np.zeros((n_s, 0))
+    fixed = (np.asarray(model.parents, np.int64), np.asarray(model.free_rows, np.int64),
+             _writable(model.anchor_lab), _writable(model.attachment_platform),
+             _writable(model.gravity_lab),
+             np.asarray(model.body_of_marker, np.int64))
+    pis, jp, jd, k, kl0, c, mk = _split(theta, model, 0)
+    h = dt / substeps
+    groups = _column_groups(p_n) if p_n else [slice(0, 0)]
+    outs = [(np.empty((n_frames, n_s)), np.empty((n_frames, k_n, 3)),
+             np.empty((n_frames, k_n, 3, g.stop - g.start))) for g in groups]
+
+    def run(i: int) -> int:
+        g = groups[i]
+        dpis, djp, djd, dk, dkl0, dc, dmk = _split(t_th[:, g], model, g.stop - g.start)
+        states, mks, d_mks = outs[i]
+        _, done = simulate_tangents(
+            y0, _writable(t_y[:, g]), pis, dpis, jp, djp, jd, djd, k, dk, kl0,
+            dkl0, c, dc, mk, dmk, fixed[0], fixed[1], fixed[2], fixed[3], fixed[4], fixed[5],
+            n_frames, h, substeps, states, mks, d_mks)
+        return int(done)
+
+    with ColumnRunner(groups) as runner:
+        done = runner.map(run)
+    if min(done) < n_frames:
+        raise FloatingPointError("the simulated motion diverged")
+    states, mks = outs[0][0], outs[0][1]
+    if not with_tan:
+        return states, mks, None
+    d_mks = outs[0][2] if len(outs) == 1 else np.concatenate([o[2] for o in outs], axis=3)
+    return states, mks, d_mks
+
+
+__all__ = ["simulate_compiled", "MIN_COLUMNS_PER_THREAD"]
