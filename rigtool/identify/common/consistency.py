@@ -8,10 +8,14 @@ keeps any least-squares fit convex.
 
 from __future__ import annotations
 
-import cvxpy as cp
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rigtool.inertia import pseudo_inertia
+
+if TYPE_CHECKING:                  # cvxpy imported where a convex fit runs (2-3 s)
+    import cvxpy as cp
 
 #: Solver used for every convex fit (SPEC: Clarabel).
 SOLVER = "CLARABEL"
@@ -37,6 +41,7 @@ def solve_triangle(rq: np.ndarray, z: np.ndarray, *, constraints_for, x0: np.nda
     ``x0`` is the unconstrained solution, returned unchanged when it already satisfies the
     constraints to solver precision (avoids needless solver noise).
     """
+    import cvxpy as cp
     y = cp.Variable(rq.shape[1])
     x = cp.multiply(scale, y)
     problem = cp.Problem(cp.Minimize(cp.sum_squares(rq @ x - z)), constraints_for(x))
@@ -46,6 +51,7 @@ def solve_triangle(rq: np.ndarray, z: np.ndarray, *, constraints_for, x0: np.nda
 
 def solve_problem(problem: cp.Problem, variable: cp.Variable, what: str) -> None:
     """Solve with Clarabel, falling back to SCS; a failure names ``what`` and the status."""
+    import cvxpy as cp
     try:
         problem.solve(solver=SOLVER)
     except cp.SolverError:

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-import cvxpy as cp
-
 from rigtool.identify.common.consistency import consistency_constraints, solve_problem, solve_triangle
 from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
                                   solve_compensated, solve_wls)
@@ -171,6 +169,7 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
     of that span ``R R^T = (R Q)(R Q)^T`` exactly and one LMI
     ``[[M(x), R~(x)], [R~(x)^T, Z]] >> 0``, minimise ``tr Z``, does it with R~ only 6 x (P+1).
     """
+    import cvxpy as cp
     t, r, p = a.shape
     stacked = np.concatenate([a.transpose(1, 2, 0).reshape(r * p, t),
                               b.T.reshape(r, t)], axis=0).T        # [T, r (P + 1)]
@@ -286,6 +285,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     del rows_a, rows_b, probes_full
 
     def consistent_map(xv):
+        import cvxpy as cp
         return consistency_constraints(cp.hstack([np.array([total_mass_kg]), xv]))
 
     if weighting == "dual-metric":

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import cvxpy as cp
 import numpy as np
 
 from rigtool.errors import ConfigError, InputError
@@ -272,6 +271,7 @@ def _whitener(cov: np.ndarray) -> np.ndarray:
 
 
 def _solve(a, phi_b, w, p_blk, q_blk, mass_row, m0, n, scale, exact):
+    import cvxpy as cp
     y = cp.Variable(10 * n)
     x = cp.multiply(scale, y)
     obj = cp.sum_squares(p_blk @ x - q_blk)

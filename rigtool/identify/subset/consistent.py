@@ -11,7 +11,8 @@ to first order.
 
 from __future__ import annotations
 
-import cvxpy as cp
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rigtool.errors import RigtoolError
@@ -19,6 +20,9 @@ from rigtool.identify.common.consistency import SOLVER, consistency_constraints
 from rigtool.identify.subset.fit import phi_s_selector
 from rigtool.inertia import InertialParams
 from rigtool.tree import Link, Tree, minimal_parameters, phi_b_vector
+
+if TYPE_CHECKING:                  # cvxpy imported where a convex fit runs (2-3 s)
+    import cvxpy as cp
 
 
 def minimal_map(tree: Tree) -> np.ndarray:
@@ -37,6 +41,7 @@ def minimal_map(tree: Tree) -> np.ndarray:
 def consistent_fit(tree: Tree, result, a_w: np.ndarray, b_w: np.ndarray,
                    total_mass_kg: float, *, ridge: float = 1e-8) -> None:
     """Fill ``result.link_params`` and ``result.consistent_values`` (see module notes)."""
+    import cvxpy as cp
     n = len(tree.links)
     g = a_w @ phi_s_selector(n) @ minimal_map(tree)              # whitened rows over pi
     scale = np.linalg.norm(g, axis=0)
@@ -75,6 +80,7 @@ def _solve(prob: cp.Problem) -> str:
     """Clarabel (interior point), and SCS (first order) when Clarabel reports no solution on
     a problem that is always feasible (any positive split of the weighed mass is): a failure
     there is numerical. Returns the statuses met."""
+    import cvxpy as cp
     statuses = []
     for solver in (SOLVER, "SCS"):
         try:
