@@ -8,7 +8,7 @@ lying on the platform), 4.0/2.5/1.2/0.6 kg by depth, cylinder-like inertias (4.5
 120 Hz, two RK4 steps per frame; the links swinging at ~0.5 rad/s, the platform a few mm off
 its equilibrium. The same model, to rounding, in every engine:
 
-(a) JAX: ``rigtool.engine.tree.simulate`` (compiled chunks of 256 frames; articulated-body
+(a) JAX: ``rigtool.engine.tree.simulate_jax`` (compiled chunks of 256 frames; articulated-body
     algorithm; markers and their derivatives included). Tangents: exact forward mode
     (``jax.linearize`` of a step, ``vmap`` over the P directions, ``lax.scan`` over frames).
     Compile time reported apart (persistent cache off unless ``--cache``).
@@ -67,7 +67,8 @@ def _rel(a, b):
 
 
 class Jax:
-    """rigtool's engine on the benchmark model."""
+    """JAX's forward mode on the benchmark model (``rigtool.engine.tree.simulate_jax``; rigtool's
+    tree engine until the numba kernels replaced it: benchmarks/tree_tangents.py)."""
 
     def __init__(self, bench: Bench):
         from rigtool.engine import tree
@@ -77,9 +78,9 @@ class Jax:
                                     GRAVITY, tuple(range(6)))
 
     def run(self, frames, t_th=None, t_y=None, refine=1):
-        return self.tree.simulate(self.model, self.b.theta, self.b.y0, frames * refine + 1,
-                                  1.0 / FPS / refine, substeps=SUBSTEPS, tangent_theta=t_th,
-                                  tangent_y0=t_y)
+        return self.tree.simulate_jax(self.model, self.b.theta, self.b.y0,
+                                      frames * refine + 1, 1.0 / FPS / refine,
+                                      substeps=SUBSTEPS, tangent_theta=t_th, tangent_y0=t_y)
 
     def frames_computed(self, frames):
         return -(-frames // self.chunk) * self.chunk

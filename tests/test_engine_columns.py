@@ -22,9 +22,10 @@ def test_groups_cover_each_column_once_in_whole_blocks(width, threads):
 
 
 def test_tree_tangents_do_not_depend_on_the_split(monkeypatch):
-    """The demo's relative-motion model, 40 directions (padded to 48: groups of 32 + 16 on
-    two threads, 16 x 3 on three): the same states and markers, and the same marker
-    derivatives up to round-off (the same arithmetic in differently sized compiled loops)."""
+    """The demo's relative-motion model, 40 directions split over one, two and three threads
+    (rigtool.engine.tree_compiled: 20 + 20, 13 + 14 + 13 columns): the same states and
+    markers, and the same marker derivatives up to round-off (the same arithmetic in
+    differently sized compiled loops)."""
     p = _tree_setup("demo.toml", 2.0)
     rng = np.random.default_rng(3)
     d_th = rng.normal(size=(p["theta"].size, 40)) * 1e-3
@@ -39,3 +40,26 @@ def test_tree_tangents_do_not_depend_on_the_split(monkeypatch):
         np.testing.assert_array_equal(out[threads][0], out["1"][0])
         np.testing.assert_array_equal(out[threads][1], out["1"][1])
         np.testing.assert_allclose(out[threads][2], out["1"][2], rtol=0, atol=1e-11 * scale)
+
+
+@pytest.mark.parametrize("width, threads", [(40, 2), (40, 3), (10, 2), (7, 2), (133, 2)])
+def test_compiled_tree_groups_cover_each_column_once(monkeypatch, width, threads):
+    from rigtool.engine.tree_compiled import MIN_COLUMNS_PER_THREAD, _column_groups
+    monkeypatch.setenv("RIGTOOL_ENGINE_THREADS", str(threads))
+    groups = _column_groups(width)
+    cols = np.concatenate([np.arange(g.start, g.stop) for g in groups])
+    np.testing.assert_array_equal(cols, np.arange(width))
+    assert len(groups) == max(1, min(threads, width // MIN_COLUMNS_PER_THREAD))
+
+
+def test_compiled_tree_reports_a_diverged_motion():
+    """A state that stops being finite ends the run with FloatingPointError (what the fits
+    catch to back off), with and without tangents."""
+    p = _tree_setup("demo.toml", 0.5)
+    y0 = p["y0"].copy()
+    y0[-1] = np.inf
+    with pytest.raises(FloatingPointError):
+        et.simulate(p["model"], p["theta"], y0, 20, p["dt"])
+    with pytest.raises(FloatingPointError):
+        et.simulate(p["model"], p["theta"], y0, 20, p["dt"],
+                    tangent_y0=np.eye(y0.size)[:, :4])

@@ -85,7 +85,10 @@ def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_f
         return int(done)
 
     with ColumnRunner(groups) as runner:
-        done = runner.map(run)
+        try:
+            done = runner.map(run)
+        except np.linalg.LinAlgError as exc:     # a non-finite state reached a solve
+            raise FloatingPointError("the simulated motion diverged") from exc
     if min(done) < n_frames:
         raise FloatingPointError("the simulated motion diverged")
     states, mks = outs[0][0], outs[0][1]

@@ -26,7 +26,8 @@ _SYM = np.array([[0, 1, 2], [1, 3, 4], [2, 4, 5]], dtype=np.int64)
 _RK4_OFFSETS = np.array([0.0, 0.5, 0.5, 1.0])
 _RK4_WEIGHTS = np.array([1.0, 2.0, 2.0, 1.0]) / 6.0
 
-_JIT = dict(cache=True, nogil=True, error_model="numpy")
+# fused multiply-adds allowed (no other reassociation: the sums keep their order)
+_JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 # ------------------------------------------------------------------ derivative rules
@@ -237,7 +238,10 @@ def rhs_tangent(y, dy, pis, dpis, jp, djp, jd, djd, k, dk, kl0, dkl0, c, dc,
     m3d, dm3d = np.empty((3, 3)), np.empty((3, 3, p_n))
     m3e, dm3e = np.empty((3, 3)), np.empty((3, 3, p_n))
     # ---- spatial inertias about the lab origin and the external forces
-    inert, dinert = np.zeros((nb, 6, 6)), np.zeros((nb, 6, 6, p_n))
+    # the articulated inertias start as the bodies' own (pass 2 changes them in place after
+    # the bias forces below have used them)
+    art_i, dart_i = np.zeros((nb, 6, 6)), np.zeros((nb, 6, 6, p_n))
+    inert, dinert = art_i, dart_i
     fext, dfext = np.zeros((nb, 6)), np.zeros((nb, 6, p_n))
     for b in range(nb):
         m, dm = pis[b, 0], dpis[b, 0]
@@ -376,7 +380,6 @@ def rhs_tangent(y, dy, pis, dpis, jp, djp, jd, djd, k, dk, kl0, dkl0, c, dc,
         for r in range(3):
             bias[i, 3 + r] = v3b[r]
             dbias[i, 3 + r, :] = dv3b[r, :]
-    art_i, dart_i = inert.copy(), dinert.copy()
     art_p, dart_p = np.empty((nb, 6)), np.empty((nb, 6, p_n))
     for b in range(nb):
         _mv(inert[b], dinert[b], vel[b], dvel[b], v6, dv6)
