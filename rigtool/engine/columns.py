@@ -40,26 +40,29 @@ def engine_threads() -> int:
     return max(1, usable_cpus())
 
 
-def column_groups(width: int, threads: int | None = None) -> list[slice]:
-    """Contiguous column ranges of whole ``BLOCK``-column blocks, one per thread, as even as
-    the blocks allow (``width`` a multiple of ``BLOCK``; the largest group first).
+def column_groups(width: int, threads: int | None = None, block: int = BLOCK) -> list[slice]:
+    """Contiguous column ranges of whole ``block``-column blocks, one per thread, as even as
+    the blocks allow (the largest group first; the last block may be short).
 
     Parameters
     ----------
     width : int
-        Padded number of tangent columns.
+        Number of tangent columns (JAX's engines: padded to a multiple of ``BLOCK``).
     threads : int, optional
         Default :func:`engine_threads`.
+    block : int
+        Columns that stay together: ``BLOCK`` for JAX's compiled widths, 1 where any split
+        runs (the tree's numba kernels).
 
     Returns
     -------
     list of slice
         At most ``threads`` groups covering ``0 .. width``.
     """
-    n_blocks = max(1, -(-width // BLOCK))
+    n_blocks = max(1, -(-width // block))
     n = max(1, min(threads or engine_threads(), n_blocks))
     sizes = [n_blocks // n + (1 if i < n_blocks % n else 0) for i in range(n)]
-    edges = np.concatenate([[0], np.cumsum(sizes) * BLOCK])
+    edges = np.concatenate([[0], np.cumsum(sizes) * block])
     edges[-1] = width
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 

@@ -232,14 +232,15 @@ def _pad_columns(a: np.ndarray) -> np.ndarray:
 
 
 def tangent_start(n_theta: int, n_state: int, tangent_theta: np.ndarray | None,
-                  tangent_y0: np.ndarray | None) -> tuple[int, np.ndarray, np.ndarray]:
-    """``(P, d theta/d x, d y0/d x)`` with the missing one zero and both padded
-    (:func:`_pad_columns`); ``P`` the caller's number of directions (every engine's
-    simulate starts its tangents here)."""
+                  tangent_y0: np.ndarray | None, *, pad: bool = True
+                  ) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(P, d theta/d x, d y0/d x)`` with the missing one zero and, with ``pad`` (JAX's
+    compiled widths), both padded (:func:`_pad_columns`); ``P`` the caller's number of
+    directions (every engine's simulate starts its tangents here)."""
     p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
-    t_th = np.zeros((n_theta, p)) if tangent_theta is None else tangent_theta
-    t_y = np.zeros((n_state, p)) if tangent_y0 is None else tangent_y0
-    return p, _pad_columns(np.asarray(t_th, float)), _pad_columns(np.asarray(t_y, float))
+    t_th = np.asarray(np.zeros((n_theta, p)) if tangent_theta is None else tangent_theta, float)
+    t_y = np.asarray(np.zeros((n_state, p)) if tangent_y0 is None else tangent_y0, float)
+    return (p, _pad_columns(t_th), _pad_columns(t_y)) if pad else (p, t_th, t_y)
 
 
 def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rigtool.engine.columns import ColumnRunner, engine_threads
+from rigtool.engine.columns import ColumnRunner, column_groups, engine_threads
+from rigtool.engine.rigid import tangent_start
 from rigtool.engine.tree_tangents import simulate_tangents
 
 if TYPE_CHECKING:
@@ -39,9 +40,10 @@ def _writable(a) -> np.ndarray:
 
 
 def _column_groups(p_n: int) -> list[slice]:
+    """One contiguous range of the ``p_n`` columns per thread, at least
+    :data:`MIN_COLUMNS_PER_THREAD` each (the kernels take any width: no blocks)."""
     threads = max(1, min(engine_threads(), p_n // MIN_COLUMNS_PER_THREAD))
-    edges = np.linspace(0, p_n, threads + 1).round().astype(int)
-    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+    return column_groups(p_n, threads, block=1)
 
 
 def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_frames: int,
@@ -56,18 +58,16 @@ def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_f
     y0 = _writable(y0)
     n_s, k_n = model.n_state, len(model.body_of_marker)
     with_tan = tangent_theta is not None or tangent_y0 is not None
-    if with_tan:
-        p_n = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
-        t_th = (np.zeros((theta.size, p_n)) if tangent_theta is None
-                else np.asarray(tangent_theta, float))
-        t_y = np.zeros((n_s, p_n)) if tangent_y0 is None else np.asarray(tangent_y0, float)
-    else:
-        p_n = 0
-        t_th, t_y = np.zeros((theta.size, 0)), np.zeros((n_s, 0))
-    fixed = (np.asarray(model.parents, np.int64), np.asarray(model.free_rows, np.int64),
-             _writable(model.anchor_lab), _writable(model.attachment_platform),
-             _writable(model.gravity_lab),
-             np.asarray(model.body_of_marker, np.int64))
+    if with_tan:                           # the kernels take any width: no padding
+        p_n, t_th, t_y = tangent_start(theta.size, n_s, tangent_theta, tangent_y0, pad=False)
+    else:                                  # no columns: the kernels' primal alone
+        p_n, t_th, t_y = 0, np.zeros((theta.size, 0)), np.zeros((n_s, 0))
+    parents = np.asarray(model.parents, np.int64)
+    free_rows = np.asarray(model.free_rows, np.int64)
+    body_of_marker = np.asarray(model.body_of_marker, np.int64)
+    anchor, attachment, gravity = (_writable(model.anchor_lab),
+                                   _writable(model.attachment_platform),
+                                   _writable(model.gravity_lab))
     pis, jp, jd, k, kl0, c, mk = _split(theta, model, 0)
     h = dt / substeps
     groups = _column_groups(p_n) if p_n else [slice(0, 0)]
@@ -80,8 +80,8 @@ def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_f
         states, mks, d_mks = outs[i]
         _, done = simulate_tangents(
             y0, _writable(t_y[:, g]), pis, dpis, jp, djp, jd, djd, k, dk, kl0,
-            dkl0, c, dc, mk, dmk, fixed[0], fixed[1], fixed[2], fixed[3], fixed[4], fixed[5],
-            n_frames, h, substeps, states, mks, d_mks)
+            dkl0, c, dc, mk, dmk, parents, free_rows, anchor, attachment, gravity,
+            body_of_marker, n_frames, h, substeps, states, mks, d_mks)
         return int(done)
 
     with ColumnRunner(groups) as runner:

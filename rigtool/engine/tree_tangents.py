@@ -31,6 +31,9 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 
 
 # ------------------------------------------------------------------ derivative rules
+# The product rules are written out for each orientation (a x, a^T x, a b, a b^T, a^T b)
+# rather than one rule fed transposed views: a transposed view of a tangent array has no
+# compile-time stride, and its column loop, the innermost, would no longer vectorise.
 @njit(**_JIT)
 def _mv(a, da, x, dx, o, do):
     """``o = a x``, ``do = da x + a dx`` (``a [r, c]``)."""
