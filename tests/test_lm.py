@@ -90,3 +90,83 @@ def test_remaining_below():
     assert not _remaining_below(1e-8, 1e-8, None, 1.0)
     # the geometric tail above the tolerance
     assert not _remaining_below(1e-3, 1e-3, 4.1e-3, 1e-6)
+
+
+@pytest.mark.parametrize("bound", ["upper_active", "lower_active", "inactive"])
+def test_box_bounds_reach_scipys_bounded_optimum(problem, bound):
+    """Projected steps: with the decay's bound cutting off the unconstrained optimum the fit
+    ends on that bound at scipy's bounded optimum (trust-region reflective), the others
+    free; with a bound far away it is the unconstrained optimum."""
+    residual, normal_at, cost_at, _ = problem
+    lo, hi = np.full(5, -np.inf), np.full(5, np.inf)
+    if bound == "upper_active":
+        hi[1] = 0.3                                      # the true decay is 0.4
+    elif bound == "lower_active":
+        lo[1] = 0.5
+    else:
+        lo[1], hi[1] = 0.0, 5.0
+    x0 = np.clip(TRUE * np.array([1.1, 1.0, 1.02, 0.8, 0.0]), lo + 1e-3, hi - 1e-3)
+    ref = least_squares(residual, x0, jac=lambda x: _jacobian(x), bounds=(lo, hi),
+                        xtol=1e-15, ftol=1e-15, gtol=1e-15, method="trf")
+    sol = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-12, lower=lo, upper=hi)
+    assert np.all(sol.x >= lo) and np.all(sol.x <= hi)
+    if bound != "inactive":
+        assert sol.x[1] == (hi[1] if bound == "upper_active" else lo[1])
+    scale = np.abs(ref.x) + 1e-3
+    assert np.all(np.abs(sol.x - ref.x) < 1e-5 * scale)
+    assert cost_at(sol.x) <= 2 * ref.cost * (1 + 1e-9)
+
+
+def _rosenbrock_problem():
+    """Rosenbrock's curved valley as residuals ``[10 (x2 - x1^2), 1 - x1]`` (minimum 0 at
+    (1, 1)), with its exact second directional derivative ``r_vv = [-20 v1^2, 0]``."""
+    def residual(x):
+        return np.array([10.0 * (x[1] - x[0] ** 2), 1.0 - x[0]])
+
+    def jac(x):
+        return np.array([[-20.0 * x[0], 10.0], [-1.0, 0.0]])
+
+    def normal_at(x):
+        r, j = residual(x), jac(x)
+        return Normal(float(r @ r), j.T @ j, j.T @ r)
+
+    def cost_at(x):
+        r = residual(x)
+        return float(r @ r)
+
+    def curvature_at(x, v):
+        return jac(x).T @ np.array([-20.0 * v[0] ** 2, 0.0])
+
+    return normal_at, cost_at, curvature_at
+
+
+def test_geodesic_acceleration_follows_a_curved_valley():
+    """Transtrum and Sethna's geodesic acceleration: from the far side of Rosenbrock's
+    banana both variants reach the minimum (1, 1); the accelerated steps bend along the
+    valley, so they need fewer normal equations than the straight damped steps."""
+    normal_at, cost_at, curvature_at = _rosenbrock_problem()
+    x0 = np.array([-1.2, 1.0])
+    plain = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-14, max_iterations=500)
+    accel = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-14, max_iterations=500,
+                                curvature_at=curvature_at)
+    for sol in (plain, accel):
+        assert np.allclose(sol.x, [1.0, 1.0], atol=1e-6)
+    assert accel.n_normal < plain.n_normal
+
+
+def test_geodesic_acceleration_keeps_the_optimum(problem):
+    """With the second derivative by a finite difference (as the relative-motion fits
+    compute it) the accelerated fit ends at scipy's optimum of the damped oscillation."""
+    residual, normal_at, cost_at, _ = problem
+    x0 = TRUE * np.array([1.2, 0.7, 1.04, 0.5, 0.0]) + np.array([0, 0, 0, 0, 0.02])
+    ref = least_squares(residual, x0, jac=lambda x: _jacobian(x), xtol=1e-15, ftol=1e-15,
+                        gtol=1e-15, method="lm")
+
+    def curvature_at(x, v, h=0.1):
+        r_vv = (2.0 / h) * ((residual(x + h * v) - residual(x)) / h - _jacobian(x) @ v)
+        return _jacobian(x).T @ r_vv
+
+    sol = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-10, curvature_at=curvature_at)
+    r = ref.fun
+    cov = (r @ r / (T.size - 5)) * np.linalg.inv(ref.jac.T @ ref.jac)
+    assert np.all(np.abs(sol.x - ref.x) < 1e-3 * np.sqrt(np.diag(cov)))

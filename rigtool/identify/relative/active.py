@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from rigtool.calibration_uncertainty import calibration_members_of
 from rigtool.errors import IdentifiabilityError, InputError
@@ -28,7 +27,9 @@ from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual, relative_pose
 from rigtool.identify.relative.active_problem import ActiveProblem
 from rigtool.identify.relative.equation_error import RelativeResult
-from rigtool.identify.relative.fit_common import checked_phi_s, fit_growing_horizon, object_start, phi_b_covariance
+from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
+                                                  fit_initial_state, object_start,
+                                                  phi_b_covariance)
 from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -207,12 +208,11 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     # 1) the platform's initial state on a short horizon, parameters held
     prob.fit_params = False
     prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
-    sol = least_squares(prob.residual, st0, jac=prob.jacobian, method="trf", x_scale="jac",
-                        ftol=1e-10, xtol=1e-10, gtol=1e-10, max_nfev=max_nfev)
-    iterations, stage_log = sol.nfev, [(prob.n_frames * dt, sol.nfev, sol.njev)]
+    st_first, r_first, first_stage = fit_initial_state(prob, st0, max_nfev)
+    iterations, stage_log = first_stage[1], [first_stage]
     sigma_mm = 1e3 * float(np.nanmedian(sigma)) if np.any(np.isfinite(sigma)) else float("nan")
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
-        sigma_mm = float(np.sqrt(np.mean(sol.fun ** 2)))
+        sigma_mm = float(np.sqrt(np.mean(r_first ** 2)))
     sigma_mm = max(sigma_mm, 1e-3)
     if free == "phi_b":
         w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))
@@ -220,7 +220,7 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
         prob.prior_rhs = sigma_mm * (w_s @ phi_s)
     # 2) everything on a growing horizon
     prob.fit_params = True
-    x = np.concatenate([prob.theta_fixed, sol.x])
+    x = np.concatenate([prob.theta_fixed, st_first])
     n_rest = 12 + 6 * fit_base
     lo = np.concatenate([lo_t, np.full(n_rest, -np.inf)])
     hi = np.concatenate([hi_t, np.full(n_rest, np.inf)])

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scipy.optimize import least_squares
-
 from rigtool.engine._jax import jnp
+from rigtool.engine.lm import Normal, levenberg_marquardt
 
 from rigtool.identify.common.output_error import next_horizon
 from rigtool.identify.relative.equation_error import (feasible_intervals, link_lower_bounds,
@@ -23,6 +22,10 @@ from rigtool.identify.relative.equation_error import (feasible_intervals, link_l
 #: marker residual (mm) given to every row when a simulation leaves the model (non-finite
 #: states): large, so the solver backs off; a fit that ends there has diverged
 DIVERGED_MM = 1e6
+# Step fraction of the finite difference that gives the residual's second derivative along a
+# Levenberg-Marquardt step (the geodesic acceleration; Transtrum and Sethna's value).
+GEODESIC_H = 0.1
+
 
 def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
                   phi_s_cov: np.ndarray, free: str):
@@ -206,6 +209,49 @@ class PriorRowsFit:
         return self._eval(x, True)[1]
 
 
+def solve_bounded(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ftol: float,
+                  max_nfev: int) -> tuple[np.ndarray, int, int]:
+    """Minimise the problem's squared residual rows in the box ``[lo, hi]`` by
+    Levenberg-Marquardt on normal equations (rigtool.engine.lm, projected steps) with
+    geodesic acceleration. Its linear algebra is ``J^T J`` (P x P) where scipy's exact trust
+    region takes the SVD of the whole ``J`` at every Jacobian (at 8 links a third of the
+    fit's time). The acceleration costs one primal run per step; without it an 8-link swing's
+    long horizons crawled along a curved valley, 10^-3 of the cost per Jacobian for the
+    whole iteration budget, with scipy's solver and this one alike. Returns ``(x, cost
+    evaluations (the acceleration's runs included), Jacobians)``."""
+    def normal_at(v):
+        jac = prob.jacobian(v)                 # rows and Jacobian from one run, cached
+        r = prob.residual(v)
+        return Normal(float(r @ r), jac.T @ jac, jac.T @ r)
+
+    def cost_at(v):
+        r = prob.residual(v)
+        return float(r @ r)
+
+    def curvature_at(v, step):
+        # r's second derivative along the step by a finite difference of one primal run at
+        # a tenth of the step (Transtrum and Sethna's h = 0.1), r and J at v being cached
+        h = GEODESIC_H
+        r_vv = (2.0 / h) * ((prob.residual(v + h * step) - prob.residual(v)) / h
+                            - prob.jacobian(v) @ step)
+        return prob.jacobian(v).T @ r_vv
+
+    sol = levenberg_marquardt(normal_at, cost_at, x, ftol=ftol, max_iterations=max_nfev,
+                              lower=lo, upper=hi, curvature_at=curvature_at)
+    return sol.x, sol.n_cost + sol.n_normal, sol.n_normal
+
+
+def fit_initial_state(prob, st0: np.ndarray, max_nfev: int
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[float, int, int]]:
+    """The first stage: the initial state alone on the problem's current (short) horizon,
+    parameters held (``prob.fit_params`` False). Returns ``(state, its residual rows, (horizon
+    s, evaluations, Jacobians))``."""
+    n = st0.size
+    x, nfev, njev = solve_bounded(prob, st0, np.full(n, -np.inf), np.full(n, np.inf), 1e-10,
+                                  max_nfev)
+    return x, prob.residual(x), (prob.n_frames * prob.dt, nfev, njev)
+
+
 def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_total: int,
                         factor: float, dt: float, ftol: float, max_nfev: int):
     """Fit every unknown on horizons growing by ``factor`` up to the whole window (each stage
@@ -220,12 +266,9 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     while True:
         prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
         horizons.append(prob.n_frames * dt)
-        sol = least_squares(prob.residual, x, jac=prob.jacobian, bounds=(lo, hi),
-                            method="trf", x_scale="jac", ftol=ftol, xtol=1e-10, gtol=1e-10,
-                            max_nfev=max_nfev)
-        iterations += sol.nfev
-        stages.append((prob.n_frames * dt, sol.nfev, sol.njev))
-        x = sol.x
+        x, nfev, njev = solve_bounded(prob, x, lo, hi, ftol, max_nfev)
+        iterations += nfev
+        stages.append((prob.n_frames * dt, nfev, njev))
         if prob.n_frames >= n_total:
             return x, iterations, stages, horizons
 
