@@ -159,8 +159,9 @@ def child_length(seconds: float, oe: bool, path: str) -> dict:
             "total_wall": time.perf_counter() - w0, "peak_mib": _peak_mib()}
 
 
-def _limb_tree_toml(n_links: int, posture_s: float, seed: int) -> str:
-    """A scenario: base + n-1 moving links in up to four limbs, n+1 random postures."""
+def _limb_tree_toml(n_links: int, posture_s: float, seed: int, swing_s: float = 10.0) -> str:
+    """A scenario: base + n-1 moving links in up to four limbs, n+1 random postures, and a
+    swing fitted over ``swing_s`` (recorded 2 s longer: released 1 s before the window)."""
     rng = np.random.default_rng(seed)
     n_mov = n_links - 1
     roots = [[0.15, -0.22, 0.0], [-0.15, -0.22, 0.0], [0.12, 0.20, -0.05], [-0.12, 0.20, -0.05]]
@@ -203,12 +204,13 @@ def _limb_tree_toml(n_links: int, posture_s: float, seed: int) -> str:
     rel = ", ".join(f"{nm} = [{0.05 + 0.1 * rng.random():.3f}, {0.2 + 0.1 * rng.random():.3f}, "
                     f"{0.05 * rng.random():.3f}]" for nm in names)
     lines += ["", "[relative_motion]", 'name = "swing"', 'posture = "p0"',
-              f"release = {{ {rel} }}", "joint_damping = 0.1", "duration_s = 12.0",
-              "window = [1.0, 11.0]"]
+              f"release = {{ {rel} }}", "joint_damping = 0.1",
+              f"duration_s = {swing_s + 2.0}", f"window = [1.0, {swing_s + 1.0}]"]
     return "\n".join(lines) + "\n"
 
 
-def child_links(n_links: int, posture_s: float, oe: bool = False) -> dict:
+def child_links(n_links: int, posture_s: float, oe: bool = False,
+                swing_s: float = 10.0) -> dict:
     """The whole pipeline on a programmatically built tree of ``n_links`` links (``oe``:
     with the output-error refinements of the postures and of the relative stage, as
     ``rigtool run`` does by default)."""
@@ -223,7 +225,7 @@ def child_links(n_links: int, posture_s: float, oe: bool = False) -> dict:
 
     tmp = Path(tempfile.mkdtemp(prefix="rigtool-speed-links-"))
     scen = tmp / "tree.toml"
-    scen.write_text(_limb_tree_toml(n_links, posture_s, seed=n_links))
+    scen.write_text(_limb_tree_toml(n_links, posture_s, seed=n_links, swing_s=swing_s))
     sc = load_scenario(scen)
     jobs = [j for j in capture_jobs(sc) if j.kind in ("posture", "relative")]
     t0 = time.process_time()
@@ -303,6 +305,8 @@ def main() -> None:
                     help="run the output-error refinement up to this capture length")
     ap.add_argument("--links", default="2,4,8,15")
     ap.add_argument("--posture-s", type=float, default=10.0)
+    ap.add_argument("--swing-s", default="10",
+                    help="fitted swing lengths, s (comma-separated; each with every --links)")
     ap.add_argument("--links-method", choices=["equation-error", "output-error"],
                     default="equation-error",
                     help="output-error: the links study with rigtool run's default "
@@ -316,7 +320,7 @@ def main() -> None:
         elif kind == "length":
             out = child_length(float(rest[0]), rest[1] == "1", rest[2])
         elif kind == "links":
-            out = child_links(int(rest[0]), float(rest[1]), rest[2] == "1")
+            out = child_links(int(rest[0]), float(rest[1]), rest[2] == "1", float(rest[3]))
         else:
             out = child_baseline()
         print(json.dumps(out))
@@ -359,29 +363,31 @@ def main() -> None:
     if args.links:
         oe = args.links_method == "output-error"
         print(f"\n### Against the number of links (n+1 postures of {args.posture_s:g} s, "
-              f"a 12 s swing, {args.links_method})\n")
-        print("| links | postures | read s | pose s | filter s | posture EE s | posture OE s CPU / wall | "
-              "subset s | relative s | relative OE s CPU / wall | pipeline s CPU / wall | peak MiB | "
-              "Phi_s rank | "
-              "Phi_B MS err mm | (simulate s) |")
-        print("|" + "---|" * 15)
-        for n in [int(x) for x in args.links.split(",")]:
-            r = _run_child(["links", str(n), str(args.posture_s), "1" if oe else "0"])
-            st = r.get("stages", {})
-            sw = r.get("stages_wall", {})
-            g = lambda k: f"{st[k]:.2f}" if k in st else "-"   # noqa: E731
-            gw = lambda k: (f"{st[k]:.1f} / {sw[k]:.1f}" if k in sw  # noqa: E731
-                            else g(k))
-            note = f" ({r['error']})" if "error" in r else ""
-            print(f"| {n} | {r.get('postures', '-')} | {g('read')} | {g('pose')} | "
-                  f"{g('filter')} | {g('posture EE')} | {gw('posture OE')} | {g('subset')} | "
-                  f"{g('relative')} | {gw('relative OE')} | "
-                  f"{r.get('total', float('nan')):.1f} / {r.get('total_wall', float('nan')):.1f} | "
-                  f"{r.get('peak_mib', float('nan')):.0f} | "
-                  f"{r.get('subset_rank', '-')} | "
-                  f"{r.get('phi_b_max_ms_err_mm', float('nan')):.4f}{note} | "
-                  f"{r.get('simulate_s', float('nan')):.1f} |", flush=True)
-
+              f"a swing fitted over the given seconds, {args.links_method})\n")
+        print("| links | swing s | postures | read s | pose s | filter s | posture EE s | "
+              "posture OE s CPU / wall | subset s | relative s | relative OE s CPU / wall | "
+              "pipeline s CPU / wall | peak MiB | Phi_s rank | Phi_B MS err mm | "
+              "(simulate s) |")
+        print("|" + "---|" * 16)
+        for swing_s in [float(x) for x in args.swing_s.split(",")]:
+            for n in [int(x) for x in args.links.split(",")]:
+                r = _run_child(["links", str(n), str(args.posture_s), "1" if oe else "0",
+                                str(swing_s)])
+                st = r.get("stages", {})
+                sw = r.get("stages_wall", {})
+                g = lambda k: f"{st[k]:.2f}" if k in st else "-"   # noqa: E731
+                gw = lambda k: (f"{st[k]:.1f} / {sw[k]:.1f}" if k in sw  # noqa: E731
+                                else g(k))
+                note = f" ({r['error']})" if "error" in r else ""
+                print(f"| {n} | {swing_s:g} | {r.get('postures', '-')} | {g('read')} | "
+                      f"{g('pose')} | {g('filter')} | {g('posture EE')} | {gw('posture OE')} | "
+                      f"{g('subset')} | {g('relative')} | {gw('relative OE')} | "
+                      f"{r.get('total', float('nan')):.1f} / "
+                      f"{r.get('total_wall', float('nan')):.1f} | "
+                      f"{r.get('peak_mib', float('nan')):.0f} | "
+                      f"{r.get('subset_rank', '-')} | "
+                      f"{r.get('phi_b_max_ms_err_mm', float('nan')):.4f}{note} | "
+                      f"{r.get('simulate_s', float('nan')):.1f} |", flush=True)
 
 if __name__ == "__main__":
     main()

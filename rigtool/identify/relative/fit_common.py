@@ -25,6 +25,12 @@ DIVERGED_MM = 1e6
 # Step fraction of the finite difference that gives the residual's second derivative along a
 # Levenberg-Marquardt step (the geodesic acceleration; Transtrum and Sethna's value).
 GEODESIC_H = 0.1
+# Stopping tolerance (relative cost left to gain) of the growing-horizon stages before the
+# whole window's: such a stage only has to bring the estimate within Gauss-Newton's reach of
+# the next horizon's optimum, which that stage's first steps then reach. The last stage keeps
+# the caller's ftol. Measured on the speed benchmark's draws (RESULTS.md, stop 33): the same
+# end points at 2, 8 and 15 links as with 1e-8 throughout, 6.7 / 38 / 97 s -> 4.7 / 34 / 78 s.
+INTERMEDIATE_FTOL = 1e-3
 
 
 def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
@@ -260,13 +266,15 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     8 and 10 s: 1.4x faster, the same optimum there) was tried and left out: on the four-link
     object at 0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage
     falling from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per
-    fit").
+    fit"). The stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at
+    ``ftol``.
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s)``."""
     iterations, stages, horizons = 0, [], []
     while True:
         prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
         horizons.append(prob.n_frames * dt)
-        x, nfev, njev = solve_bounded(prob, x, lo, hi, ftol, max_nfev)
+        stage_ftol = ftol if prob.n_frames >= n_total else max(ftol, INTERMEDIATE_FTOL)
+        x, nfev, njev = solve_bounded(prob, x, lo, hi, stage_ftol, max_nfev)
         iterations += nfev
         stages.append((prob.n_frames * dt, nfev, njev))
         if prob.n_frames >= n_total:
