@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from rigtool.engine.lm import Normal, _remaining_below, levenberg_marquardt
+from rigtool.engine.lm import (Normal, _remaining_below, finite_difference_curvature,
+                               levenberg_marquardt)
 
 # a damped oscillation: amplitude, decay, frequency, phase, offset
 TRUE = np.array([1.5, 0.4, 2.3, 0.3, 0.05])
@@ -137,14 +138,43 @@ def _rosenbrock_problem():
     def curvature_at(x, v):
         return jac(x).T @ np.array([-20.0 * v[0] ** 2, 0.0])
 
-    return normal_at, cost_at, curvature_at
+    return normal_at, cost_at, curvature_at, residual, jac
+
+
+def test_finite_difference_curvature_is_the_second_derivative():
+    """The finite difference along a step against Rosenbrock's closed-form ``r_vv`` (its
+    residuals are quadratic along any line, so the difference is exact but for round-off),
+    and against a central second difference of the damped oscillation's residual."""
+    _, _, exact, residual, jac = _rosenbrock_problem()
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        x, v = rng.normal(size=2), rng.normal(size=2)
+        assert np.allclose(finite_difference_curvature(residual, jac)(x, v), exact(x, v),
+                           rtol=1e-7, atol=1e-9)
+    # a residual that is not quadratic: the one-sided difference has an O(h |v|) error, so
+    # on a short step (|v| ~ 1e-3 of x) it matches the central second difference over the
+    # step itself (error O(|v|^2)) to ~1e-3 (measured 2e-4)
+    x, v = TRUE.copy(), 1e-3 * TRUE * np.array([1.0, -1.0, 0.5, 2.0, 1.0])
+    r_vv = _model(x + v) - 2 * _model(x) + _model(x - v)
+    got = finite_difference_curvature(_model, _jacobian)(x, v)
+    want = _jacobian(x).T @ r_vv
+    assert np.allclose(got, want, rtol=2e-3, atol=1e-3 * np.abs(want).max())
+
+
+def test_budget_exhausted_is_not_converged():
+    """A fit stopped by ``max_iterations`` says so; one stopped by a rule does not."""
+    normal_at, cost_at, _, _, _ = _rosenbrock_problem()
+    short = levenberg_marquardt(normal_at, cost_at, np.array([-1.2, 1.0]), max_iterations=3)
+    full = levenberg_marquardt(normal_at, cost_at, np.array([-1.2, 1.0]), ftol=1e-14,
+                               max_iterations=500)
+    assert not short.converged and full.converged
 
 
 def test_geodesic_acceleration_follows_a_curved_valley():
     """Transtrum and Sethna's geodesic acceleration: from the far side of Rosenbrock's
     banana both variants reach the minimum (1, 1); the accelerated steps bend along the
     valley, so they need fewer normal equations than the straight damped steps."""
-    normal_at, cost_at, curvature_at = _rosenbrock_problem()
+    normal_at, cost_at, curvature_at, _, _ = _rosenbrock_problem()
     x0 = np.array([-1.2, 1.0])
     plain = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-14, max_iterations=500)
     accel = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-14, max_iterations=500,
@@ -162,11 +192,8 @@ def test_geodesic_acceleration_keeps_the_optimum(problem):
     ref = least_squares(residual, x0, jac=lambda x: _jacobian(x), xtol=1e-15, ftol=1e-15,
                         gtol=1e-15, method="lm")
 
-    def curvature_at(x, v, h=0.1):
-        r_vv = (2.0 / h) * ((residual(x + h * v) - residual(x)) / h - _jacobian(x) @ v)
-        return _jacobian(x).T @ r_vv
-
-    sol = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-10, curvature_at=curvature_at)
+    sol = levenberg_marquardt(normal_at, cost_at, x0, ftol=1e-10,
+                              curvature_at=finite_difference_curvature(residual, _jacobian))
     r = ref.fun
     cov = (r @ r / (T.size - 5)) * np.linalg.inv(ref.jac.T @ ref.jac)
     assert np.all(np.abs(sol.x - ref.x) < 1e-3 * np.sqrt(np.diag(cov)))

@@ -61,7 +61,7 @@ def test_growing_horizon_fits_every_stage_up_to_the_window():
     prob.n_frames = 200                                  # 2 s fitted: 8 s, then 10 s
     lo, hi = np.full(4, -np.inf), np.full(4, np.inf)
     x0 = np.array([1.02, 0.102, 2.01, 0.19])
-    x, _, stages, horizons = fit_growing_horizon(prob, x0, lo, hi, T.size, 4.0, 0.01, 1e-10,
-                                                 100)
-    assert horizons == [8.0, 10.01] and len(stages) == 2
+    x, _, stages, horizons, converged = fit_growing_horizon(prob, x0, lo, hi, T.size, 4.0,
+                                                            0.01, 1e-10, 100)
+    assert horizons == [8.0, 10.01] and len(stages) == 2 and converged
     assert np.allclose(x, truth, rtol=0, atol=1e-8)

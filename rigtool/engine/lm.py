@@ -34,6 +34,9 @@ EXTRAPOLATE_RATIO = 0.25
 # Largest ratio of the geodesic acceleration to the velocity step, scaled norms: Transtrum
 # and Sethna's acceptance test 2|a|/|v| <= alpha with their recommended alpha = 0.75.
 ACCELERATION_RATIO = 0.375
+# Step fraction of the finite difference that gives the residual's second derivative along a
+# step (:func:`finite_difference_curvature`; Transtrum and Sethna's value).
+GEODESIC_H = 0.1
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,15 @@ class Normal:
 @dataclass(frozen=True)
 class LMResult:
     """``x``, its cost with the last normal equations computed (at ``x``, or at the point
-    before the final, converging step), and the evaluation counts (costs, normal
-    equations)."""
+    before the final, converging step), the evaluation counts (costs, normal equations), and
+    whether a stopping rule ended the fit (``converged``; False when ``max_iterations`` ran
+    out first, the point then being wherever the budget left it)."""
 
     x: np.ndarray
     normal: Normal
     n_cost: int
     n_normal: int
+    converged: bool = True
 
 
 def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
@@ -164,7 +169,26 @@ def levenberg_marquardt(normal_at: Callable[[np.ndarray], Normal],
             lam *= 10.0
             if lam > 1e10:
                 break
+    else:
+        return LMResult(x, cur, n_cost, n_normal, converged=False)
     return LMResult(x, cur, n_cost, n_normal)
+
+
+def finite_difference_curvature(residual: Callable[[np.ndarray], np.ndarray],
+                                jacobian: Callable[[np.ndarray], np.ndarray],
+                                h: float = GEODESIC_H
+                                ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``curvature_at`` for :func:`levenberg_marquardt` from a problem that holds its
+    Jacobian: ``r_vv = (2 / h) ((r(x + h v) - r(x)) / h - J v)`` (Transtrum and Sethna's
+    finite difference along the step, one residual evaluation; exact for a residual
+    quadratic along ``v``), returned as ``J^T r_vv``. ``residual`` and ``jacobian`` at ``x``
+    are the ones the normal equations used (cache them: they are asked again here)."""
+    def curvature_at(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        jac = jacobian(x)
+        r_vv = (2.0 / h) * ((residual(x + h * v) - residual(x)) / h - jac @ v)
+        return jac.T @ r_vv
+
+    return curvature_at
 
 
 def _remaining_below(drop: float, predicted: float, last_drop: float | None,

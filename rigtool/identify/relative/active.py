@@ -29,7 +29,7 @@ from rigtool.identify.relative.active_problem import ActiveProblem
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, object_start,
-                                                  phi_b_covariance)
+                                                  phi_b_covariance, unconverged_warning)
 from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -224,10 +224,12 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     n_rest = 12 + 6 * fit_base
     lo = np.concatenate([lo_t, np.full(n_rest, -np.inf)])
     hi = np.concatenate([hi_t, np.full(n_rest, np.inf)])
-    x, its, stages, horizons = fit_growing_horizon(prob, x, lo, hi, n_total, horizon_factor,
-                                                   dt, ftol, max_nfev)
+    x, its, stages, horizons, converged = fit_growing_horizon(prob, x, lo, hi, n_total,
+                                                              horizon_factor, dt, ftol, max_nfev)
     iterations += its
     stage_log += stages
+    if not converged:
+        warnings.append(unconverged_warning(max_nfev, prob.n_frames * dt))
     # ---- covariance: marker noise, Phi_s (jyy), calibration, the input (probes)
     r, jac = prob.residual(x), prob.jacobian(x)
     n_mark = int(mask.sum()) * 3

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigtool.engine._jax import jnp
-from rigtool.engine.lm import Normal, levenberg_marquardt
+from rigtool.engine.lm import Normal, finite_difference_curvature, levenberg_marquardt
 
 from rigtool.identify.common.output_error import next_horizon
 from rigtool.identify.relative.equation_error import (feasible_intervals, link_lower_bounds,
@@ -22,9 +22,6 @@ from rigtool.identify.relative.equation_error import (feasible_intervals, link_l
 #: marker residual (mm) given to every row when a simulation leaves the model (non-finite
 #: states): large, so the solver backs off; a fit that ends there has diverged
 DIVERGED_MM = 1e6
-# Step fraction of the finite difference that gives the residual's second derivative along a
-# Levenberg-Marquardt step (the geodesic acceleration; Transtrum and Sethna's value).
-GEODESIC_H = 0.1
 # Stopping tolerance (relative cost left to gain) of the growing-horizon stages before the
 # whole window's: such a stage only has to bring the estimate within Gauss-Newton's reach of
 # the next horizon's optimum, which that stage's first steps then reach. The last stage keeps
@@ -215,16 +212,17 @@ class PriorRowsFit:
         return self._eval(x, True)[1]
 
 
-def solve_bounded(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ftol: float,
-                  max_nfev: int) -> tuple[np.ndarray, int, int]:
-    """Minimise the problem's squared residual rows in the box ``[lo, hi]`` by
-    Levenberg-Marquardt on normal equations (rigtool.engine.lm, projected steps) with
+def solve_bounded(prob, x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
+                  ftol: float, max_nfev: int) -> tuple[np.ndarray, int, int, bool]:
+    """Minimise the problem's squared residual rows in the box ``[lo, hi]`` (None: no bounds)
+    by Levenberg-Marquardt on normal equations (rigtool.engine.lm, projected steps) with
     geodesic acceleration. Its linear algebra is ``J^T J`` (P x P) where scipy's exact trust
     region takes the SVD of the whole ``J`` at every Jacobian (at 8 links a third of the
     fit's time). The acceleration costs one primal run per step; without it an 8-link swing's
     long horizons crawled along a curved valley, 10^-3 of the cost per Jacobian for the
     whole iteration budget, with scipy's solver and this one alike. Returns ``(x, cost
-    evaluations (the acceleration's runs included), Jacobians)``."""
+    evaluations (the acceleration's runs included), Jacobians, converged)``, ``converged``
+    False when ``max_nfev`` trial steps ran out before a stopping rule held."""
     def normal_at(v):
         jac = prob.jacobian(v)                 # rows and Jacobian from one run, cached
         r = prob.residual(v)
@@ -234,17 +232,11 @@ def solve_bounded(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ftol: flo
         r = prob.residual(v)
         return float(r @ r)
 
-    def curvature_at(v, step):
-        # r's second derivative along the step by a finite difference of one primal run at
-        # a tenth of the step (Transtrum and Sethna's h = 0.1), r and J at v being cached
-        h = GEODESIC_H
-        r_vv = (2.0 / h) * ((prob.residual(v + h * step) - prob.residual(v)) / h
-                            - prob.jacobian(v) @ step)
-        return prob.jacobian(v).T @ r_vv
-
     sol = levenberg_marquardt(normal_at, cost_at, x, ftol=ftol, max_iterations=max_nfev,
-                              lower=lo, upper=hi, curvature_at=curvature_at)
-    return sol.x, sol.n_cost + sol.n_normal, sol.n_normal
+                              lower=lo, upper=hi,
+                              curvature_at=finite_difference_curvature(prob.residual,
+                                                                       prob.jacobian))
+    return sol.x, sol.n_cost + sol.n_normal, sol.n_normal, sol.converged
 
 
 def fit_initial_state(prob, st0: np.ndarray, max_nfev: int
@@ -252,9 +244,7 @@ def fit_initial_state(prob, st0: np.ndarray, max_nfev: int
     """The first stage: the initial state alone on the problem's current (short) horizon,
     parameters held (``prob.fit_params`` False). Returns ``(state, its residual rows, (horizon
     s, evaluations, Jacobians))``."""
-    n = st0.size
-    x, nfev, njev = solve_bounded(prob, st0, np.full(n, -np.inf), np.full(n, np.inf), 1e-10,
-                                  max_nfev)
+    x, nfev, njev, _ = solve_bounded(prob, st0, None, None, 1e-10, max_nfev)
     return x, prob.residual(x), (prob.n_frames * prob.dt, nfev, njev)
 
 
@@ -268,17 +258,28 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     falling from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per
     fit"). The stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at
     ``ftol``.
-    Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s)``."""
+    Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s, converged)``,
+    ``converged`` the whole window's stage's (:func:`solve_bounded`)."""
     iterations, stages, horizons = 0, [], []
     while True:
         prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
         horizons.append(prob.n_frames * dt)
         stage_ftol = ftol if prob.n_frames >= n_total else max(ftol, INTERMEDIATE_FTOL)
-        x, nfev, njev = solve_bounded(prob, x, lo, hi, stage_ftol, max_nfev)
+        x, nfev, njev, converged = solve_bounded(prob, x, lo, hi, stage_ftol, max_nfev)
         iterations += nfev
         stages.append((prob.n_frames * dt, nfev, njev))
         if prob.n_frames >= n_total:
-            return x, iterations, stages, horizons
+            return x, iterations, stages, horizons, converged
+
+
+def unconverged_warning(max_nfev: int, horizon_s: float) -> str:
+    """The warning of a relative-motion fit whose whole-window stage ran out of trial steps:
+    it may reach the marker noise and still not be the optimum (the 8-link swing that
+    crawled ended 0.4 % above the noise with a Phi_B element 24 standard errors off), so its
+    standard errors understate its error."""
+    return (f"relative motion: the fit over the whole window ({horizon_s:.1f} s) stopped at "
+            f"its budget of {max_nfev} trial steps before converging; its Phi_B may not be "
+            "the optimum and its standard errors understate its error")
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,8 @@ from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.relative.problem import RelativeProblem
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, jyy_bounds, object_start,
-                                                  phi_b_covariance, solve_bounded)
+                                                  phi_b_covariance, solve_bounded,
+                                                  unconverged_warning)
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative.equation_error import (RelativeResult, eq16_with,
                                                      feasible_intervals, link_lower_bounds)
@@ -414,8 +415,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     n_free = st_first.size + 6 * fit_base
     lo = np.concatenate([lo_t, np.zeros(n_damp), np.full(n_free, -np.inf)])
     hi = np.concatenate([hi_t, np.full(n_damp, np.inf), np.full(n_free, np.inf)])
-    x, its, stages, horizons = fit_growing_horizon(prob, x, lo, hi, n_total, horizon_factor,
-                                                   dt, ftol, max_nfev)
+    x, its, stages, horizons, converged = fit_growing_horizon(prob, x, lo, hi, n_total,
+                                                              horizon_factor, dt, ftol, max_nfev)
     iterations += its
     stage_log += stages
     if free == "phi_b":
@@ -433,9 +434,11 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
             width = np.where(np.isfinite(hi_t - lo_t), hi_t - lo_t, 1.0)
             x = x.copy()
             x[:prob.n_theta] = np.clip(th, lo_t + 1e-6 * width, hi_t - 1e-6 * width)
-            x, nfev, njev = solve_bounded(prob, x, lo, hi, ftol, max_nfev)
+            x, nfev, njev, converged = solve_bounded(prob, x, lo, hi, ftol, max_nfev)
             iterations += nfev
             stage_log.append((prob.n_frames * dt, nfev, njev))
+    if not converged:
+        warnings.append(unconverged_warning(max_nfev, prob.n_frames * dt))
     # ---- covariance
     r, jac = prob.residual(x), prob.jacobian(x)
     n_mark = int(mask.sum()) * 3
