@@ -49,3 +49,24 @@ def test_workers_start_with_the_pools_environment():
         if ex is None:
             return
         assert ex.submit(os.getenv, "RIGTOOL_ENGINE_THREADS").result() == "2"
+
+
+def test_a_prestarted_pool_is_warm_and_runs_jobs(tmp_path):
+    """prestart() launches the fork server (its preload imported there, not here); the pool
+    is then warm, so a few figures go to workers, drawn as this process draws them."""
+    with LazyPool(2, preload=("rigtool.report.plots_subset",)) as pool:
+        pool.prestart()
+        if not pool.allowed:                                  # a one-CPU or daemonic host
+            return
+        assert pool.warm and not pool.started
+        calls = [(subset_values_figure, SUBSET, tmp_path / f"{i}.png") for i in range(2)]
+        draw_all(calls, pool)                                  # warm and several: workers
+        assert pool.started
+    draw_all([(subset_values_figure, SUBSET, tmp_path / "here.png")])
+    assert (tmp_path / "0.png").read_bytes() == (tmp_path / "here.png").read_bytes()
+
+
+def test_a_pool_of_one_never_prestarts():
+    pool = LazyPool(1, preload=("rigtool.report.plots_subset",))
+    pool.prestart()
+    assert not pool.warm

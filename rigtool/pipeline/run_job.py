@@ -106,6 +106,7 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     progress = progress or (lambda message: None)
     # one set of worker processes for the posture fits and then the figures
     with run_pool(workers) as pool:
+        pool.prestart()             # the workers' imports run on a spare core meanwhile
         outcome = run_session(session_path, spring_model=options.spring_model,
                               weighting=options.weighting, compensate=options.compensate,
                               method=options.method, workers=workers, progress=progress,

@@ -90,11 +90,18 @@ PARALLEL_POSTURES = 4   # from this many output-error postures on, fit them in p
 CORES_PER_FIT = 2
 
 
+#: what a run's workers import once, in the fork server (rigtool.process_pool): the fits,
+#: the types their results are made of, and the report's drawing code
+WORKER_PRELOAD = ("rigtool.pipeline.session", "rigtool.report.figures",
+                  "rigtool.identify.relative.equation_error", "matplotlib.pyplot")
+
+
 def run_pool(workers: int | None = None) -> LazyPool:
     """A run's worker processes (started on first use): posture fits in them keep to their
     share of the cores (``RIGTOOL_ENGINE_THREADS``), the report's figures use every worker.
     ``workers``: at most this many (default: every usable CPU)."""
-    return LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)})
+    return LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)},
+                    preload=WORKER_PRELOAD)
 
 
 def _posture_job(args) -> PostureOutcome:

@@ -99,15 +99,17 @@ def draw_all(calls: list[tuple], pool: LazyPool | None = None) -> None:
     """Run the drawing calls ``(function, *args)``, each writing one PNG.
 
     matplotlib's rendering holds the GIL, so threads would not overlap: the calls go to
-    worker processes when ``pool``'s are already running (the posture fits started them) or
-    when there are at least :data:`POOL_FIGURES` of them (a 19-posture session's 44 figures
-    took 93 s in one process; a new worker needs ~3-4 s to import what the figures'
-    arguments are made of, more than the demo's 12 figures take). Otherwise, or when the
-    pool cannot start (a daemonic process, one CPU), they are drawn here.
+    worker processes when ``pool`` is warm (its fork server launched at the run's start has
+    imported the drawing code, so a worker starts in milliseconds; the demo's 12 figures
+    take 9-10 s in one process) and there are several, or when there are at least
+    :data:`POOL_FIGURES` of them (a cold pool's workers need ~3-4 s each to import what the
+    figures' arguments are made of). Otherwise, or when the pool cannot start (a daemonic
+    process, one CPU), they are drawn here.
     """
     with nullcontext(pool) if pool is not None else LazyPool() as run_pool:
         executor = (run_pool.executor()
-                    if run_pool.started or len(calls) >= POOL_FIGURES else None)
+                    if (run_pool.warm and len(calls) > 1) or len(calls) >= POOL_FIGURES
+                    else None)
         if executor is not None:
             # report order: the 3-D views, the longest to draw, start first
             for fut in [executor.submit(*c) for c in calls]:
