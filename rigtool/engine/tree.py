@@ -301,10 +301,14 @@ def _markers0(y, tan_y, theta, tan_theta, *, static):
 
 def simulate(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int, dt: float,
              *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
-             tangent_y0: np.ndarray | None = None):
+             tangent_y0: np.ndarray | None = None, consume=None):
     """States ``[T, n_state]``, markers ``[T, K, 3]`` and, with tangents, the markers'
     exact derivatives ``[T, K, 3, P]`` along them (``tangent_theta [n_theta, P]``,
     ``tangent_y0 [n_state, P]``).
+
+    ``consume(k0, states, markers, d_markers)``, when given, receives the frames chunk by
+    chunk instead (rigtool.engine.tree_compiled.simulate_compiled; memory bounded by one
+    chunk whatever the capture's length) and None is returned.
 
     Run by the compiled forward-mode kernels of rigtool.engine.tree_tangents (the same
     equations as :func:`rhs` and :func:`markers`, the same RK4; 4-7x faster than
@@ -313,7 +317,7 @@ def simulate(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
     Raises FloatingPointError when the motion leaves the model.
     """
     return simulate_compiled(model, theta, y0, n_frames, dt, substeps, tangent_theta,
-                             tangent_y0)
+                             tangent_y0, consume)
 
 
 def simulate_jax(model: TreeModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,

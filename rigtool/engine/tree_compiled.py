@@ -46,11 +46,26 @@ def _column_groups(p_n: int) -> list[slice]:
     return column_groups(p_n, threads, block=1)
 
 
+#: bytes of marker tangents a chunk of frames holds when the caller consumes them chunk by
+#: chunk (``consume``): big enough that the kernels' per-call set-up is negligible
+CHUNK_BYTES = 32 * 2 ** 20
+
+
+def chunk_frames(n_markers: int, n_columns: int) -> int:
+    """Frames per chunk so that one chunk's marker tangents stay near :data:`CHUNK_BYTES`."""
+    return max(16, CHUNK_BYTES // max(1, 24 * n_markers * max(n_columns, 1)))
+
+
 def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_frames: int,
                       dt: float, substeps: int, tangent_theta: np.ndarray | None,
-                      tangent_y0: np.ndarray | None):
+                      tangent_y0: np.ndarray | None, consume=None):
     """States ``[T, n_state]``, markers ``[T, K, 3]`` and, with tangents, their derivatives
     ``[T, K, 3, P]`` (None without): rigtool.engine.tree.simulate's contract.
+
+    With ``consume``, the frames are integrated in chunks of :func:`chunk_frames` and
+    ``consume(k0, states [m, n_state], markers [m, K, 3], d_markers [m, K, 3, P])`` is
+    called for frames ``k0 .. k0+m-1`` as they come; nothing of the capture's length is
+    kept (returns None).
 
     Raises FloatingPointError when the motion leaves the model.
     """
@@ -71,31 +86,56 @@ def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_f
     pis, jp, jd, k, kl0, c, mk = _split(theta, model, 0)
     h = dt / substeps
     groups = _column_groups(p_n) if p_n else [slice(0, 0)]
-    outs = [(np.empty((n_frames, n_s)), np.empty((n_frames, k_n, 3)),
-             np.empty((n_frames, k_n, 3, g.stop - g.start))) for g in groups]
+    d_params = [_split(t_th[:, g], model, g.stop - g.start) for g in groups]
+    d_start = [_writable(t_y[:, g]) for g in groups]       # each group's tangents, carried
 
-    def run(i: int) -> int:
-        g = groups[i]
-        dpis, djp, djd, dk, dkl0, dc, dmk = _split(t_th[:, g], model, g.stop - g.start)
-        states, mks, d_mks = outs[i]
-        _, done = simulate_tangents(
-            y0, _writable(t_y[:, g]), pis, dpis, jp, djp, jd, djd, k, dk, kl0,
-            dkl0, c, dc, mk, dmk, parents, free_rows, anchor, attachment, gravity,
-            body_of_marker, n_frames, h, substeps, states, mks, d_mks)
-        return int(done)
+    def run_chunk(y_start: np.ndarray, n_run: int, outs: list) -> None:
+        """Integrate ``n_run`` frames (the first is ``y_start``) in every column group; each
+        group's final tangents replace its ``d_start``."""
+        def run(i: int) -> int:
+            dpis, djp, djd, dk, dkl0, dc, dmk = d_params[i]
+            states, mks, d_mks = outs[i]
+            d_last, done = simulate_tangents(
+                y_start, d_start[i], pis, dpis, jp, djp, jd, djd, k, dk, kl0,
+                dkl0, c, dc, mk, dmk, parents, free_rows, anchor, attachment, gravity,
+                body_of_marker, n_run, h, substeps, states, mks, d_mks)
+            d_start[i] = d_last
+            return int(done)
 
-    with ColumnRunner(groups) as runner:
         try:
             done = runner.map(run)
         except np.linalg.LinAlgError as exc:     # a non-finite state reached a solve
             raise FloatingPointError("the simulated motion diverged") from exc
-    if min(done) < n_frames:
-        raise FloatingPointError("the simulated motion diverged")
-    states, mks = outs[0][0], outs[0][1]
-    if not with_tan:
-        return states, mks, None
-    d_mks = outs[0][2] if len(outs) == 1 else np.concatenate([o[2] for o in outs], axis=3)
-    return states, mks, d_mks
+        if min(done) < n_run:
+            raise FloatingPointError("the simulated motion diverged")
+
+    def buffers(n_run: int) -> list:
+        return [(np.empty((n_run, n_s)), np.empty((n_run, k_n, 3)),
+                 np.empty((n_run, k_n, 3, g.stop - g.start))) for g in groups]
+
+    def joined(outs: list) -> np.ndarray:
+        return outs[0][2] if len(outs) == 1 else np.concatenate([o[2] for o in outs], axis=3)
+
+    with ColumnRunner(groups) as runner:
+        if consume is None:
+            outs = buffers(n_frames)
+            run_chunk(y0, n_frames, outs)
+            states, mks = outs[0][0], outs[0][1]
+            return states, mks, joined(outs) if with_tan else None
+        # chunk by chunk: each run starts at the last frame of the one before (integrated
+        # again as its first frame, which is dropped), with every group's tangents carried
+        per = chunk_frames(k_n, p_n)
+        y_start, k0 = y0, 0
+        while k0 < n_frames:
+            m = min(per, n_frames - k0)
+            first = 0 if k0 == 0 else 1
+            outs = buffers(m + first)
+            run_chunk(y_start, m + first, outs)
+            states, mks = outs[0][0][first:], outs[0][1][first:]
+            consume(k0, states, mks, joined(outs)[first:])
+            y_start = _writable(states[-1])
+            k0 += m
+    return None
 
 
-__all__ = ["simulate_compiled", "MIN_COLUMNS_PER_THREAD"]
+__all__ = ["simulate_compiled", "chunk_frames", "CHUNK_BYTES", "MIN_COLUMNS_PER_THREAD"]

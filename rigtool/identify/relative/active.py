@@ -28,8 +28,9 @@ from rigtool.identify.common.platform_motion import marker_sigma_from_residual, 
 from rigtool.identify.relative.active_problem import ActiveProblem
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
-                                                  fit_initial_state, object_start,
-                                                  phi_b_covariance, unconverged_warning)
+                                                  fit_initial_state, marker_cross_products,
+                                                  object_start, phi_b_covariance,
+                                                  unconverged_warning)
 from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -242,8 +243,8 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     phi_b = prob.phi_b(theta)
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
-    cov = phi_b_covariance(prob, x, jac[:n_mark], info_inv, s2, cov_s,
-                           prob.calibration_jacobian(x, members))
+    cov = phi_b_covariance(prob, info_inv, s2, cov_s,
+                           *marker_cross_products(prob, x, jac, n_mark, members))
     cov_b, cov_b_noise, cov_x, map_b = cov.cov, cov.cov_noise, cov.cov_x, cov.map_b
     cov_in = _input_probes(prob, x, info_inv, jac[:n_mark], tree, data, markers, wide,
                            plat_traj_w.rotation, link_sigma, grid_t, parents, centres,

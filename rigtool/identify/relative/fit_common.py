@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigtool.engine._jax import jnp
-from rigtool.engine.lm import Normal, finite_difference_curvature, levenberg_marquardt
+from rigtool.engine.lm import (GEODESIC_H, Normal, finite_difference_curvature,
+                               levenberg_marquardt)
 
 from rigtool.identify.common.output_error import next_horizon
 from rigtool.identify.relative.equation_error import (feasible_intervals, link_lower_bounds,
@@ -28,6 +29,42 @@ DIVERGED_MM = 1e6
 # the caller's ftol. Measured on the speed benchmark's draws (RESULTS.md, stop 33): the same
 # end points at 2, 8 and 15 links as with 1e-8 throughout, 6.7 / 38 / 97 s -> 4.7 / 34 / 78 s.
 INTERMEDIATE_FTOL = 1e-3
+
+
+#: bytes of Jacobian a relative fit holds at most. Above it the normal equations are
+#: accumulated chunk by chunk over the frames as the engine integrates them, and only every
+#: d-th frame's rows are kept, for the geodesic acceleration (:class:`StreamedRows`): memory
+#: no longer grows with the capture's length or the tree's size.
+JACOBIAN_BYTES = 256 * 2 ** 20
+
+
+@dataclass(frozen=True)
+class StreamedRows:
+    """A Jacobian not held whole: its normal equations over every row (``jtj``, ``jtr``)
+    and the rows of every d-th frame (``held [H, P]``, their places ``rows [H]`` in the
+    residual vector and ``weight [H]``, d for a marker row, 1 for a prior row).
+
+    ``J^T w`` for the geodesic acceleration is taken as ``held^T (weight * w[rows])``: a
+    quadrature of a sum over frames of smooth functions of time (the simulated motion and
+    its derivatives; the frames sample it at 120 Hz, tens of times its frequencies). It only
+    shapes the trial step, which its cost then judges; the normal equations, and so the
+    optimum and its covariance, use every row.
+    """
+
+    jtj: np.ndarray
+    jtr: np.ndarray
+    rows: np.ndarray
+    weight: np.ndarray
+    held: np.ndarray
+
+    def with_prior(self, offset: int, prior_jac: np.ndarray, prior_r: np.ndarray
+                   ) -> "StreamedRows":
+        """These rows with the prior's rows (``prior_jac``, residual ``prior_r``) appended
+        at ``offset`` of the residual vector, all held."""
+        return StreamedRows(self.jtj + prior_jac.T @ prior_jac, self.jtr + prior_jac.T @ prior_r,
+                            np.concatenate([self.rows, offset + np.arange(prior_r.size)]),
+                            np.concatenate([self.weight, np.ones(prior_r.size)]),
+                            np.vstack([self.held, prior_jac]))
 
 
 def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
@@ -144,33 +181,56 @@ class PriorRowsFit:
     the methods ``_full`` and ``split``.
     """
 
+    def stride(self, n_columns: int) -> int:
+        """1 when the Jacobian of ``n_columns`` on the current horizon fits in
+        :data:`JACOBIAN_BYTES` (held whole), else the frame stride of the rows kept for the
+        geodesic acceleration (the normal equations then streamed; only problems with a
+        ``_marker_stream`` can)."""
+        n_rows = int(self.mask[:self.n_frames].sum()) * 3
+        need = 8 * n_rows * max(n_columns, 1)
+        if need <= JACOBIAN_BYTES or not hasattr(self, "_marker_stream"):
+            return 1
+        return -(-need // JACOBIAN_BYTES)
+
     def _eval(self, x: np.ndarray, with_jacobian: bool):
         key = (self.n_frames, self.fit_params, x.tobytes())
         hit = self.cache.get(key)
         if hit is not None and (hit[1] is not None or not with_jacobian):
             return hit
         n_rows = int(self.mask[:self.n_frames].sum()) * 3
+        stride = self.stride(x.size) if with_jacobian else 1
         try:
             if with_jacobian:
                 # held parameters: only the state's columns are integrated (the tangents
                 # are the Jacobian's cost, one per column)
                 free_cols = slice(None) if self.fit_params else slice(self.n_params, None)
-                r, jac = self._marker_rows(self._full(x), free_cols)
+                if stride > 1:
+                    r, jac = self._marker_stream_along(self._full(x), free_cols, stride)
+                    finite = np.all(np.isfinite(jac.jtj)) and np.all(np.isfinite(jac.held))
+                else:
+                    r, jac = self._marker_rows(self._full(x), free_cols)
+                    finite = np.all(np.isfinite(jac))
             else:
-                r, jac = self._marker_residual(self._full(x)), None
-            if not np.all(np.isfinite(r)) or (jac is not None
-                                              and not np.all(np.isfinite(jac))):
+                r, jac, finite = self._marker_residual(self._full(x)), None, True
+            if not np.all(np.isfinite(r)) or not finite:
                 raise FloatingPointError
         except (FloatingPointError, np.linalg.LinAlgError):
             # the motion left the model: a large residual the solver backs off from
-            r, jac = np.full(n_rows, DIVERGED_MM), np.zeros((n_rows, x.size))
+            r = np.full(n_rows, DIVERGED_MM)
+            jac = None if not with_jacobian else (
+                np.zeros((n_rows, x.size)) if stride == 1 else StreamedRows(
+                    np.zeros((x.size, x.size)), np.zeros(x.size), np.zeros(0, np.int64),
+                    np.zeros(0), np.zeros((0, x.size))))
         if self.prior_rows is not None and self.fit_params:
             theta = self.split(x)[0]
-            r = np.concatenate([r, self.prior_rows @ theta - self.prior_rhs])
+            r_prior = self.prior_rows @ theta - self.prior_rhs
+            offset = r.size
+            r = np.concatenate([r, r_prior])
             if jac is not None:
                 jp = np.zeros((self.prior_rows.shape[0], x.size))
                 jp[:, :self.n_theta] = self.prior_rows
-                jac = np.vstack([jac, jp])
+                jac = (jac.with_prior(offset, jp, r_prior) if isinstance(jac, StreamedRows)
+                       else np.vstack([jac, jp]))
         # kept: this point's rows and, when this was a trial point (often rejected), the last
         # Jacobian's point too (the solver's estimate, whose Jacobian the covariance needs)
         with_jac = {k: v for k, v in self.cache.items() if v[1] is not None and k != key}
@@ -207,9 +267,29 @@ class PriorRowsFit:
         """Residual rows (mm; the prior's after the markers')."""
         return self._eval(x, False)[0]
 
-    def jacobian(self, x: np.ndarray) -> np.ndarray:
-        """Their exact Jacobian."""
+    def jacobian(self, x: np.ndarray) -> np.ndarray | StreamedRows:
+        """Their exact Jacobian (held whole, or streamed: :class:`StreamedRows`)."""
         return self._eval(x, True)[1]
+
+    def normal(self, x: np.ndarray) -> Normal:
+        """The normal equations at ``x`` (one tangent run, cached with the rows)."""
+        jac = self.jacobian(x)
+        r = self.residual(x)
+        if isinstance(jac, StreamedRows):
+            return Normal(float(r @ r), jac.jtj, jac.jtr)
+        return Normal(float(r @ r), jac.T @ jac, jac.T @ r)
+
+    def curvature_at(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """``J^T r_vv`` along the step ``v`` for the geodesic acceleration (Transtrum and
+        Sethna's finite difference, rigtool.engine.lm.finite_difference_curvature; with a
+        streamed Jacobian over its held rows, :class:`StreamedRows`)."""
+        jac = self.jacobian(x)
+        if not isinstance(jac, StreamedRows):
+            return finite_difference_curvature(self.residual, self.jacobian)(x, v)
+        h = GEODESIC_H
+        r0, r1 = self.residual(x)[jac.rows], self.residual(x + h * v)[jac.rows]
+        r_vv = (2.0 / h) * ((r1 - r0) / h - jac.held @ v)
+        return jac.held.T @ (jac.weight * r_vv)
 
 
 def solve_bounded(prob, x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
@@ -223,19 +303,13 @@ def solve_bounded(prob, x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | N
     whole iteration budget, with scipy's solver and this one alike. Returns ``(x, cost
     evaluations (the acceleration's runs included), Jacobians, converged)``, ``converged``
     False when ``max_nfev`` trial steps ran out before a stopping rule held."""
-    def normal_at(v):
-        jac = prob.jacobian(v)                 # rows and Jacobian from one run, cached
-        r = prob.residual(v)
-        return Normal(float(r @ r), jac.T @ jac, jac.T @ r)
-
     def cost_at(v):
         r = prob.residual(v)
         return float(r @ r)
 
-    sol = levenberg_marquardt(normal_at, cost_at, x, ftol=ftol, max_iterations=max_nfev,
-                              lower=lo, upper=hi,
-                              curvature_at=finite_difference_curvature(prob.residual,
-                                                                       prob.jacobian))
+    # rows and Jacobian (or its streamed normal equations) from one run, cached
+    sol = levenberg_marquardt(prob.normal, cost_at, x, ftol=ftol, max_iterations=max_nfev,
+                              lower=lo, upper=hi, curvature_at=prob.curvature_at)
     return sol.x, sol.n_cost + sol.n_normal, sol.n_normal, sol.converged
 
 
@@ -294,17 +368,20 @@ class PhiBCovariance:
     map_b: np.ndarray
 
 
-def phi_b_covariance(prob, x: np.ndarray, jac_m: np.ndarray, info_inv: np.ndarray, s2: float,
-                     cov_s: np.ndarray, j_cal: np.ndarray | None) -> PhiBCovariance:
-    """Gauss-Newton covariance of the refinement at ``x``: marker noise (``s2 (J^T J)^-1``),
-    Phi_s's covariance propagated in ``jyy`` mode (``prob.phi_s_jacobian``), the calibration
-    (``j_cal``: marker rows per calibration member)."""
+def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
+                     cross_s: np.ndarray | None, cross_cal: np.ndarray | None
+                     ) -> PhiBCovariance:
+    """Gauss-Newton covariance of the refinement: marker noise (``s2 (J^T J)^-1``), Phi_s's
+    covariance propagated in ``jyy`` mode (``cross_s = J_m^T dr/dPhi_s``, the marker rows'
+    Jacobian against their derivative along Phi_s), the calibration (``cross_cal =
+    J_m^T A_cal``, ``A_cal`` the marker rows' change per calibration member; None without
+    members). :func:`marker_cross_products` gives both."""
     n, n_theta = prob.n, prob.n_theta
     cov_x = s2 * info_inv
     finite_s = np.all(np.isfinite(cov_s))
     if prob.free == "jyy":
         g_mat, h_mat = phi_b_affine(n)
-        sens_s = -info_inv @ (jac_m.T @ prob.phi_s_jacobian(x))          # dx / dPhi_s
+        sens_s = -info_inv @ cross_s                                       # dx / dPhi_s
         jb_s = g_mat + h_mat @ sens_s[:n_theta]
         cov_noise = h_mat @ cov_x[:n_theta, :n_theta] @ h_mat.T
         cov = cov_noise + jb_s @ cov_s @ jb_s.T if finite_s else cov_noise.copy()
@@ -314,13 +391,43 @@ def phi_b_covariance(prob, x: np.ndarray, jac_m: np.ndarray, info_inv: np.ndarra
         cov_noise = cov_x[:n_theta, :n_theta].copy()
         cov = cov_noise.copy()
         map_b = np.eye(9 * n)
-    if j_cal is not None:
-        sens = -info_inv @ (jac_m.T @ j_cal)
+    if cross_cal is not None:
+        sens = -info_inv @ cross_cal
         cov_x = cov_x + sens @ sens.T
         sb = map_b @ sens[:n_theta]
         cov = cov + sb @ sb.T
     return PhiBCovariance(cov, cov_noise, cov_x, map_b)
 
 
+def marker_cross_products(prob, x: np.ndarray, jac: np.ndarray | StreamedRows, n_mark: int,
+                          members: list) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(J_m^T dr/dPhi_s, J_m^T A_cal)`` at ``x`` for :func:`phi_b_covariance` (the first
+    None in ``phi_b`` mode, the second without calibration ``members``). With the Jacobian
+    held (``jac``, its first ``n_mark`` rows the markers') from the problem's
+    ``phi_s_jacobian`` and ``calibration_jacobian``; streamed, from one more tangent run
+    with those directions beside the unknowns' (``prob.marker_gram``)."""
+    need_s = prob.free == "jyy"
+    if not isinstance(jac, StreamedRows):
+        jac_m = jac[:n_mark]
+        j_cal = prob.calibration_jacobian(x, members)
+        return (jac_m.T @ prob.phi_s_jacobian(x) if need_s else None,
+                None if j_cal is None else jac_m.T @ j_cal)
+    _, _, d_th_s, d_y_s, d_th_c, d_y_c = prob.directions(prob._full(x))
+    extra_th, extra_y = [np.zeros((d_th_s.shape[0], 0))], [np.zeros((d_y_s.shape[0], 0))]
+    if need_s:
+        extra_th.append(d_th_s)
+        extra_y.append(d_y_s)
+    if members:
+        delta = np.stack([prob.calib_vector(m[2]) - prob.calib_vector() for m in members], 1)
+        extra_th.append(d_th_c @ delta)
+        extra_y.append(d_y_c @ delta)
+    p = x.size
+    gram = prob.marker_gram(x, np.hstack(extra_th), np.hstack(extra_y))
+    n_s = d_th_s.shape[1] if need_s else 0
+    return (gram[:p, p:p + n_s] if need_s else None,
+            gram[:p, p + n_s:] if members else None)
+
+
 __all__ = ["checked_phi_s", "object_bodies", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
-           "phi_b_covariance", "fit_growing_horizon"]
+           "phi_b_covariance", "marker_cross_products", "fit_growing_horizon", "StreamedRows",
+           "JACOBIAN_BYTES"]

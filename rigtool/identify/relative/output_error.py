@@ -74,7 +74,8 @@ from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.relative.problem import RelativeProblem
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, jyy_bounds, object_start,
-                                                  phi_b_covariance, solve_bounded,
+                                                  marker_cross_products, phi_b_covariance,
+                                                  solve_bounded,
                                                   unconverged_warning)
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative.equation_error import (RelativeResult, eq16_with,
@@ -445,15 +446,15 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     r_m = r[:n_mark]
     dof = max(n_mark - x.size, 1)
     s2 = float(r_m @ r_m) / dof
-    info_inv = np.linalg.pinv(jac.T @ jac)
+    info_inv = np.linalg.pinv(prob.normal(x).jtj)
     n_theta = prob.n_theta
     theta, damp_hat, st_hat, base_hat = prob.split(x)
     r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
-    cov = phi_b_covariance(prob, x, jac[:n_mark], info_inv, s2, cov_s,
-                           prob.calibration_jacobian(x, members))
+    cov = phi_b_covariance(prob, info_inv, s2, cov_s,
+                           *marker_cross_products(prob, x, jac, n_mark, members))
     cov_b, cov_b_noise, cov_x = cov.cov, cov.cov_noise, cov.cov_x
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
