@@ -304,13 +304,13 @@ def test_held_parameters_integrate_only_the_state_columns(swing, monkeypatch):
 
 def test_streamed_jacobian_gives_the_held_fit(swing, monkeypatch):
     """Above the Jacobian budget the swing's fit streams its normal equations over the
-    frames (rigtool.identify.relative.fit_common.StreamedRows). They, and the covariance's
+    frames (rigtool.identify.relative.streamed_rows.StreamedRows). They, and the covariance's
     cross products, are the held Jacobian's sums in another order (round-off); the geodesic
     acceleration's ``J^T r_vv`` from every 4th frame is a quadrature of it. End to end on a
     swing with 0.1 mm marker noise both fits stop within ftol = 1e-8 of the cost, i.e.
     within sqrt(1e-8 M) ~ 0.03 standard errors of each other for M ~ 10^4 rows."""
-    from rigtool.identify.relative import fit_common
     from rigtool.identify.relative import problem as rp
+    from rigtool.identify.relative import streamed_rows
 
     made = []
     post_init = rp.RelativeProblem.__post_init__
@@ -334,21 +334,21 @@ def test_streamed_jacobian_gives_the_held_fit(swing, monkeypatch):
                              rig.free_length + 1e-4, rig.damping * 1.1))]
     prob.cache = {}
     ref_normal, ref_jac = prob.normal(x), prob.jacobian(x)
-    ref_cross = fit_common.marker_cross_products(prob, x, ref_jac, n_mark, members)
+    ref_cross = streamed_rows.marker_cross_products(prob, x, ref_jac, n_mark, members)
     v = np.linalg.solve(ref_normal.jtj + 1e-3 * np.diag(np.diag(ref_normal.jtj)),
                         -ref_normal.jtr) + 1e-4 * np.abs(x)
     ref_curv = prob.curvature_at(x, v)
-    monkeypatch.setattr(fit_common, "JACOBIAN_BYTES", 8 * ref_jac.size // 4 + 1)
+    monkeypatch.setattr(streamed_rows, "JACOBIAN_BYTES", 8 * ref_jac.size // 4 + 1)
     prob.cache = {}
     assert prob.stride(x.size) == 4
     got_normal, got_jac = prob.normal(x), prob.jacobian(x)
-    assert isinstance(got_jac, fit_common.StreamedRows)
+    assert isinstance(got_jac, streamed_rows.StreamedRows)
     assert got_normal.cost == ref_normal.cost
     np.testing.assert_allclose(got_normal.jtj, ref_normal.jtj, rtol=1e-11,
                                atol=1e-12 * np.abs(ref_normal.jtj).max())
     np.testing.assert_allclose(got_normal.jtr, ref_normal.jtr, rtol=1e-9,
                                atol=1e-10 * np.abs(ref_normal.jtr).max())
-    got_cross = fit_common.marker_cross_products(prob, x, got_jac, n_mark, members)
+    got_cross = streamed_rows.marker_cross_products(prob, x, got_jac, n_mark, members)
     for a, b in zip(got_cross, ref_cross):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10 * np.abs(b).max())
     # the quadrature of every 4th frame: J^T r_vv to a few per cent

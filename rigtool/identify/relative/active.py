@@ -28,9 +28,9 @@ from rigtool.identify.common.platform_motion import marker_sigma_from_residual, 
 from rigtool.identify.relative.active_problem import ActiveProblem
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
-                                                  fit_initial_state, marker_cross_products,
-                                                  object_start, phi_b_covariance,
-                                                  unconverged_warning)
+                                                  fit_initial_state, object_start,
+                                                  phi_b_covariance, unconverged_warning)
+from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose

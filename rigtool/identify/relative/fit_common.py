@@ -16,6 +16,8 @@ from rigtool.engine.lm import (GEODESIC_H, Normal, finite_difference_curvature,
                                levenberg_marquardt)
 
 from rigtool.identify.common.output_error import next_horizon
+from rigtool.identify.relative import streamed_rows
+from rigtool.identify.relative.streamed_rows import StreamedRows
 from rigtool.identify.relative.equation_error import (feasible_intervals, link_lower_bounds,
                                                       phi_b_affine)
 
@@ -29,42 +31,6 @@ DIVERGED_MM = 1e6
 # the caller's ftol. Measured on the speed benchmark's draws (RESULTS.md, stop 33): the same
 # end points at 2, 8 and 15 links as with 1e-8 throughout, 6.7 / 38 / 97 s -> 4.7 / 34 / 78 s.
 INTERMEDIATE_FTOL = 1e-3
-
-
-#: bytes of Jacobian a relative fit holds at most. Above it the normal equations are
-#: accumulated chunk by chunk over the frames as the engine integrates them, and only every
-#: d-th frame's rows are kept, for the geodesic acceleration (:class:`StreamedRows`): memory
-#: no longer grows with the capture's length or the tree's size.
-JACOBIAN_BYTES = 256 * 2 ** 20
-
-
-@dataclass(frozen=True)
-class StreamedRows:
-    """A Jacobian not held whole: its normal equations over every row (``jtj``, ``jtr``)
-    and the rows of every d-th frame (``held [H, P]``, their places ``rows [H]`` in the
-    residual vector and ``weight [H]``, d for a marker row, 1 for a prior row).
-
-    ``J^T w`` for the geodesic acceleration is taken as ``held^T (weight * w[rows])``: a
-    quadrature of a sum over frames of smooth functions of time (the simulated motion and
-    its derivatives; the frames sample it at 120 Hz, tens of times its frequencies). It only
-    shapes the trial step, which its cost then judges; the normal equations, and so the
-    optimum and its covariance, use every row.
-    """
-
-    jtj: np.ndarray
-    jtr: np.ndarray
-    rows: np.ndarray
-    weight: np.ndarray
-    held: np.ndarray
-
-    def with_prior(self, offset: int, prior_jac: np.ndarray, prior_r: np.ndarray
-                   ) -> "StreamedRows":
-        """These rows with the prior's rows (``prior_jac``, residual ``prior_r``) appended
-        at ``offset`` of the residual vector, all held."""
-        return StreamedRows(self.jtj + prior_jac.T @ prior_jac, self.jtr + prior_jac.T @ prior_r,
-                            np.concatenate([self.rows, offset + np.arange(prior_r.size)]),
-                            np.concatenate([self.weight, np.ones(prior_r.size)]),
-                            np.vstack([self.held, prior_jac]))
 
 
 def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
@@ -183,14 +149,15 @@ class PriorRowsFit:
 
     def stride(self, n_columns: int) -> int:
         """1 when the Jacobian of ``n_columns`` on the current horizon fits in
-        :data:`JACOBIAN_BYTES` (held whole), else the frame stride of the rows kept for the
+        :data:`rigtool.identify.relative.streamed_rows.JACOBIAN_BYTES` (held whole), else the frame stride of the rows kept for the
         geodesic acceleration (the normal equations then streamed; only problems with a
         ``_marker_stream`` can)."""
         n_rows = int(self.mask[:self.n_frames].sum()) * 3
         need = 8 * n_rows * max(n_columns, 1)
-        if need <= JACOBIAN_BYTES or not hasattr(self, "_marker_stream"):
+        budget = streamed_rows.JACOBIAN_BYTES
+        if need <= budget or not hasattr(self, "_marker_stream"):
             return 1
-        return -(-need // JACOBIAN_BYTES)
+        return -(-need // budget)
 
     def _eval(self, x: np.ndarray, with_jacobian: bool):
         key = (self.n_frames, self.fit_params, x.tobytes())
@@ -375,7 +342,7 @@ def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
     covariance propagated in ``jyy`` mode (``cross_s = J_m^T dr/dPhi_s``, the marker rows'
     Jacobian against their derivative along Phi_s), the calibration (``cross_cal =
     J_m^T A_cal``, ``A_cal`` the marker rows' change per calibration member; None without
-    members). :func:`marker_cross_products` gives both."""
+    members). rigtool.identify.relative.streamed_rows.marker_cross_products gives both."""
     n, n_theta = prob.n, prob.n_theta
     cov_x = s2 * info_inv
     finite_s = np.all(np.isfinite(cov_s))
@@ -399,35 +366,5 @@ def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
     return PhiBCovariance(cov, cov_noise, cov_x, map_b)
 
 
-def marker_cross_products(prob, x: np.ndarray, jac: np.ndarray | StreamedRows, n_mark: int,
-                          members: list) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """``(J_m^T dr/dPhi_s, J_m^T A_cal)`` at ``x`` for :func:`phi_b_covariance` (the first
-    None in ``phi_b`` mode, the second without calibration ``members``). With the Jacobian
-    held (``jac``, its first ``n_mark`` rows the markers') from the problem's
-    ``phi_s_jacobian`` and ``calibration_jacobian``; streamed, from one more tangent run
-    with those directions beside the unknowns' (``prob.marker_gram``)."""
-    need_s = prob.free == "jyy"
-    if not isinstance(jac, StreamedRows):
-        jac_m = jac[:n_mark]
-        j_cal = prob.calibration_jacobian(x, members)
-        return (jac_m.T @ prob.phi_s_jacobian(x) if need_s else None,
-                None if j_cal is None else jac_m.T @ j_cal)
-    _, _, d_th_s, d_y_s, d_th_c, d_y_c = prob.directions(prob._full(x))
-    extra_th, extra_y = [np.zeros((d_th_s.shape[0], 0))], [np.zeros((d_y_s.shape[0], 0))]
-    if need_s:
-        extra_th.append(d_th_s)
-        extra_y.append(d_y_s)
-    if members:
-        delta = np.stack([prob.calib_vector(m[2]) - prob.calib_vector() for m in members], 1)
-        extra_th.append(d_th_c @ delta)
-        extra_y.append(d_y_c @ delta)
-    p = x.size
-    gram = prob.marker_gram(x, np.hstack(extra_th), np.hstack(extra_y))
-    n_s = d_th_s.shape[1] if need_s else 0
-    return (gram[:p, p:p + n_s] if need_s else None,
-            gram[:p, p + n_s:] if members else None)
-
-
 __all__ = ["checked_phi_s", "object_bodies", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
-           "phi_b_covariance", "marker_cross_products", "fit_growing_horizon", "StreamedRows",
-           "JACOBIAN_BYTES"]
+           "phi_b_covariance", "fit_growing_horizon"]

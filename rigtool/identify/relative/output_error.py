@@ -74,9 +74,9 @@ from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.relative.problem import RelativeProblem
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, jyy_bounds, object_start,
-                                                  marker_cross_products, phi_b_covariance,
-                                                  solve_bounded,
+                                                  phi_b_covariance, solve_bounded,
                                                   unconverged_warning)
+from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative.equation_error import (RelativeResult, eq16_with,
                                                      feasible_intervals, link_lower_bounds)

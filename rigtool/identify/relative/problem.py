@@ -20,7 +20,8 @@ from rigtool.engine._jax import jax, jnp
 from rigtool.engine import tree as et
 from rigtool.identify.relative.equation_error import phi_b_affine
 from rigtool.engine.rigid import _skew
-from rigtool.identify.relative.fit_common import PriorRowsFit, StreamedRows, object_bodies
+from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
+from rigtool.identify.relative.streamed_rows import StreamedRows
 from rigtool.rig import Rig
 
 
