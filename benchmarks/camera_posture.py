@@ -22,13 +22,18 @@
    covariance. Against it: optical motion capture of the same points with isotropic noise
    at the camera's measured noise (the RMS per-coordinate standard deviation of the side
    file's covariances), ``--mocap-draws`` draws fitted as rigtool fits mocap.
-3. ``--part offsets``: what a constant error of every marker does (noise-free mocap of the
+3. ``--part correlated``: the camera's error structure without rendering video (one pose
+   error per body and frame applied to all its corners, benchmarks/_camera_correlated.py):
+   coverage of the Gauss-Newton standard errors (independent markers) and of the
+   frame-clustered sandwich, for the isotropic and the per-corner whitened fit.
+4. ``--part offsets``: what a constant error of every marker does (noise-free mocap of the
    posture of part 1 at 120 Hz, shifted by 0.05 mm along x or z or turned by 0.008 deg about
    the lab's x: the floor board's lab-frame error and the corners' constant errors).
 
     nice python3 benchmarks/camera_posture.py --part noise [--draws 20]
     nice python3 benchmarks/camera_posture.py --part video [--seconds 10] [--keep DIR]
     nice python3 benchmarks/camera_posture.py --part offsets
+    nice python3 benchmarks/camera_posture.py --part correlated [--draws 20] [--pose-ar1 0.5]
 
 The video (1.3 MB a frame) goes to a temporary folder, deleted unless ``--keep`` (reused).
 """
@@ -84,14 +89,14 @@ def start_of(obj) -> PostureResult:
                          [])
 
 
-def fit(system, obj, data, platform_markers, base_markers, cov=None):
+def fit(system, obj, data, platform_markers, base_markers, cov=None, **kwargs):
     off = Rotation.from_rotvec(np.deg2rad([0.5, -0.3, 0.2])).as_matrix()
     return refine_posture(system.rig, system.platform_params, data,
                           base_rotation_platform=obj.rotation_platform @ off,
                           base_position_platform=obj.position_platform_m + 1e-3,
                           total_mass_kg=obj.params.mass, start=start_of(obj),
                           markers_platform=platform_markers, base_markers=base_markers,
-                          marker_covariance=cov)
+                          marker_covariance=cov, **kwargs)
 
 
 def errors(res, obj) -> tuple[np.ndarray, np.ndarray]:
@@ -317,7 +322,8 @@ def part_offsets(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("noise", "video", "offsets"), required=True)
+    ap.add_argument("--part", choices=("noise", "video", "offsets", "correlated"),
+                    required=True)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--noise-seconds", type=float, default=6.0)
     ap.add_argument("--lateral-mm", type=float, default=0.05)
@@ -327,11 +333,22 @@ def main() -> int:
     ap.add_argument("--mocap-draws", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None)
+    ap.add_argument("--image-noise-px", type=float, default=0.033,
+                    help="correlated: image noise per corner coordinate (the video's)")
+    ap.add_argument("--corner-mm", type=float, default=0.0,
+                    help="correlated: independent per-corner noise, mm")
+    ap.add_argument("--pose-ar1", type=float, default=0.0,
+                    help="correlated: pose errors' correlation from frame to frame")
+    ap.add_argument("--cluster-frames", type=int, default=1,
+                    help="correlated: consecutive frames per cluster of the sandwich")
     args = ap.parse_args()
     if args.part == "noise":
         part_noise(args)
     elif args.part == "offsets":
         part_offsets(args)
+    elif args.part == "correlated":
+        from _camera_correlated import part_correlated
+        part_correlated(args, posture_system, fit, errors, summary, OFFSET, VELOCITY)
     else:
         part_video(args)
     return 0

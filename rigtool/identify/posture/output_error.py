@@ -82,6 +82,9 @@ from rigtool.identify.common.output_error import (central_jacobian, next_horizon
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    solve_stage)
+from rigtool.identify.posture.cluster_covariance import (cluster_covariance, joint_scores,
+                                                        resolve_standard_errors,
+                                                        score_autocorrelation)
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
 from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_direction,
                                                      vibration_mass)
@@ -157,6 +160,12 @@ class OutputErrorResult:
     noise_source: str = ""                            # where the covariance came from
     noise_scale: float = float("nan")                 # whitened residual std (1: the
                                                       # covariance is right); NaN isotropic
+    standard_errors: str = "independent"              # or "frame" (cluster-robust)
+    se_clusters: int = 0                              # its clusters; 0: not used
+    se_cluster_frames: int = 0                        # consecutive frames per cluster
+    se_rel_precision: float = float("nan")            # its SEs' relative std (largest of
+                                                      # the object's unknowns)
+    se_score_autocorrelation: np.ndarray | None = None  # per-frame scores, lags 0-5
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -186,6 +195,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    base_markers: dict[str, np.ndarray] | None = None,
                    object_markers: list[str] | tuple[str, ...] = (),
                    marker_covariance: MarkerCovariance | None = None,
+                   standard_errors: str = "auto", cluster_frames: int = 1,
                    name: str | None = None) -> OutputErrorResult:
     """Refine a posture's COM and inertia by fitting the simulated platform motion to the
     raw platform markers (maximum likelihood for white marker noise).
@@ -246,6 +256,20 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         every marker the fit uses. Given, the fit is maximum likelihood for it (whitened
         rows) and the standard errors scale with the measured noise scale; default:
         isotropic noise of the size the residuals show.
+    standard_errors : {"auto", "independent", "frame"}
+        The marker noise's share of the covariance. "independent": ``s^2 (J^T W J)^-1``,
+        right when every marker's error is independent of every other's; "frame": the
+        cluster-robust (sandwich) covariance with one cluster per frame
+        (rigtool.identify.posture.cluster_covariance), right when errors are correlated
+        within a frame (a camera's corners of one body share its pose estimate) and
+        independent between frames; "auto" (default): "frame" when
+        ``marker_covariance.correlated_in_frame``, else "independent". The estimate is the
+        same; only its standard errors differ.
+    cluster_frames : int
+        With "frame": consecutive frames per cluster (1: errors independent between
+        frames; more when they are correlated over time). The per-frame scores'
+        autocorrelation is reported (``se_score_autocorrelation``) and a warning given when
+        it shows correlation beyond the clusters.
     name : str, optional
         Defaults to ``start.name``.
 
@@ -256,6 +280,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     t_start = time.perf_counter()
     if nuisance not in NUISANCE:
         raise ValueError(f"nuisance must be one of {NUISANCE}")
+    se_model = resolve_standard_errors(standard_errors, marker_covariance is not None and
+                                       marker_covariance.correlated_in_frame)
     markers_platform = rig.platform.markers_platform if markers_platform is None \
         else markers_platform
     names = list(markers_platform)
@@ -333,7 +359,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     extra_dirs = np.stack([prob.inputs(x, m[2])[0] - theta_nom for m in members]
                           + [mass_theta_direction(x[:9], total_mass_kg, prob.tmat,
                                                   theta_nom.size)], axis=1)
-    ne = prob.normal(x, extra_theta=extra_dirs)
+    ne = prob.normal(x, extra_theta=extra_dirs, scores=se_model == "frame")
     n_cal, m_col = len(members), n_x + len(members)
     jtj = ne.jtj_raw[:n_x, :n_x]
     jtj_extra = ne.jtj_raw[:n_x, n_x:]                 # J^T [J_cal, j_mass]
@@ -355,6 +381,23 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                                 float(ne.jtj_raw[m_col, m_col]), float(ne.jtr_raw[m_col]),
                                 cross_cal, ne.jtj_raw[m_col, n_x:m_col])
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
+    robust = None
+    if se_model == "frame":
+        with_att = att is not None and prob.n_attached
+        scores = joint_scores(ne.scores, ne.scores_att if with_att else None, n_x,
+                              att["n_base"] if with_att else 0,
+                              att["pose_cols"] if with_att else None)
+        seen_t = mask[:n_total].any(1)
+        robust = cluster_covariance(info_inv, scores, n_rows=n_res, seen=seen_t,
+                                    cluster_frames=cluster_frames)
+        cov_noise = robust.cov
+        acf = score_autocorrelation(scores, lags=5, seen=seen_t)
+        if np.abs(acf[cluster_frames:]).max(initial=0.0) > 4.0 / np.sqrt(seen_t.sum()):
+            warnings.append(f"{label}: the fit's scores are correlated over frames "
+                            f"(autocorrelation at lags 1-5: {np.round(acf[1:], 2).tolist()})"
+                            f": the marker errors are not independent between clusters of "
+                            f"{cluster_frames} frame(s), and the standard errors are too "
+                            "small; cluster over more frames (cluster_frames)")
     cov_all = cov_noise.copy()
     if cross_cal is not None:
         sens = -info_inv @ cross_cal
@@ -438,6 +481,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         noise_model="isotropic" if whiten is None else "covariance",
         noise_source="" if marker_covariance is None else marker_covariance.source,
         noise_scale=float("nan") if whiten is None else float(np.sqrt(s2)),
+        standard_errors=se_model, se_clusters=0 if robust is None else robust.n_clusters,
+        se_cluster_frames=0 if robust is None else robust.cluster_frames,
+        se_score_autocorrelation=None if robust is None else acf,
+        se_rel_precision=(float("nan") if robust is None else
+                          0.5 * float(robust.variance_rel_std[:9].max())),
     )
 
 
