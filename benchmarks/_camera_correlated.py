@@ -93,8 +93,15 @@ def part_correlated(args, posture_system, fit, errors, summary, offset, velocity
             if se == "frame" and c is not None:
                 acf.append(r.se_score_autocorrelation)
         print(f"  draw {draw + 1}/{args.draws} done", file=sys.stderr, flush=True)
+    names = ("cx", "cy", "cz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
     for label in res:
         summary(f"{label} (fit {np.median(times[label]):.1f} s CPU)", *res[label], i_max)
+        z = np.array(res[label][0]) / np.array(res[label][1])
+        worst = np.unravel_index(np.argmax(np.abs(z)), z.shape)
+        print(f"  {'':28s} coverage per entry (%): " + ", ".join(
+            f"{n} {100 * c:.0f}" for n, c in zip(names, (np.abs(z) <= 2).mean(0)))
+            + f"; largest |error/std| {np.abs(z).max():.1f} ({names[worst[1]]}, draw "
+              f"{worst[0] + 1}); median |error/std| {np.median(np.abs(z)):.2f} (0.67 normal)")
     a = np.mean(acf, axis=0)
     print(f"  whitened fit's score autocorrelation, lags 1-{len(a) - 1}, mean over draws: "
           + ", ".join(f"{v:.3f}" for v in a[1:])

@@ -21,7 +21,9 @@
    base-link markers) with isotropic noise and whitened by the side file's per-frame
    covariance. Against it: optical motion capture of the same points with isotropic noise
    at the camera's measured noise (the RMS per-coordinate standard deviation of the side
-   file's covariances), ``--mocap-draws`` draws fitted as rigtool fits mocap.
+   file's covariances), ``--mocap-draws`` draws fitted as rigtool fits mocap. The video fits'
+   standard errors: ``--standard-errors`` (default independent, as first measured; "frame":
+   clustered by frame, with the scores' autocorrelation printed).
 3. ``--part correlated``: the camera's error structure without rendering video (one pose
    error per body and frame applied to all its corners, benchmarks/_camera_correlated.py):
    coverage of the Gauss-Newton standard errors (independent markers) and of the
@@ -259,10 +261,16 @@ def part_video(args) -> None:
                         ("video, true lab, no bias, isotropic", data_nb, None),
                         ("video, true lab, no bias, whitened", data_nb, cov_true)):
         t0 = time.process_time()
-        r = fit(system, obj, d, plat, base, c)
+        r = fit(system, obj, d, plat, base, c, standard_errors=args.standard_errors,
+                cluster_frames=args.cluster_frames)
         e, sd = errors(r, obj)
         print(f"  ({label}: fit {time.process_time() - t0:.0f} s CPU, marker residual "
-              f"{r.marker_sigma_mm:.4f} mm, noise scale {r.noise_scale:.2f})")
+              f"{r.marker_sigma_mm:.4f} mm, noise scale {r.noise_scale:.2f}, standard "
+              f"errors {r.standard_errors})")
+        if r.se_score_autocorrelation is not None:
+            print(f"  (scores' autocorrelation, lags 1-5: "
+                  f"{_fmt(r.se_score_autocorrelation[1:], 3)}, +-{2 / np.sqrt(n):.3f} for "
+                  f"independent frames; SE precision {100 * r.se_rel_precision:.0f} %)")
         figures[label] = summary(label, [e], [sd], i_max)
     # optical mocap of the same points, isotropic noise at the camera's measured noise
     sets = [MarkerSet("platform", {k[len("platform:"):]: v for k, v in plat.items()}),
@@ -340,7 +348,10 @@ def main() -> int:
     ap.add_argument("--pose-ar1", type=float, default=0.0,
                     help="correlated: pose errors' correlation from frame to frame")
     ap.add_argument("--cluster-frames", type=int, default=1,
-                    help="correlated: consecutive frames per cluster of the sandwich")
+                    help="correlated, video: consecutive frames per cluster of the sandwich")
+    ap.add_argument("--standard-errors", choices=("auto", "independent", "frame"),
+                    default="independent",
+                    help="video: the video fits' standard errors (mocap: independent)")
     args = ap.parse_args()
     if args.part == "noise":
         part_noise(args)

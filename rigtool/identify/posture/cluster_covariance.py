@@ -190,6 +190,27 @@ def joint_scores(scores: np.ndarray, scores_att: np.ndarray | None, n_x: int, n_
     return np.hstack([scores[:, :n_x], nuis.T])
 
 
+def frame_clustered(bread: np.ndarray, scores: np.ndarray, scores_att: np.ndarray | None,
+                    n_x: int, n_base: int, pose_cols: np.ndarray | None, *, n_rows: int,
+                    seen: np.ndarray, cluster_frames: int = 1
+                    ) -> tuple[ClusterCovariance, np.ndarray, str | None]:
+    """The posture fit's frame-clustered covariance of its joint unknowns (the arguments
+    of :func:`joint_scores` and :func:`cluster_covariance`), the per-frame scores'
+    autocorrelation at lags 0-5 and, when it shows correlation beyond the clusters (over
+    ``4/sqrt(T)``), a warning's text (else None)."""
+    full = joint_scores(scores, scores_att, n_x, n_base, pose_cols)
+    robust = cluster_covariance(bread, full, n_rows=n_rows, seen=seen,
+                                cluster_frames=cluster_frames)
+    acf = score_autocorrelation(full, lags=5, seen=seen)
+    note = None
+    if np.abs(acf[cluster_frames:]).max(initial=0.0) > 4.0 / np.sqrt(np.sum(seen)):
+        note = (f"the fit's scores are correlated over frames (autocorrelation at lags 1-5: "
+                f"{np.round(acf[1:], 2).tolist()}): the marker errors are not independent "
+                f"between clusters of {cluster_frames} frame(s), and the standard errors are "
+                "too small; cluster over more frames (cluster_frames)")
+    return robust, acf, note
+
+
 def resolve_standard_errors(setting: str, correlated_in_frame: bool) -> str:
     """``"independent"`` or ``"frame"`` for a :data:`STANDARD_ERRORS` setting; ``"auto"``
     is ``"frame"`` when the markers' errors are correlated within a frame (a camera's)."""
@@ -201,5 +222,5 @@ def resolve_standard_errors(setting: str, correlated_in_frame: bool) -> str:
     return setting
 
 
-__all__ = ["joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
+__all__ = ["frame_clustered", "joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
            "score_autocorrelation", "frame_sums", "position_scores"]

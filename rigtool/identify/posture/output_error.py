@@ -59,7 +59,10 @@ covariance is right; the covariance is trusted in shape, its overall size is mea
 Whitening with ``C = sigma^2 1`` gives the isotropic fit's estimate and standard errors.
 
 Uncertainty: the Gauss-Newton covariance ``s^2 (J^T J)^-1`` (marker noise, white: right as
-it is), plus, when given, the calibration's uncertainty (first-order sensitivity of the
+it is; or, with ``standard_errors="frame"``, the default for a camera's corners, which share
+one pose per body and frame, the frame-clustered sandwich of
+rigtool.identify.posture.cluster_covariance, right for errors correlated within a frame),
+plus, when given, the calibration's uncertainty (first-order sensitivity of the
 estimate to each calibrated number, or to each principal axis of a full calibration
 covariance) and the uncertainty of the base link's pose on the platform (which carries the
 platform-frame estimate into the base-link frame). Calibration errors are common to every
@@ -82,9 +85,7 @@ from rigtool.identify.common.output_error import (central_jacobian, next_horizon
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    solve_stage)
-from rigtool.identify.posture.cluster_covariance import (cluster_covariance, joint_scores,
-                                                        resolve_standard_errors,
-                                                        score_autocorrelation)
+from rigtool.identify.posture.cluster_covariance import frame_clustered, resolve_standard_errors
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
 from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_direction,
                                                      vibration_mass)
@@ -160,12 +161,11 @@ class OutputErrorResult:
     noise_source: str = ""                            # where the covariance came from
     noise_scale: float = float("nan")                 # whitened residual std (1: the
                                                       # covariance is right); NaN isotropic
-    standard_errors: str = "independent"              # or "frame" (cluster-robust)
-    se_clusters: int = 0                              # its clusters; 0: not used
-    se_cluster_frames: int = 0                        # consecutive frames per cluster
-    se_rel_precision: float = float("nan")            # its SEs' relative std (largest of
-                                                      # the object's unknowns)
-    se_score_autocorrelation: np.ndarray | None = None  # per-frame scores, lags 0-5
+    standard_errors: str = "independent"              # or "frame": clustered sandwich,
+    se_clusters: int = 0                              # its clusters, frames per cluster,
+    se_cluster_frames: int = 0                        # its SEs' relative std (largest of
+    se_rel_precision: float = float("nan")            # the object's unknowns), per-frame
+    se_score_autocorrelation: np.ndarray | None = None  # scores' autocorrelation, lags 0-5
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -257,19 +257,14 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         rows) and the standard errors scale with the measured noise scale; default:
         isotropic noise of the size the residuals show.
     standard_errors : {"auto", "independent", "frame"}
-        The marker noise's share of the covariance. "independent": ``s^2 (J^T W J)^-1``,
-        right when every marker's error is independent of every other's; "frame": the
-        cluster-robust (sandwich) covariance with one cluster per frame
-        (rigtool.identify.posture.cluster_covariance), right when errors are correlated
-        within a frame (a camera's corners of one body share its pose estimate) and
-        independent between frames; "auto" (default): "frame" when
-        ``marker_covariance.correlated_in_frame``, else "independent". The estimate is the
-        same; only its standard errors differ.
+        The marker noise's share of the covariance (the estimate is the same):
+        "independent": ``s^2 (J^T W J)^-1``; "frame": the cluster-robust sandwich, clusters
+        of ``cluster_frames`` consecutive frames (rigtool.identify.posture.cluster_covariance:
+        right when errors are correlated within a cluster, as a camera's corners of one body
+        are, and independent between clusters; a warning when the scores say otherwise);
+        "auto": "frame" when ``marker_covariance.correlated_in_frame``, else "independent".
     cluster_frames : int
-        With "frame": consecutive frames per cluster (1: errors independent between
-        frames; more when they are correlated over time). The per-frame scores'
-        autocorrelation is reported (``se_score_autocorrelation``) and a warning given when
-        it shows correlation beyond the clusters.
+        Frames per cluster with "frame".
     name : str, optional
         Defaults to ``start.name``.
 
@@ -381,23 +376,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                                 float(ne.jtj_raw[m_col, m_col]), float(ne.jtr_raw[m_col]),
                                 cross_cal, ne.jtj_raw[m_col, n_x:m_col])
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
-    robust = None
+    robust = acf = None
     if se_model == "frame":
         with_att = att is not None and prob.n_attached
-        scores = joint_scores(ne.scores, ne.scores_att if with_att else None, n_x,
-                              att["n_base"] if with_att else 0,
-                              att["pose_cols"] if with_att else None)
-        seen_t = mask[:n_total].any(1)
-        robust = cluster_covariance(info_inv, scores, n_rows=n_res, seen=seen_t,
-                                    cluster_frames=cluster_frames)
+        robust, acf, note = frame_clustered(
+            info_inv, ne.scores, ne.scores_att if with_att else None, n_x,
+            att["n_base"] if with_att else 0, att["pose_cols"] if with_att else None,
+            n_rows=n_res, seen=mask[:n_total].any(1), cluster_frames=cluster_frames)
         cov_noise = robust.cov
-        acf = score_autocorrelation(scores, lags=5, seen=seen_t)
-        if np.abs(acf[cluster_frames:]).max(initial=0.0) > 4.0 / np.sqrt(seen_t.sum()):
-            warnings.append(f"{label}: the fit's scores are correlated over frames "
-                            f"(autocorrelation at lags 1-5: {np.round(acf[1:], 2).tolist()})"
-                            f": the marker errors are not independent between clusters of "
-                            f"{cluster_frames} frame(s), and the standard errors are too "
-                            "small; cluster over more frames (cluster_frames)")
+        warnings.extend([f"{label}: {note}"] if note else [])
     cov_all = cov_noise.copy()
     if cross_cal is not None:
         sens = -info_inv @ cross_cal
