@@ -269,7 +269,7 @@ def part_video(args) -> None:
               f"errors {r.standard_errors})")
         if r.se_score_autocorrelation is not None:
             print(f"  (scores' autocorrelation, lags 1-5: "
-                  f"{_fmt(r.se_score_autocorrelation[1:], 3)}, +-{2 / np.sqrt(n):.3f} for "
+                  f"{_fmt(r.se_score_autocorrelation[1:6], 3)}, +-{2 / np.sqrt(n):.3f} for "
                   f"independent frames; SE precision {100 * r.se_rel_precision:.0f} %)")
         figures[label] = summary(label, [e], [sd], i_max)
     # optical mocap of the same points, isotropic noise at the camera's measured noise
@@ -349,6 +349,8 @@ def main() -> int:
                     help="correlated: pose errors' correlation from frame to frame")
     ap.add_argument("--cluster-frames", type=int, default=1,
                     help="correlated, video: consecutive frames per cluster of the sandwich")
+    ap.add_argument("--substeps", type=int, default=1,
+                    help="correlated: the fit's RK4 steps per frame")
     ap.add_argument("--standard-errors", choices=("auto", "independent", "frame"),
                     default="independent",
                     help="video: the video fits' standard errors (mocap: independent)")

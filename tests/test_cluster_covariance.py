@@ -25,7 +25,9 @@ from rigtool.camera.demo import box_tags, locked_object, platform_scene
 from rigtool.camera.pose_noise import body_pose_noise, draw_corner_errors
 from rigtool.config import POSTURE_STANDARD_ERRORS
 from rigtool.engine.whiten import MarkerCovariance
+from rigtool.errors import InputError
 from rigtool.identify.posture.cluster_covariance import (STANDARD_ERRORS, cluster_covariance,
+                                                        frame_clustered,
                                                         resolve_standard_errors,
                                                         score_autocorrelation)
 from rigtool.identify.posture.equation_error import PostureResult
@@ -139,7 +141,8 @@ def test_cluster_correlated_errors_are_covered():
 
 def test_score_autocorrelation_sees_correlation_over_frames():
     """Independent scores: every lag within 4/sqrt(T); a first-order autoregression with
-    coefficient 0.6: lag 1 near 0.6 and lag 2 near 0.36."""
+    coefficient 0.6: lag 1 near 0.6 and lag 2 near 0.36, and the posture fit's warning says
+    so unless the clusters span the lags checked."""
     rng = np.random.default_rng(4)
     t_n = 4000
     white = rng.normal(size=(t_n, 3))
@@ -149,6 +152,16 @@ def test_score_autocorrelation_sees_correlation_over_frames():
         ar[t] = 0.6 * ar[t - 1] + 0.8 * white[t]
     acf = score_autocorrelation(ar, lags=2)
     np.testing.assert_allclose(acf[1:], [0.6, 0.36], atol=4 / np.sqrt(t_n))
+    seen = np.ones(t_n, bool)
+    bread = np.eye(3) / t_n
+    *_, note = frame_clustered(bread, white, None, 3, 0, None, n_rows=3 * t_n, seen=seen)
+    assert note is None
+    *_, note = frame_clustered(bread, ar, None, 3, 0, None, n_rows=3 * t_n, seen=seen)
+    assert "scores are correlated over frames" in note and "clusters of 1 frame" in note
+    # clusters of 20 frames span the correlation (0.6^5 = 0.08 at the last lag checked)
+    *_, note = frame_clustered(bread, ar, None, 3, 0, None, n_rows=3 * t_n, seen=seen,
+                               cluster_frames=20)
+    assert note is None
 
 
 def test_standard_error_settings():
@@ -226,6 +239,9 @@ def test_posture_sandwich_equals_gauss_newton_for_independent_noise(corners):
     ratio = _sd(sw) / _sd(gn)
     assert np.all(np.abs(ratio - 1) < 5 * prec), (ratio, prec)
     assert not any("correlated over frames" in w for w in sw.warnings)
+    with pytest.raises(InputError, match=r"field 'cluster_frames'.*clusters of 10 frames "
+                                         r"leave fewer than 50"):
+        _refine(corners, data, standard_errors="frame", cluster_frames=10)
 
 
 def test_posture_sandwich_sees_the_shared_pose_errors(corners):

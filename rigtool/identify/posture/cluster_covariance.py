@@ -31,6 +31,9 @@ from rigtool.identify.posture.attached_markers import nuisance_products
 #: "frame": the sandwich with one cluster per frame; "auto": "frame" when the markers'
 #: covariance comes from a camera's pose fits, else "independent".
 STANDARD_ERRORS = ("auto", "independent", "frame")
+#: Fewest clusters the posture fit accepts: a sandwich's variance scatters by about
+#: ``sqrt(2 / G)`` (20 % of a variance at 50).
+MIN_CLUSTERS = 50
 
 
 @dataclass(frozen=True)
@@ -196,18 +199,21 @@ def frame_clustered(bread: np.ndarray, scores: np.ndarray, scores_att: np.ndarra
                     ) -> tuple[ClusterCovariance, np.ndarray, str | None]:
     """The posture fit's frame-clustered covariance of its joint unknowns (the arguments
     of :func:`joint_scores` and :func:`cluster_covariance`), the per-frame scores'
-    autocorrelation at lags 0-5 and, when it shows correlation beyond the clusters (over
-    ``4/sqrt(T)``), a warning's text (else None)."""
+    autocorrelation at lags 0 to ``max(5, 2 cluster_frames)`` and, when it shows
+    correlation at a lag of ``cluster_frames`` or more (over ``4/sqrt(T)``), a warning's
+    text (else None)."""
     full = joint_scores(scores, scores_att, n_x, n_base, pose_cols)
     robust = cluster_covariance(bread, full, n_rows=n_rows, seen=seen,
                                 cluster_frames=cluster_frames)
-    acf = score_autocorrelation(full, lags=5, seen=seen)
+    acf = score_autocorrelation(full, lags=max(5, 2 * cluster_frames), seen=seen)
     note = None
     if np.abs(acf[cluster_frames:]).max(initial=0.0) > 4.0 / np.sqrt(np.sum(seen)):
         note = (f"the fit's scores are correlated over frames (autocorrelation at lags 1-5: "
-                f"{np.round(acf[1:], 2).tolist()}): the marker errors are not independent "
+                f"{np.round(acf[1:6], 2).tolist()}): the marker errors are not independent "
                 f"between clusters of {cluster_frames} frame(s), and the standard errors are "
-                "too small; cluster over more frames (cluster_frames)")
+                "too small. Correlation that dies out within a few frames: cluster over more "
+                "(cluster_frames); that persists: constant marker errors (a tag corner's "
+                "bias, the lab frame's), which no standard error covers")
     return robust, acf, note
 
 
@@ -222,5 +228,5 @@ def resolve_standard_errors(setting: str, correlated_in_frame: bool) -> str:
     return setting
 
 
-__all__ = ["frame_clustered", "joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
+__all__ = ["MIN_CLUSTERS", "frame_clustered", "joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
            "score_autocorrelation", "frame_sums", "position_scores"]

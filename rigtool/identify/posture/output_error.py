@@ -85,7 +85,9 @@ from rigtool.identify.common.output_error import (central_jacobian, next_horizon
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    solve_stage)
-from rigtool.identify.posture.cluster_covariance import frame_clustered, resolve_standard_errors
+from rigtool.errors import InputError
+from rigtool.identify.posture.cluster_covariance import (MIN_CLUSTERS, frame_clustered,
+                                                        resolve_standard_errors)
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
 from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_direction,
                                                      vibration_mass)
@@ -161,11 +163,14 @@ class OutputErrorResult:
     noise_source: str = ""                            # where the covariance came from
     noise_scale: float = float("nan")                 # whitened residual std (1: the
                                                       # covariance is right); NaN isotropic
-    standard_errors: str = "independent"              # or "frame": clustered sandwich,
-    se_clusters: int = 0                              # its clusters, frames per cluster,
-    se_cluster_frames: int = 0                        # its SEs' relative std (largest of
-    se_rel_precision: float = float("nan")            # the object's unknowns), per-frame
-    se_score_autocorrelation: np.ndarray | None = None  # scores' autocorrelation, lags 0-5
+    # the marker noise's standard errors: "independent" or "frame" (the clustered sandwich:
+    # its clusters, frames per cluster, its SEs' relative std (the largest of the object's
+    # unknowns) and the per-frame scores' autocorrelation from lag 0)
+    standard_errors: str = "independent"
+    se_clusters: int = 0
+    se_cluster_frames: int = 0
+    se_rel_precision: float = float("nan")
+    se_score_autocorrelation: np.ndarray | None = None
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -283,6 +288,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
     xyz = data.select(names)
     idx = window_frames(data, window, "a free-vibration capture")
+    if se_model == "frame" and len(idx) < MIN_CLUSTERS * cluster_frames:
+        raise InputError(f"clusters of {cluster_frames} frames leave fewer than {MIN_CLUSTERS} "
+                         f"in the {len(idx)} frames fitted; expected cluster_frames of at most "
+                         f"{max(len(idx) // MIN_CLUSTERS, 1)} (its standard errors would be "
+                         "unreliable)", field="cluster_frames", found=cluster_frames)
     xyz = xyz[idx]
     traj = fit_pose(xyz, mk, marker_names=tuple(names), time_s=data.time_s[idx])
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)

@@ -235,7 +235,8 @@ class PostureProblem:
     def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None,
                scores: bool = False) -> "PostureNormal":
         """Cost and normal equations at ``x`` on the current horizon, accumulated chunk by
-        chunk (nothing of size frames x unknowns is kept). With attached markers their
+        chunk (nothing of size frames x unknowns is kept, but for ``scores``; nothing of size
+        frames x markers x unknowns ever). With attached markers their
         products with the Jacobian are accumulated too; with ``project`` the normal
         equations are reduced by them (the Schur complement of the joint problem: what
         Kaufman's projected Jacobian gives). ``extra_theta [n_theta, C]``: more directions
