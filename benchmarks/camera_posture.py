@@ -21,14 +21,21 @@
    base-link markers) with isotropic noise and whitened by the side file's per-frame
    covariance. Against it: optical motion capture of the same points with isotropic noise
    at the camera's measured noise (the RMS per-coordinate standard deviation of the side
-   file's covariances), ``--mocap-draws`` draws fitted as rigtool fits mocap.
-3. ``--part offsets``: what a constant error of every marker does (noise-free mocap of the
+   file's covariances), ``--mocap-draws`` draws fitted as rigtool fits mocap. The video fits'
+   standard errors: ``--standard-errors`` (default independent, as first measured; "frame":
+   clustered by frame, with the scores' autocorrelation printed).
+3. ``--part correlated``: the camera's error structure without rendering video (one pose
+   error per body and frame applied to all its corners, benchmarks/_camera_correlated.py):
+   coverage of the Gauss-Newton standard errors (independent markers) and of the
+   frame-clustered sandwich, for the isotropic and the per-corner whitened fit.
+4. ``--part offsets``: what a constant error of every marker does (noise-free mocap of the
    posture of part 1 at 120 Hz, shifted by 0.05 mm along x or z or turned by 0.008 deg about
    the lab's x: the floor board's lab-frame error and the corners' constant errors).
 
     nice python3 benchmarks/camera_posture.py --part noise [--draws 20]
     nice python3 benchmarks/camera_posture.py --part video [--seconds 10] [--keep DIR]
     nice python3 benchmarks/camera_posture.py --part offsets
+    nice python3 benchmarks/camera_posture.py --part correlated [--draws 20] [--pose-ar1 0.5]
 
 The video (1.3 MB a frame) goes to a temporary folder, deleted unless ``--keep`` (reused).
 """
@@ -84,14 +91,14 @@ def start_of(obj) -> PostureResult:
                          [])
 
 
-def fit(system, obj, data, platform_markers, base_markers, cov=None):
+def fit(system, obj, data, platform_markers, base_markers, cov=None, **kwargs):
     off = Rotation.from_rotvec(np.deg2rad([0.5, -0.3, 0.2])).as_matrix()
     return refine_posture(system.rig, system.platform_params, data,
                           base_rotation_platform=obj.rotation_platform @ off,
                           base_position_platform=obj.position_platform_m + 1e-3,
                           total_mass_kg=obj.params.mass, start=start_of(obj),
                           markers_platform=platform_markers, base_markers=base_markers,
-                          marker_covariance=cov)
+                          marker_covariance=cov, **kwargs)
 
 
 def errors(res, obj) -> tuple[np.ndarray, np.ndarray]:
@@ -254,10 +261,16 @@ def part_video(args) -> None:
                         ("video, true lab, no bias, isotropic", data_nb, None),
                         ("video, true lab, no bias, whitened", data_nb, cov_true)):
         t0 = time.process_time()
-        r = fit(system, obj, d, plat, base, c)
+        r = fit(system, obj, d, plat, base, c, standard_errors=args.standard_errors,
+                cluster_frames=args.cluster_frames)
         e, sd = errors(r, obj)
         print(f"  ({label}: fit {time.process_time() - t0:.0f} s CPU, marker residual "
-              f"{r.marker_sigma_mm:.4f} mm, noise scale {r.noise_scale:.2f})")
+              f"{r.marker_sigma_mm:.4f} mm, noise scale {r.noise_scale:.2f}, standard "
+              f"errors {r.standard_errors})")
+        if r.se_score_autocorrelation is not None:
+            print(f"  (scores' autocorrelation, lags 1-5: "
+                  f"{_fmt(r.se_score_autocorrelation[1:6], 3)}, +-{2 / np.sqrt(n):.3f} for "
+                  f"independent frames; SE precision {100 * r.se_rel_precision:.0f} %)")
         figures[label] = summary(label, [e], [sd], i_max)
     # optical mocap of the same points, isotropic noise at the camera's measured noise
     sets = [MarkerSet("platform", {k[len("platform:"):]: v for k, v in plat.items()}),
@@ -317,7 +330,8 @@ def part_offsets(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("noise", "video", "offsets"), required=True)
+    ap.add_argument("--part", choices=("noise", "video", "offsets", "correlated"),
+                    required=True)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--noise-seconds", type=float, default=6.0)
     ap.add_argument("--lateral-mm", type=float, default=0.05)
@@ -327,11 +341,27 @@ def main() -> int:
     ap.add_argument("--mocap-draws", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None)
+    ap.add_argument("--image-noise-px", type=float, default=0.033,
+                    help="correlated: image noise per corner coordinate (the video's)")
+    ap.add_argument("--corner-mm", type=float, default=0.0,
+                    help="correlated: independent per-corner noise, mm")
+    ap.add_argument("--pose-ar1", type=float, default=0.0,
+                    help="correlated: pose errors' correlation from frame to frame")
+    ap.add_argument("--cluster-frames", type=int, default=1,
+                    help="correlated, video: consecutive frames per cluster of the sandwich")
+    ap.add_argument("--substeps", type=int, default=1,
+                    help="correlated: the fit's RK4 steps per frame")
+    ap.add_argument("--standard-errors", choices=("auto", "independent", "frame"),
+                    default="independent",
+                    help="video: the video fits' standard errors (mocap: independent)")
     args = ap.parse_args()
     if args.part == "noise":
         part_noise(args)
     elif args.part == "offsets":
         part_offsets(args)
+    elif args.part == "correlated":
+        from _camera_correlated import part_correlated
+        part_correlated(args, posture_system, fit, errors, summary, OFFSET, VELOCITY)
     else:
         part_video(args)
     return 0

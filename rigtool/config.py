@@ -281,9 +281,19 @@ class CaptureRef:
     #: side file ``rigtool track`` writes next to the capture, NAME.residuals.csv, when it
     #: exists), "none" (isotropic noise), or a path (that file)
     marker_covariance: str | Path = "auto"
+    #: postures only: the output-error fit's standard errors (marker noise): "auto" (the
+    #: frame-clustered sandwich when the marker covariance is a ``rigtool track`` side file,
+    #: whose corners of one body share a pose per frame; else "independent"),
+    #: "independent" (Gauss-Newton, every marker's error independent) or "frame"
+    #: (cluster-robust, clusters of ``cluster_frames`` consecutive frames)
+    standard_errors: str = "auto"
+    cluster_frames: int = 1
 
 
 RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
+#: the posture fit's standard-error models (rigtool.identify.posture.cluster_covariance's
+#: STANDARD_ERRORS; not imported, to keep the manifest reader light)
+POSTURE_STANDARD_ERRORS = ("auto", "independent", "frame")
 
 
 @dataclass(frozen=True)
@@ -474,7 +484,12 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
             _window(pt.get("window"), field=f"{f}.window", path=path), _units(pt, field=f,
                                                                               path=path),
             marker_covariance=_marker_covariance(pt.get("marker_covariance", "auto"),
-                                                 field=f"{f}.marker_covariance", path=path)))
+                                                 field=f"{f}.marker_covariance", path=path),
+            standard_errors=as_str(pt.get("standard_errors", "auto"),
+                                   field=f"{f}.standard_errors", path=path,
+                                   choices=POSTURE_STANDARD_ERRORS),
+            cluster_frames=_cluster_frames(pt.get("cluster_frames", 1),
+                                           field=f"{f}.cluster_frames", path=path)))
     rel = None
     if "relative_motion" in raw:
         rt = raw["relative_motion"]
@@ -500,6 +515,15 @@ def _marker_covariance(value, *, field: str, path: Path) -> str | Path:
                           "(the .residuals.csv `rigtool track` writes)", path=path, field=field,
                           found=value)
     return path.parent / text
+
+
+def _cluster_frames(value, *, field: str, path: Path) -> int:
+    """Consecutive frames per cluster of the sandwich standard errors: an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError("expected a whole number of frames >= 1 (consecutive frames whose "
+                          "marker errors may be correlated)", path=path, field=field,
+                          found=value)
+    return value
 
 
 def _motion_model(value, *, path: Path) -> str:

@@ -217,7 +217,7 @@ def _side_file(path, data, sigma_m, drop=()):
 def test_run_uses_the_side_file_next_to_a_capture(demo_run, tmp_path):
     """``marker_covariance = "auto"`` (the default) takes ``NAME.residuals.csv`` beside the
     capture: the fit says so; at the demo's own noise (isotropic 0.1 mm) it is the isotropic
-    fit. "none" ignores the file; a file without a marker of the fit is refused (exit 2 in
+    fit, and its standard errors are clustered by frame unless told otherwise. "none" ignores the file; a file without a marker of the fit is refused (exit 2 in
     `rigtool run`: InputError naming the file)."""
     import shutil
 
@@ -236,22 +236,30 @@ def test_run_uses_the_side_file_next_to_a_capture(demo_run, tmp_path):
     data = read_capture(capture)
     markers = link_markers(session, session.tree)
 
-    def run(setting):
+    def run(setting, standard_errors="auto"):
         return fit_one_posture(session, rigfile, session.tree, markers, capture,
                                name="posture1", window=(0.5, 5.5), units=None,
                                total_mass_kg=resolve_total_mass(session),
                                settings=session.filter, method="output-error",
-                               marker_covariance=setting, data=data).refinement
+                               marker_covariance=setting, data=data,
+                               standard_errors=standard_errors).refinement
 
     plain = run("auto")                                      # no side file yet
     assert plain.noise_model == "isotropic"
     _side_file(tmp_path / "posture1.residuals.csv", data, 1e-4)
-    white = run("auto")
-    assert white.noise_model == "covariance"
+    white = run("auto", "independent")
+    assert white.noise_model == "covariance" and white.standard_errors == "independent"
     assert white.noise_source == "posture1.residuals.csv"
     assert abs(white.noise_scale - 1.0) < 0.05               # the demo's noise is 0.1 mm
     assert np.all(np.abs(white.com - plain.com) <= 1e-2 * plain.com_std)
     np.testing.assert_allclose(white.com_std, plain.com_std, rtol=1e-4)
+    # a track side file's corners share a pose per frame: by default the standard errors
+    # are clustered by frame (here the noise is independent, so they agree within their
+    # own precision)
+    auto = run("auto")
+    assert auto.standard_errors == "frame" and auto.se_clusters > 0
+    np.testing.assert_array_equal(auto.com, white.com)
+    assert np.all(np.abs(auto.com_std / white.com_std - 1) < 5 * auto.se_rel_precision)
     assert run("none").noise_model == "isotropic"
     _side_file(tmp_path / "other.residuals.csv", data, 1e-4, drop=(data.names[0],))
     with pytest.raises(InputError, match="no covariance for markers"):

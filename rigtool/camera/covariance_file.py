@@ -4,7 +4,10 @@
 every tracked marker's lab-frame position covariance (m^2, order xx, yy, zz, yz, zx, xy)
 in columns ``<marker>_c<comp>``; its frames are the capture's (``OUT.csv``). The
 output-error posture fit whitens its rows with them
-(:class:`rigtool.engine.whiten.MarkerCovariance`).
+(:class:`rigtool.engine.whiten.MarkerCovariance`). These are marginal covariances: the
+corners of one body in one frame share its pose estimate, so their errors are correlated
+(``correlated_in_frame``), and the fit's standard errors are clustered by frame
+(rigtool.identify.posture.cluster_covariance).
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ def read_marker_covariance(path: str | Path, /, *, n_frames: int | None = None
     for k, (i, j) in enumerate(_INDEX):
         cov[..., i, j] = c6[..., k]
         cov[..., j, i] = c6[..., k]
-    return MarkerCovariance(tuple(names), cov, path.name)
+    # each body's corners come from one pose fit per frame: correlated within the frame
+    return MarkerCovariance(tuple(names), cov, path.name, correlated_in_frame=True)
 
 
 def check_covers(cov: MarkerCovariance, data, names: list[str], path: Path) -> None:

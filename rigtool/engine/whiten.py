@@ -33,11 +33,17 @@ class MarkerCovariance:
         every frame), m^2; NaN where the marker is not seen.
     source : str
         Where it came from (a side file's name), for the report.
+    correlated_in_frame : bool
+        The markers' errors are correlated within a frame (a camera's tag corners: all of
+        one body's come from one pose estimate, rigtool.camera.track), so ``cov_m2`` gives
+        each marker's marginal covariance, not the joint one; the output-error fit's
+        standard errors are then clustered by frame by default.
     """
 
     names: tuple[str, ...]
     cov_m2: np.ndarray
     source: str = ""
+    correlated_in_frame: bool = False
 
     def select(self, names: list[str] | tuple[str, ...], frames: np.ndarray,
                n_frames: int) -> np.ndarray:

@@ -172,7 +172,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     data: MarkerData | None = None,
                     method: str = "equation-error",
                     object_markers_in_fit: bool = True,
-                    marker_covariance: str | Path = "none") -> PostureOutcome:
+                    marker_covariance: str | Path = "none", standard_errors: str = "auto",
+                    cluster_frames: int = 1) -> PostureOutcome:
     """Read one locked-posture capture and fit the object's overall properties.
 
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
@@ -181,7 +182,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     attached to the platform, and the base link's pose on the platform is estimated in it.
     ``marker_covariance`` (``"none"``, ``"auto"`` or a path, see :func:`marker_covariance_of`):
     the markers' noise covariance that output-error fit whitens its rows by (a camera's
-    capture); the equation-error fit does not use it.
+    capture); the equation-error fit does not use it. ``standard_errors``, ``cluster_frames``:
+    that fit's standard-error model (:func:`refine_posture`).
     """
     check_method(method)
     rig = rigfile.rig
@@ -213,6 +215,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     name=name, markers_platform=plat_markers,
                                     calibration_std=_calibration_std(rigfile),
                                     base_pose_cov=pose_cov, marker_covariance=cov,
+                                    standard_errors=standard_errors,
+                                    cluster_frames=cluster_frames,
                                     **(_attached_markers(tree, markers)
                                        if object_markers_in_fit else {}))
         res = refinement.as_posture_result()

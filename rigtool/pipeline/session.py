@@ -108,7 +108,9 @@ def _posture_job(args) -> PostureOutcome:
     session, rigfile, tree, markers, ref, kwargs = args
     return fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
                            window=ref.window, units=ref.units,
-                           marker_covariance=ref.marker_covariance, **kwargs)
+                           marker_covariance=ref.marker_covariance,
+                           standard_errors=ref.standard_errors,
+                           cluster_frames=ref.cluster_frames, **kwargs)
 
 
 def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict, kwargs: dict,

@@ -59,7 +59,10 @@ covariance is right; the covariance is trusted in shape, its overall size is mea
 Whitening with ``C = sigma^2 1`` gives the isotropic fit's estimate and standard errors.
 
 Uncertainty: the Gauss-Newton covariance ``s^2 (J^T J)^-1`` (marker noise, white: right as
-it is), plus, when given, the calibration's uncertainty (first-order sensitivity of the
+it is; or, with ``standard_errors="frame"``, the default for a camera's corners, which share
+one pose per body and frame, the frame-clustered sandwich of
+rigtool.identify.posture.cluster_covariance, right for errors correlated within a frame),
+plus, when given, the calibration's uncertainty (first-order sensitivity of the
 estimate to each calibrated number, or to each principal axis of a full calibration
 covariance) and the uncertainty of the base link's pose on the platform (which carries the
 platform-frame estimate into the base-link frame). Calibration errors are common to every
@@ -82,6 +85,9 @@ from rigtool.identify.common.output_error import (central_jacobian, next_horizon
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    solve_stage)
+from rigtool.errors import InputError
+from rigtool.identify.posture.cluster_covariance import (MIN_CLUSTERS, frame_clustered,
+                                                        resolve_standard_errors)
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
 from rigtool.identify.posture.vibration_mass import (VibrationMass, mass_theta_direction,
                                                      vibration_mass)
@@ -157,6 +163,14 @@ class OutputErrorResult:
     noise_source: str = ""                            # where the covariance came from
     noise_scale: float = float("nan")                 # whitened residual std (1: the
                                                       # covariance is right); NaN isotropic
+    # the marker noise's standard errors: "independent" or "frame" (the clustered sandwich:
+    # its clusters, frames per cluster, its SEs' relative std (the largest of the object's
+    # unknowns) and the per-frame scores' autocorrelation from lag 0)
+    standard_errors: str = "independent"
+    se_clusters: int = 0
+    se_cluster_frames: int = 0
+    se_rel_precision: float = float("nan")
+    se_score_autocorrelation: np.ndarray | None = None
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -186,6 +200,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    base_markers: dict[str, np.ndarray] | None = None,
                    object_markers: list[str] | tuple[str, ...] = (),
                    marker_covariance: MarkerCovariance | None = None,
+                   standard_errors: str = "auto", cluster_frames: int = 1,
                    name: str | None = None) -> OutputErrorResult:
     """Refine a posture's COM and inertia by fitting the simulated platform motion to the
     raw platform markers (maximum likelihood for white marker noise).
@@ -246,6 +261,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         every marker the fit uses. Given, the fit is maximum likelihood for it (whitened
         rows) and the standard errors scale with the measured noise scale; default:
         isotropic noise of the size the residuals show.
+    standard_errors : {"auto", "independent", "frame"}
+        The marker noise's share of the covariance (the estimate is the same):
+        "independent": ``s^2 (J^T W J)^-1``; "frame": the cluster-robust sandwich, clusters
+        of ``cluster_frames`` consecutive frames (rigtool.identify.posture.cluster_covariance:
+        right when errors are correlated within a cluster, as a camera's corners of one body
+        are, and independent between clusters; a warning when the scores say otherwise);
+        "auto": "frame" when ``marker_covariance.correlated_in_frame``, else "independent".
+    cluster_frames : int
+        Frames per cluster with "frame".
     name : str, optional
         Defaults to ``start.name``.
 
@@ -256,12 +280,19 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     t_start = time.perf_counter()
     if nuisance not in NUISANCE:
         raise ValueError(f"nuisance must be one of {NUISANCE}")
+    se_model = resolve_standard_errors(standard_errors, marker_covariance is not None and
+                                       marker_covariance.correlated_in_frame)
     markers_platform = rig.platform.markers_platform if markers_platform is None \
         else markers_platform
     names = list(markers_platform)
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
     xyz = data.select(names)
     idx = window_frames(data, window, "a free-vibration capture")
+    if se_model == "frame" and len(idx) < MIN_CLUSTERS * cluster_frames:
+        raise InputError(f"clusters of {cluster_frames} frames leave fewer than {MIN_CLUSTERS} "
+                         f"in the {len(idx)} frames fitted; expected cluster_frames of at most "
+                         f"{max(len(idx) // MIN_CLUSTERS, 1)} (its standard errors would be "
+                         "unreliable)", field="cluster_frames", found=cluster_frames)
     xyz = xyz[idx]
     traj = fit_pose(xyz, mk, marker_names=tuple(names), time_s=data.time_s[idx])
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)
@@ -333,7 +364,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     extra_dirs = np.stack([prob.inputs(x, m[2])[0] - theta_nom for m in members]
                           + [mass_theta_direction(x[:9], total_mass_kg, prob.tmat,
                                                   theta_nom.size)], axis=1)
-    ne = prob.normal(x, extra_theta=extra_dirs)
+    ne = prob.normal(x, extra_theta=extra_dirs, scores=se_model == "frame")
     n_cal, m_col = len(members), n_x + len(members)
     jtj = ne.jtj_raw[:n_x, :n_x]
     jtj_extra = ne.jtj_raw[:n_x, n_x:]                 # J^T [J_cal, j_mass]
@@ -355,6 +386,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                                 float(ne.jtj_raw[m_col, m_col]), float(ne.jtr_raw[m_col]),
                                 cross_cal, ne.jtj_raw[m_col, n_x:m_col])
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
+    robust = acf = None
+    if se_model == "frame":
+        with_att = att is not None and prob.n_attached
+        robust, acf, note = frame_clustered(
+            info_inv, ne.scores, ne.scores_att if with_att else None, n_x,
+            att["n_base"] if with_att else 0, att["pose_cols"] if with_att else None,
+            n_rows=n_res, seen=mask[:n_total].any(1), cluster_frames=cluster_frames)
+        cov_noise = robust.cov
+        warnings.extend([f"{label}: {note}"] if note else [])
     cov_all = cov_noise.copy()
     if cross_cal is not None:
         sens = -info_inv @ cross_cal
@@ -438,6 +478,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         noise_model="isotropic" if whiten is None else "covariance",
         noise_source="" if marker_covariance is None else marker_covariance.source,
         noise_scale=float("nan") if whiten is None else float(np.sqrt(s2)),
+        standard_errors=se_model, se_clusters=0 if robust is None else robust.n_clusters,
+        se_cluster_frames=0 if robust is None else robust.cluster_frames,
+        se_score_autocorrelation=None if robust is None else acf,
+        se_rel_precision=(float("nan") if robust is None else
+                          0.5 * float(robust.variance_rel_std[:9].max())),
     )
 
 

@@ -26,6 +26,7 @@ from rigtool.engine.markers import marker_rows
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
 from rigtool.engine.whiten import whiten_rows
+from rigtool.identify.posture.cluster_covariance import frame_sums, position_scores
 from rigtool.identify.posture.attached_markers import (joint_information, nuisance_products,
                                                placed_positions, pose_columns,
                                                position_information, position_products)
@@ -231,14 +232,17 @@ class PostureProblem:
             self.last_primal = {self._primal_key(theta, y0): out.states}
         return float(out.r @ out.r) if out.ok else np.inf
 
-    def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None
-               ) -> "PostureNormal":
+    def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None,
+               scores: bool = False) -> "PostureNormal":
         """Cost and normal equations at ``x`` on the current horizon, accumulated chunk by
-        chunk (nothing of size frames x unknowns is kept). With attached markers their
+        chunk (nothing of size frames x unknowns is kept, but for ``scores``; nothing of size
+        frames x markers x unknowns ever). With attached markers their
         products with the Jacobian are accumulated too; with ``project`` the normal
         equations are reduced by them (the Schur complement of the joint problem: what
         Kaufman's projected Jacobian gives). ``extra_theta [n_theta, C]``: more directions
-        (calibration members), carried as extra columns."""
+        (calibration members), carried as extra columns. ``scores``: keep each frame's
+        score ``J_t^T r_t`` (``[T, n]``) and the attached markers' (``[T, E, 3]``) for a
+        cluster-robust covariance (rigtool.identify.posture.cluster_covariance)."""
         full = x if self.fit_object else np.concatenate([self.z_obj, x])
         fit_object, self.fit_object = self.fit_object, True
         try:
@@ -261,6 +265,9 @@ class PostureProblem:
         acc = {"jtj": np.zeros((n_c, n_c)), "jtr": np.zeros(n_c), "cost": 0.0,
                "prods": np.zeros((e_n, 3, n_c)), "prods_r": np.zeros((e_n, 3)),
                "ss": np.zeros(self.n_frames), "cost_mm": 0.0, "info_k": np.zeros((e_n, 3, 3))}
+        if scores:
+            acc["scores"] = np.zeros((self.n_frames, n_c))
+            acc["scores_att"] = np.zeros((self.n_frames, e_n, 3))
 
         def consume(k0, st, tan):
             m = st.shape[0]
@@ -278,6 +285,11 @@ class PostureProblem:
             acc["jtj"] += jac.T @ jac
             acc["jtr"] += jac.T @ r
             acc["cost"] += float(r @ r)
+            if scores:
+                acc["scores"][k0:k0 + m] = frame_sums(jac * r[:, None], mask_c)
+                if e_n:
+                    acc["scores_att"][k0:k0 + m] = position_scores(
+                        r, mask_c, st[:, 3:12].reshape(m, 3, 3), att, w_c)
             if e_n:
                 rot_c = st[:, 3:12].reshape(m, 3, 3)
                 acc["prods"] += position_products(jac, mask_c, rot_c, att, w_c)
@@ -310,7 +322,8 @@ class PostureProblem:
         return PostureNormal(acc["cost"], jtj_red, jtr_red, jtj, jtr, acc["prods"],
                               n_seen, acc["ss"], states,
                               int(self.mask[:self.n_frames].sum()) * 3,
-                              acc["cost"] if self.whiten is None else acc["cost_mm"])
+                              acc["cost"] if self.whiten is None else acc["cost_mm"],
+                              acc.get("scores"), acc.get("scores_att"))
 
     def residual(self, x: np.ndarray) -> np.ndarray:
         return self._eval(x).r
@@ -335,8 +348,9 @@ class PostureNormal:
     the solver uses (``jtj``/``jtr``: reduced by the attached markers' places under variable
     projection), the raw ones, the attached markers' products with the Jacobian (``[E, 3,
     n]``), their frames seen (with whitening: their information ``[E, 3, 3]``), the squared
-    residual per frame (mm^2, not whitened), the simulated states and the cost in mm^2 (the
-    cost itself when the rows are not whitened)."""
+    residual per frame (mm^2, not whitened), the simulated states, the cost in mm^2 (the
+    cost itself when the rows are not whitened) and, when asked for, each frame's score of
+    the unknowns ``[T, n]`` and of the attached markers' positions ``[T, E, 3]``."""
 
     cost: float
     jtj: np.ndarray
@@ -349,6 +363,8 @@ class PostureNormal:
     states: np.ndarray | None
     n_rows: int
     cost_mm2: float = float("nan")
+    scores: np.ndarray | None = None
+    scores_att: np.ndarray | None = None
 
     def lm(self) -> Normal:
         return Normal(self.cost, self.jtj, self.jtr)
