@@ -309,3 +309,24 @@ def test_run_refuses_a_bad_standard_error_setting(tmp_path, capsys, line, match)
     err = capsys.readouterr().err
     assert "session.toml" in err and "Traceback" not in err
     assert re.search(match, err), err
+
+
+def test_report_says_which_standard_errors():
+    """report.json's output_error block names the standard errors' kind, and for the
+    clustered sandwich its clusters and precision; the report's table says it in words."""
+    from types import SimpleNamespace
+    from rigtool.report.content_detail import _noise_model
+    from rigtool.report.document import _standard_errors
+
+    def r(v, digits=6):
+        return round(float(v), digits)
+
+    assert _standard_errors(SimpleNamespace(standard_errors="independent"), r) == {
+        "kind": "independent"}
+    oe = SimpleNamespace(standard_errors="frame", se_clusters=720, se_cluster_frames=1,
+                         se_rel_precision=0.0312)
+    got = _standard_errors(oe, r)
+    assert got == {"kind": "frame", "clusters": 720, "cluster_frames": 1,
+                   "relative_precision": 0.031}
+    assert "clustered by 1 frame(s), 720 clusters" in _noise_model({"kind": "isotropic"}, got)
+    assert _noise_model({"kind": "isotropic"}, {"kind": "independent"}) == "isotropic"

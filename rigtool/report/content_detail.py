@@ -15,11 +15,15 @@ from rigtool.report.blocks import Bullets, Col, Fig, Para, Section, Sub, Table
 _SIX = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"), (0, 1, "xy"))
 
 
-def _noise_model(nm: dict | None) -> str:
-    """The output-error fit's marker noise model, in a few words."""
-    if not nm or nm.get("kind") == "isotropic":
-        return "isotropic"
-    return f"covariance of {nm.get('file', '?')} (noise scale {nm.get('noise_scale', 0):.2f})"
+def _noise_model(nm: dict | None, se: dict | None = None) -> str:
+    """The output-error fit's marker noise model, and its standard errors when clustered,
+    in a few words."""
+    text = ("isotropic" if not nm or nm.get("kind") == "isotropic" else
+            f"covariance of {nm.get('file', '?')} (noise scale {nm.get('noise_scale', 0):.2f})")
+    if se and se.get("kind") == "frame":
+        text += (f"; standard errors clustered by {se.get('cluster_frames', 1)} frame(s), "
+                 f"{se.get('clusters', 0)} clusters")
+    return text
 
 
 def _num(v, fmt: str = ".5f") -> str:
@@ -63,7 +67,7 @@ def postures_section(doc: dict, figures) -> Section:
                         _num(mv.get("value"), ".3f") + (f" ± {mv['std']:.3f}" if mv.get("std")
                                                          is not None else ""),
                         ", ".join(f"{1e3 * v:.2f}" for v in ee["com"]),
-                        _noise_model(oe.get("noise_model"))])
+                        _noise_model(oe.get("noise_model"), oe.get("standard_errors"))])
     if oe_rows:
         blocks.append(Table(
             [Col("posture", numeric=False), Col("marker residual", "mm"),

@@ -42,6 +42,18 @@ def r(x, digits: int = 7):
     return x
 
 
+
+def _standard_errors(oe, r) -> dict:
+    """How a posture's output-error standard errors were formed: ``independent`` (marker
+    rows independent, ``s^2 H^-1``) or ``frame`` (clustered by frames, a sandwich: a
+    camera's corners share one pose per frame), with the sandwich's clusters and its own
+    relative precision."""
+    if getattr(oe, "standard_errors", "independent") != "frame":
+        return {"kind": "independent"}
+    return {"kind": "frame", "clusters": int(oe.se_clusters),
+            "cluster_frames": int(oe.se_cluster_frames),
+            "relative_precision": r(oe.se_rel_precision, 3)}
+
 def _posture_entry(p: PostureOutcome) -> dict:
     res = p.result
     entry = {
@@ -73,7 +85,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
             "left_out_markers": {n: r(v, 4) for n, v in oe.left_out_markers},
             "noise_model": ({"kind": "isotropic"} if oe.noise_model == "isotropic" else
                             {"kind": "covariance", "file": oe.noise_source,
-                             "noise_scale": r(oe.noise_scale, 4)})}
+                             "noise_scale": r(oe.noise_scale, 4)}),
+            "standard_errors": _standard_errors(oe, r)}
         entry["equation_error"] = {"com": r(ee.com), "com_std": r(ee.com_std, 3),
                                    "inertia_com": r(ee.inertia_com),
                                    "inertia_com_std": r(ee.inertia_com_std, 3),
