@@ -274,3 +274,34 @@ def test_a_fit_that_diverges_keeps_the_equation_error_estimate(monkeypatch):
     assert [t["model"] for t in choice.tried] == ["passive", "active"]
     assert "passive model failed (the simulated motion diverged)" in choice.reason
     assert "equation-error estimate is reported" in choice.reason
+
+
+def test_active_refinement_streamed_equals_held(lift, monkeypatch):
+    """Above the Jacobian budget the active model streams its rows' normal equations
+    (rigtool.identify.relative.streamed_rows; its covariance's cross products and the input
+    probes' J^T dr from streamed runs too): the same fit within the stopping tolerance
+    (ftol 1e-8 of the cost: sqrt(1e-8 M) ~ 0.03 standard errors for M ~ 10^4 rows) and the
+    same standard errors, input probes included."""
+    from rigtool.identify.relative import streamed_rows
+    v = lift.v
+    kw = dict(start=lift.start, phi_s=lift.phi_s, phi_s_cov=lift.cov_s,
+              total_mass_kg=v.sc.obj.total_mass, window=(0.5, 3.5), n_probes=4)
+    held = refine_relative_active(v.tree, lift.rig, v.sc.platform_params, lift.data,
+                                  lift.markers, **kw)
+    from rigtool.identify.relative.active_problem import ActiveProblem
+    calls = []
+    stream = ActiveProblem._marker_stream_along
+
+    def counted(self, *args):
+        calls.append(args[-1])
+        return stream(self, *args)
+
+    monkeypatch.setattr(ActiveProblem, "_marker_stream_along", counted)
+    monkeypatch.setattr(streamed_rows, "JACOBIAN_BYTES", 2 ** 20)    # 1 MiB: streamed
+    streamed = refine_relative_active(v.tree, lift.rig, v.sc.platform_params, lift.data,
+                                      lift.markers, **kw)
+    assert calls and max(calls) > 1                    # the long horizons streamed
+    assert held.reached_noise() and streamed.reached_noise()
+    assert np.abs(streamed.phi_b - held.phi_b).max() < 0.03 * held.phi_b_std[13]
+    np.testing.assert_allclose(streamed.phi_b_std, held.phi_b_std, rtol=1e-3)
+    np.testing.assert_allclose(streamed.phi_b_std_noise, held.phi_b_std_noise, rtol=1e-3)

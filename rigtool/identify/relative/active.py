@@ -236,19 +236,25 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     n_mark = int(mask.sum()) * 3
     r_m = r[:n_mark]
     s2 = float(r_m @ r_m) / max(n_mark - x.size, 1)
-    info_inv = np.linalg.pinv(jac.T @ jac)
+    info_inv = np.linalg.pinv(prob.normal(x).jtj)
     n_theta = prob.n_theta
     theta, st_hat, base_hat = prob.split(x)
     r_pb_hat, t_pb_hat = prob.base_pose(base_hat)
     phi_b = prob.phi_b(theta)
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
-    cov = phi_b_covariance(prob, info_inv, s2, cov_s,
-                           *marker_cross_products(prob, x, jac, n_mark, members))
+    # the input probes' residual changes ride on the cross products' run (streamed)
+    changes = _probe_changes(prob, x, n_mark, tree, data, markers, wide,
+                             plat_traj_w.rotation, link_sigma, grid_t, parents, centres,
+                             n_probes, seed, splines)
+    cross_s, cross_cal, jt_changes = marker_cross_products(prob, x, jac, n_mark, members,
+                                                           changes)
+    cov = phi_b_covariance(prob, info_inv, s2, cov_s, cross_s, cross_cal)
     cov_b, cov_b_noise, cov_x, map_b = cov.cov, cov.cov_noise, cov.cov_x, cov.map_b
-    cov_in = _input_probes(prob, x, info_inv, jac[:n_mark], tree, data, markers, wide,
-                           plat_traj_w.rotation, link_sigma, grid_t, parents, centres,
-                           n_probes, seed, splines)
+    cov_in = np.zeros((x.size, x.size))
+    if n_probes >= 2:        # each probe's Gauss-Newton shift of the estimate
+        d = np.stack([-info_inv @ c for c in jt_changes.T])
+        cov_in = d.T @ d / len(d)
     cov_b = cov_b + map_b @ cov_in[:n_theta, :n_theta] @ map_b.T
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
@@ -298,17 +304,19 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
                        if fit_base else np.zeros(6)), noise_mm=float(sigma_mm))
 
 
-def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, wide,
-                  plat_rot, link_sigma, grid_t, parents, centres, n_probes: int, seed: int,
-                  splines: list) -> np.ndarray:
-    """Covariance of ``x`` from the prescribed input's noise: the links' markers perturbed by
-    their noise, the splines refitted with the data's smoothing (the fixed-smoothing spline
-    is linear in the data, so the refit's change is the spline's response to that noise
-    alone), the estimate's Gauss-Newton shift per probe."""
+def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wide,
+                   plat_rot, link_sigma, grid_t, parents, centres, n_probes: int, seed: int,
+                   splines: list) -> np.ndarray:
+    """The marker rows' change ``[M, n_probes]`` under the prescribed input's noise: the
+    links' markers perturbed by their noise, the splines refitted with the data's smoothing
+    (the fixed-smoothing spline is linear in the data, so the refit's change is the
+    spline's response to that noise alone), the platform simulated with each probe's
+    input. ``-(J^T J)^-1 J_m^T`` of a column is that probe's shift of the estimate, and
+    their scatter the input's share of its covariance. No columns under 2 probes."""
     if n_probes < 2:
-        return np.zeros((x.size, x.size))
+        return np.zeros((n_mark, 0))
     rng = np.random.default_rng(seed)
-    base_r = prob.residual(x)[:jac_m.shape[0]]
+    base_r = prob.residual(x)[:n_mark]
     rels = []
     for _ in range(n_probes):
         noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
@@ -320,15 +328,14 @@ def _input_probes(prob: ActiveProblem, x, info_inv, jac_m, tree, data, markers, 
     n_mov = len(tree.links) - 1
     probe_splines = fit_relative_rotations(data.time_s[wide], rels,
                                            [s.lam for s in splines[1:]] * n_probes)
-    shifts = []
+    changes = []
     for p in range(n_probes):
         spl = [None] + probe_splines[p * n_mov:(p + 1) * n_mov]
         u = prescribed_inputs(spl, parents, centres, grid_t)
         states, mk = prob.simulate(prob._full(x), u_grid=u)
         r_k, _ = prob.rows(states, mk)
-        shifts.append(-info_inv @ (jac_m.T @ (r_k - base_r)))
-    d = np.stack(shifts)
-    return d.T @ d / len(shifts)
+        changes.append(r_k - base_r)
+    return np.stack(changes, axis=1)
 
 
 def _link_check_rms(tree, data, markers, idx, states, u_frames, r_pb, t_pb, centres,

@@ -21,6 +21,10 @@ from rigtool.engine.rigid import RigidModel
 from rigtool.identify.relative.equation_error import phi_b_affine
 from rigtool.engine.rigid import _skew
 from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
+from rigtool.identify.relative.streamed_rows import RowAccumulator
+
+#: frames per chunk of marker rows when the Jacobian is streamed
+STREAM_FRAMES = 128
 from rigtool.rig import Rig
 
 
@@ -127,13 +131,15 @@ class ActiveProblem(PriorRowsFit):
                                 self.dt, substeps=self.substeps)
         return states, mk
 
-    def rows(self, states: np.ndarray, mk: np.ndarray, tangents=None, d_mk=None):
-        """Marker rows (mm) and, with tangents, their Jacobian ``[M, P]``."""
+    def rows(self, states: np.ndarray, mk: np.ndarray, tangents=None, d_mk=None,
+             k0: int = 0):
+        """Marker rows (mm) and, with tangents, their Jacobian ``[M, P]`` (``states`` the
+        frames from ``k0`` on)."""
         t_n = states.shape[0]
-        m = self.mask[:t_n]
+        m = self.mask[k0:k0 + t_n]
         rot = states[:, 3:12].reshape(t_n, 3, 3)
         pred = np.einsum("tij,kj->tki", rot, mk) + states[:, None, 0:3]
-        r = 1e3 * (pred - self.measured[:t_n])[m].ravel()
+        r = 1e3 * (pred - self.measured[k0:k0 + t_n])[m].ravel()
         if tangents is None:
             return r, None
         p_n = tangents.shape[2]
@@ -161,6 +167,54 @@ class ActiveProblem(PriorRowsFit):
         the unknowns)."""
         d_th, d_y, d_mk = self._directions(full, 0)
         return self._rows_along(full, d_th[:, columns], d_y[:, columns], d_mk[..., columns])
+
+    def _stream_along(self, full: np.ndarray, d_th, d_y, d_mk, stride: int,
+                      data: np.ndarray | None = None) -> RowAccumulator:
+        """The rows' normal equations along the directions, summed over chunks of
+        :data:`STREAM_FRAMES` frames (the platform's state tangents, 18 per frame, are held;
+        the marker rows' Jacobian never is), every ``stride``-th frame's rows held."""
+        theta_e, y0, mk = self._inputs(full)
+        states, tan = ep.simulate(self.model, theta_e, y0,
+                                  self.u_grid[:2 * self.substeps * (self.n_frames - 1) + 1],
+                                  self.dt, substeps=self.substeps, tangent_theta=d_th,
+                                  tangent_y0=d_y)
+        acc = RowAccumulator(d_th.shape[1], stride, data)
+        for k0 in range(0, states.shape[0], STREAM_FRAMES):
+            k1 = min(k0 + STREAM_FRAMES, states.shape[0])
+            r, jac = self.rows(states[k0:k1], mk, tan[k0:k1], d_mk, k0)
+            acc.add(r, jac, np.repeat(k0 + np.nonzero(self.mask[k0:k1])[0], 3))
+        return acc
+
+    def _marker_stream_along(self, full: np.ndarray, columns: slice, stride: int):
+        """Rows and :class:`StreamedRows` along the unknowns ``columns`` of ``full``."""
+        d_th, d_y, d_mk = self._directions(full, 0)
+        return self._stream_along(full, d_th[:, columns], d_y[:, columns],
+                                  d_mk[..., columns], stride).result()
+
+    def _unknown_directions(self, full: np.ndarray):
+        d_th, d_y, d_mk = self._directions(full, 0)
+        cols = slice(None) if self.fit_params else slice(self.n_params, None)
+        return d_th[:, cols], d_y[:, cols], d_mk[..., cols]
+
+    def cross_gram(self, x: np.ndarray, need_s: bool, members: list,
+                   data: np.ndarray | None = None) -> tuple:
+        """``([J | A_s | A_cal]^T [J | A_s | A_cal], width of A_s)`` over the marker rows,
+        streamed (rigtool.identify.relative.streamed_rows.marker_cross_products), and with
+        ``data [M, q]`` also ``[J | A_s | A_cal]^T data`` from the same run."""
+        full = self._full(x)
+        parts = [self._unknown_directions(full)]
+        n_s = 0
+        if need_s:
+            parts.append(self._directions(full, 1))
+            n_s = parts[-1][0].shape[1]
+        if members:
+            d_th, d_y, d_mk = self._directions(full, 2)
+            delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members],
+                             1)
+            parts.append((d_th @ delta, d_y @ delta, np.einsum("kic,cm->kim", d_mk, delta)))
+        d_th, d_y, d_mk = (np.concatenate([p[i] for p in parts], axis=-1) for i in range(3))
+        acc = self._stream_along(full, d_th, d_y, d_mk, 0, data)
+        return (acc.gram, n_s) if data is None else (acc.gram, n_s, acc.jt_data)
 
     def _marker_residual(self, full: np.ndarray) -> np.ndarray:
         """Marker rows alone (one simulation without sensitivities)."""

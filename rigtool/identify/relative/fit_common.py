@@ -151,11 +151,11 @@ class PriorRowsFit:
         """1 when the Jacobian of ``n_columns`` on the current horizon fits in
         :data:`rigtool.identify.relative.streamed_rows.JACOBIAN_BYTES` (held whole), else the frame stride of the rows kept for the
         geodesic acceleration (the normal equations then streamed; only problems with a
-        ``_marker_stream`` can)."""
+        ``_marker_stream_along`` can)."""
         n_rows = int(self.mask[:self.n_frames].sum()) * 3
         need = 8 * n_rows * max(n_columns, 1)
         budget = streamed_rows.JACOBIAN_BYTES
-        if need <= budget or not hasattr(self, "_marker_stream"):
+        if need <= budget or not hasattr(self, "_marker_stream_along"):
             return 1
         return -(-need // budget)
 

@@ -21,7 +21,7 @@ from rigtool.engine import tree as et
 from rigtool.identify.relative.equation_error import phi_b_affine
 from rigtool.engine.rigid import _skew
 from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
-from rigtool.identify.relative.streamed_rows import StreamedRows
+from rigtool.identify.relative.streamed_rows import RowAccumulator, StreamedRows
 from rigtool.rig import Rig
 
 
@@ -156,55 +156,48 @@ class RelativeProblem(PriorRowsFit):
                        stride: int) -> tuple[np.ndarray, StreamedRows]:
         """Marker rows and their Jacobian's normal equations along ``(d_theta, d_y0)``,
         accumulated chunk by chunk over the frames as the engine integrates them (memory of
-        one chunk), with the rows of every ``stride``-th frame held (weight ``stride``: the
-        geodesic acceleration's quadrature, rigtool.identify.relative.fit_common; 0: none)."""
+        one chunk), with the rows of every ``stride``-th frame held (0: none;
+        rigtool.identify.relative.streamed_rows)."""
         n_c = d_theta.shape[1]
-        gram, jtr = np.zeros((n_c, n_c)), np.zeros(n_c)
-        parts, held, held_idx = [], [], []
-        offset = 0
+        acc = RowAccumulator(n_c, stride)
 
         def consume(k0, _states, mks, d_mks):
-            nonlocal offset
             m = self.mask[k0:k0 + mks.shape[0]]
             r = 1e3 * (mks - self.measured[k0:k0 + mks.shape[0]])[m].ravel()
-            jac = 1e3 * d_mks[m].reshape(-1, n_c)
-            gram[...] += jac.T @ jac
-            jtr[...] += jac.T @ r
-            frame = np.repeat(k0 + np.nonzero(m)[0], 3)
-            keep = (np.flatnonzero(frame % stride == 0) if stride > 0
-                    else np.empty(0, np.int64))
-            held.append(jac[keep])
-            held_idx.append(offset + keep)
-            parts.append(r)
-            offset += r.size
+            acc.add(r, 1e3 * d_mks[m].reshape(-1, n_c), np.repeat(k0 + np.nonzero(m)[0], 3))
 
         theta_e, y0 = self._map(jnp.asarray(full), jnp.asarray(self.phi_s),
                                 jnp.asarray(self.calib_vector()))
         et.simulate(self.model, np.asarray(theta_e), np.asarray(y0), self.n_frames, self.dt,
                     substeps=self.substeps, tangent_theta=d_theta, tangent_y0=d_y0,
                     consume=consume)
-        r = np.concatenate(parts)
-        idx = np.concatenate(held_idx)
-        return r, StreamedRows(gram, jtr, idx, np.full(idx.size, float(stride)),
-                               np.concatenate(held, 0))
+        return acc.result()
 
     def _marker_stream_along(self, full: np.ndarray, columns: slice, stride: int):
         """:meth:`_marker_stream` along the unknowns ``columns`` of ``full``."""
         d_th, d_y, *_ = self.directions(full)
         return self._marker_stream(full, d_th[:, columns], d_y[:, columns], stride)
 
-    def marker_gram(self, x: np.ndarray, extra_theta: np.ndarray, extra_y0: np.ndarray
-                    ) -> np.ndarray:
-        """``[J | A]^T [J | A]`` over the marker rows, ``J`` the unknowns' Jacobian and ``A``
-        the rows' derivative along the extra input directions (Phi_s, calibration members),
-        streamed over the frames (the covariance's products ``J^T A`` without holding
-        either)."""
+    def cross_gram(self, x: np.ndarray, need_s: bool, members: list
+                   ) -> tuple[np.ndarray, int]:
+        """``([J | A_s | A_cal]^T [J | A_s | A_cal], width of A_s)`` over the marker rows,
+        streamed: ``J`` the unknowns' Jacobian, ``A_s`` the rows' derivative along Phi_s
+        (when ``need_s``), ``A_cal`` their change per calibration member (the covariance's
+        products ``J^T A`` without holding either)."""
         full = self._full(x)
-        d_th, d_y, *_ = self.directions(full)
+        d_th, d_y, d_th_s, d_y_s, d_th_c, d_y_c = self.directions(full)
         cols = slice(None) if self.fit_params else slice(self.n_params, None)
-        d_theta = np.hstack([d_th[:, cols], extra_theta])
-        d_y0 = np.hstack([d_y[:, cols], extra_y0])
-        return self._marker_stream(full, d_theta, d_y0, 0)[1].jtj
+        ths, ys = [d_th[:, cols]], [d_y[:, cols]]
+        if need_s:
+            ths.append(d_th_s)
+            ys.append(d_y_s)
+        if members:
+            delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members],
+                             1)
+            ths.append(d_th_c @ delta)
+            ys.append(d_y_c @ delta)
+        gram = self._marker_stream(full, np.hstack(ths), np.hstack(ys), 0)[1].jtj
+        return gram, d_th_s.shape[1] if need_s else 0
 
     def _marker_residual(self, full: np.ndarray) -> np.ndarray:
         """Marker rows alone (one simulation without sensitivities)."""

@@ -2,11 +2,14 @@
 streamed over the frames, the rows of every d-th frame kept for the geodesic acceleration,
 and the covariance's cross products from one more streamed tangent run.
 
-The swing's Jacobian is every marker row by every unknown: 4.4 GiB for a 600 s two-link
-swing, 0.6 GB for a 12 s swing at 15 links. Above :data:`JACOBIAN_BYTES` the problem
-(rigtool.identify.relative.problem) accumulates ``J^T J`` and ``J^T r`` chunk by chunk as
-the engine integrates (rigtool.engine.tree.simulate's ``consume``), so memory no longer
-grows with the capture's length or the tree's size.
+The relative fits' Jacobian is every marker row by every unknown: 4.4 GiB for a 600 s
+two-link swing, 0.6 GB for a 12 s swing at 15 links. Above :data:`JACOBIAN_BYTES` the
+problem accumulates ``J^T J`` and ``J^T r`` chunk by chunk (:class:`RowAccumulator`): the
+free swing (rigtool.identify.relative.problem) as the engine integrates
+(rigtool.engine.tree.simulate's ``consume``), the active model
+(rigtool.identify.relative.active_problem) from its platform's state tangents, 18 per
+frame, 128 frames of marker rows at a time. Memory no longer grows with the capture's
+length or the tree's size.
 """
 
 from __future__ import annotations
@@ -51,33 +54,69 @@ class StreamedRows:
                             np.vstack([self.held, prior_jac]))
 
 
+class RowAccumulator:
+    """Builds :class:`StreamedRows` from chunks of marker rows as a simulation yields them:
+    ``J^T J`` and ``J^T r`` summed, the residual rows kept (one number per row), the rows of
+    every ``stride``-th frame held (0: none), and ``J^T data`` for given columns of data
+    over the same rows (``data [M, q]``, the active model's input probes)."""
+
+    def __init__(self, n_columns: int, stride: int, data: np.ndarray | None = None):
+        self.stride = int(stride)
+        self.data = data
+        self.gram = np.zeros((n_columns, n_columns))
+        self.jtr = np.zeros(n_columns)
+        self.jt_data = None if data is None else np.zeros((n_columns, data.shape[1]))
+        self._r, self._held, self._idx = [], [], []
+        self._offset = 0
+
+    def add(self, r: np.ndarray, jac: np.ndarray, frame_of_row: np.ndarray) -> None:
+        """The next rows: residual ``r [m]``, Jacobian ``jac [m, P]``, each row's frame."""
+        self.gram += jac.T @ jac
+        self.jtr += jac.T @ r
+        if self.data is not None:
+            self.jt_data += jac.T @ self.data[self._offset:self._offset + r.size]
+        keep = (np.flatnonzero(frame_of_row % self.stride == 0) if self.stride > 0
+                else np.empty(0, np.int64))
+        self._held.append(jac[keep])
+        self._idx.append(self._offset + keep)
+        self._r.append(r)
+        self._offset += r.size
+
+    def result(self) -> tuple[np.ndarray, StreamedRows]:
+        """The residual rows and their streamed Jacobian."""
+        idx = np.concatenate(self._idx) if self._idx else np.zeros(0, np.int64)
+        held = (np.concatenate(self._held, 0) if self._held
+                else np.zeros((0, self.gram.shape[0])))
+        r = np.concatenate(self._r) if self._r else np.zeros(0)
+        return r, StreamedRows(self.gram, self.jtr, idx, np.full(idx.size, float(self.stride)),
+                               held)
+
+
 def marker_cross_products(prob, x: np.ndarray, jac: np.ndarray | StreamedRows, n_mark: int,
-                          members: list) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """``(J_m^T dr/dPhi_s, J_m^T A_cal)`` at ``x`` for :func:`phi_b_covariance` (the first
-    None in ``phi_b`` mode, the second without calibration ``members``). With the Jacobian
-    held (``jac``, its first ``n_mark`` rows the markers') from the problem's
-    ``phi_s_jacobian`` and ``calibration_jacobian``; streamed, from one more tangent run
-    with those directions beside the unknowns' (``prob.marker_gram``)."""
+                          members: list, data: np.ndarray | None = None):
+    """``(J_m^T dr/dPhi_s, J_m^T A_cal)`` at ``x`` for the covariance
+    (rigtool.identify.relative.fit_common.phi_b_covariance; the first None in ``phi_b``
+    mode, the second without calibration ``members``), and with ``data [M, q]`` over the
+    marker rows also ``J_m^T data`` as a third item. With the Jacobian held (``jac``, its
+    first ``n_mark`` rows the markers') from the problem's ``phi_s_jacobian`` and
+    ``calibration_jacobian``; streamed, from one more tangent run with those directions
+    beside the unknowns' (the problem's ``cross_gram``)."""
     need_s = prob.free == "jyy"
     if not isinstance(jac, StreamedRows):
         jac_m = jac[:n_mark]
         j_cal = prob.calibration_jacobian(x, members)
-        return (jac_m.T @ prob.phi_s_jacobian(x) if need_s else None,
-                None if j_cal is None else jac_m.T @ j_cal)
-    _, _, d_th_s, d_y_s, d_th_c, d_y_c = prob.directions(prob._full(x))
-    extra_th, extra_y = [np.zeros((d_th_s.shape[0], 0))], [np.zeros((d_y_s.shape[0], 0))]
-    if need_s:
-        extra_th.append(d_th_s)
-        extra_y.append(d_y_s)
-    if members:
-        delta = np.stack([prob.calib_vector(m[2]) - prob.calib_vector() for m in members], 1)
-        extra_th.append(d_th_c @ delta)
-        extra_y.append(d_y_c @ delta)
+        out = (jac_m.T @ prob.phi_s_jacobian(x) if need_s else None,
+               None if j_cal is None else jac_m.T @ j_cal)
+        if data is None:
+            return out
+        return out + (np.stack([jac_m.T @ data[:, j] for j in range(data.shape[1])], 1),)
+    if data is None:
+        gram, n_s = prob.cross_gram(x, need_s, members)
+    else:
+        gram, n_s, jt_data = prob.cross_gram(x, need_s, members, data)
     p = x.size
-    gram = prob.marker_gram(x, np.hstack(extra_th), np.hstack(extra_y))
-    n_s = d_th_s.shape[1] if need_s else 0
-    return (gram[:p, p:p + n_s] if need_s else None,
-            gram[:p, p + n_s:] if members else None)
+    out = (gram[:p, p:p + n_s] if need_s else None, gram[:p, p + n_s:] if members else None)
+    return out if data is None else out + (jt_data[:p],)
 
 
-__all__ = ["JACOBIAN_BYTES", "StreamedRows", "marker_cross_products"]
+__all__ = ["JACOBIAN_BYTES", "StreamedRows", "RowAccumulator", "marker_cross_products"]
