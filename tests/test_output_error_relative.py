@@ -259,10 +259,9 @@ def test_refinement_that_misses_the_noise_is_not_reached(swing):
     assert replace(res, marker_sigma_mm=31.0, noise_mm=float("nan")).reached_noise()
 
 
-def test_held_parameters_integrate_only_the_state_columns(swing, monkeypatch):
-    """With the parameters held (the first, initial-state stage) the Jacobian is the full
-    Jacobian's state columns, integrated alone (the tangents are the cost)."""
-    from rigtool.engine import tree as et
+def _problems_made(monkeypatch) -> list:
+    """Every RelativeProblem the refinement builds, in order (its construction watched), so
+    a test can evaluate the fit's own problem afterwards."""
     from rigtool.identify.relative import problem as rp
 
     made = []
@@ -273,6 +272,15 @@ def test_held_parameters_integrate_only_the_state_columns(swing, monkeypatch):
         made.append(self)
 
     monkeypatch.setattr(rp.RelativeProblem, "__post_init__", keep)
+    return made
+
+
+def test_held_parameters_integrate_only_the_state_columns(swing, monkeypatch):
+    """With the parameters held (the first, initial-state stage) the Jacobian is the full
+    Jacobian's state columns, integrated alone (the tangents are the cost)."""
+    from rigtool.engine import tree as et
+
+    made = _problems_made(monkeypatch)
     p = swing.p
     refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
                     swing.markers, start=swing.start, phi_s_cov=swing.cov_s, phi_s=swing.phi_s,
@@ -309,17 +317,9 @@ def test_streamed_jacobian_gives_the_held_fit(swing, monkeypatch):
     acceleration's ``J^T r_vv`` from every 4th frame is a quadrature of it. End to end on a
     swing with 0.1 mm marker noise both fits stop within ftol = 1e-8 of the cost, i.e.
     within sqrt(1e-8 M) ~ 0.03 standard errors of each other for M ~ 10^4 rows."""
-    from rigtool.identify.relative import problem as rp
     from rigtool.identify.relative import streamed_rows
 
-    made = []
-    post_init = rp.RelativeProblem.__post_init__
-
-    def keep(self):
-        post_init(self)
-        made.append(self)
-
-    monkeypatch.setattr(rp.RelativeProblem, "__post_init__", keep)
+    made = _problems_made(monkeypatch)
     p = swing.p
     noisy = _markerdata(p, p.traj, noise_m=1e-4, seed=4)
     kw = dict(start=swing.start, phi_s_cov=swing.cov_s, phi_s=swing.phi_s,

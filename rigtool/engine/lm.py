@@ -185,10 +185,17 @@ def finite_difference_curvature(residual: Callable[[np.ndarray], np.ndarray],
     are the ones the normal equations used (cache them: they are asked again here)."""
     def curvature_at(x: np.ndarray, v: np.ndarray) -> np.ndarray:
         jac = jacobian(x)
-        r_vv = (2.0 / h) * ((residual(x + h * v) - residual(x)) / h - jac @ v)
-        return jac.T @ r_vv
+        return jac.T @ second_derivative_along(residual(x), residual(x + h * v), jac @ v, h)
 
     return curvature_at
+
+
+def second_derivative_along(r_x: np.ndarray, r_step: np.ndarray, j_v: np.ndarray,
+                            h: float = GEODESIC_H) -> np.ndarray:
+    """``r_vv = (2 / h) ((r(x + h v) - r(x)) / h - J v)`` from the residuals at ``x`` and at
+    ``x + h v`` and the directional derivative ``J v`` (rows in any subset, the same in
+    all three)."""
+    return (2.0 / h) * ((r_step - r_x) / h - j_v)
 
 
 def _remaining_below(drop: float, predicted: float, last_drop: float | None,
@@ -212,5 +219,6 @@ def _remaining_below(drop: float, predicted: float, last_drop: float | None,
     return max(abs(drop - predicted), drop * ratio / (1.0 - ratio)) < tolerance
 
 
-__all__ = ["Normal", "LMResult", "levenberg_marquardt", "WARM_LAMBDA",
+__all__ = ["Normal", "LMResult", "levenberg_marquardt", "finite_difference_curvature",
+           "second_derivative_along", "WARM_LAMBDA",
            "CONVERGED_LAMBDA"]

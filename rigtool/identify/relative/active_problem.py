@@ -22,10 +22,10 @@ from rigtool.identify.relative.equation_error import phi_b_affine
 from rigtool.engine.rigid import _skew
 from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
 from rigtool.identify.relative.streamed_rows import RowAccumulator
+from rigtool.rig import Rig
 
 #: frames per chunk of marker rows when the Jacobian is streamed
 STREAM_FRAMES = 128
-from rigtool.rig import Rig
 
 
 @dataclass
@@ -193,7 +193,7 @@ class ActiveProblem(PriorRowsFit):
 
     def _unknown_directions(self, full: np.ndarray):
         d_th, d_y, d_mk = self._directions(full, 0)
-        cols = slice(None) if self.fit_params else slice(self.n_params, None)
+        cols = self.free_columns
         return d_th[:, cols], d_y[:, cols], d_mk[..., cols]
 
     def cross_gram(self, x: np.ndarray, need_s: bool, members: list,
@@ -209,8 +209,7 @@ class ActiveProblem(PriorRowsFit):
             n_s = parts[-1][0].shape[1]
         if members:
             d_th, d_y, d_mk = self._directions(full, 2)
-            delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members],
-                             1)
+            delta = self.member_deltas(members)
             parts.append((d_th @ delta, d_y @ delta, np.einsum("kic,cm->kim", d_mk, delta)))
         d_th, d_y, d_mk = (np.concatenate([p[i] for p in parts], axis=-1) for i in range(3))
         acc = self._stream_along(full, d_th, d_y, d_mk, 0, data)
@@ -231,7 +230,7 @@ class ActiveProblem(PriorRowsFit):
             return None
         full = self._full(x)
         d_th, d_y, d_mk = self._directions(full, 2)
-        delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members], 1)
+        delta = self.member_deltas(members)
         return self._rows_along(full, d_th @ delta, d_y @ delta,
                                 np.einsum("kic,cm->kim", d_mk, delta))[1]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from rigtool.engine._jax import jnp
 from rigtool.engine.lm import (GEODESIC_H, Normal, finite_difference_curvature,
-                               levenberg_marquardt)
+                               levenberg_marquardt, second_derivative_along)
 
 from rigtool.identify.common.output_error import next_horizon
 from rigtool.identify.relative import streamed_rows
@@ -170,7 +170,7 @@ class PriorRowsFit:
             if with_jacobian:
                 # held parameters: only the state's columns are integrated (the tangents
                 # are the Jacobian's cost, one per column)
-                free_cols = slice(None) if self.fit_params else slice(self.n_params, None)
+                free_cols = self.free_columns
                 if stride > 1:
                     r, jac = self._marker_stream_along(self._full(x), free_cols, stride)
                     finite = np.all(np.isfinite(jac.jtj)) and np.all(np.isfinite(jac.held))
@@ -185,9 +185,7 @@ class PriorRowsFit:
             # the motion left the model: a large residual the solver backs off from
             r = np.full(n_rows, DIVERGED_MM)
             jac = None if not with_jacobian else (
-                np.zeros((n_rows, x.size)) if stride == 1 else StreamedRows(
-                    np.zeros((x.size, x.size)), np.zeros(x.size), np.zeros(0, np.int64),
-                    np.zeros(0), np.zeros((0, x.size))))
+                np.zeros((n_rows, x.size)) if stride == 1 else StreamedRows.zeros(x.size))
         if self.prior_rows is not None and self.fit_params:
             theta = self.split(x)[0]
             r_prior = self.prior_rows @ theta - self.prior_rhs
@@ -203,6 +201,17 @@ class PriorRowsFit:
         with_jac = {k: v for k, v in self.cache.items() if v[1] is not None and k != key}
         self.cache = {**(with_jac if jac is None else {}), key: (r, jac)}
         return r, jac
+
+    @property
+    def free_columns(self) -> slice:
+        """The columns of the full unknown vector being fitted: all of them, or the initial
+        state's alone while the parameters are held (``fit_params`` False)."""
+        return slice(None) if self.fit_params else slice(self.n_params, None)
+
+    def member_deltas(self, members: list) -> np.ndarray:
+        """``[n_calib, C]``: each calibration member's change of the calibration vector
+        (:meth:`calib_vector`), the directions of the covariance's calibration share."""
+        return np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members], 1)
 
     @property
     def n_theta(self) -> int:
@@ -253,9 +262,9 @@ class PriorRowsFit:
         jac = self.jacobian(x)
         if not isinstance(jac, StreamedRows):
             return finite_difference_curvature(self.residual, self.jacobian)(x, v)
-        h = GEODESIC_H
-        r0, r1 = self.residual(x)[jac.rows], self.residual(x + h * v)[jac.rows]
-        r_vv = (2.0 / h) * ((r1 - r0) / h - jac.held @ v)
+        r_vv = second_derivative_along(self.residual(x)[jac.rows],
+                                       self.residual(x + GEODESIC_H * v)[jac.rows],
+                                       jac.held @ v)
         return jac.held.T @ (jac.weight * r_vv)
 
 

@@ -186,14 +186,13 @@ class RelativeProblem(PriorRowsFit):
         products ``J^T A`` without holding either)."""
         full = self._full(x)
         d_th, d_y, d_th_s, d_y_s, d_th_c, d_y_c = self.directions(full)
-        cols = slice(None) if self.fit_params else slice(self.n_params, None)
+        cols = self.free_columns
         ths, ys = [d_th[:, cols]], [d_y[:, cols]]
         if need_s:
             ths.append(d_th_s)
             ys.append(d_y_s)
         if members:
-            delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members],
-                             1)
+            delta = self.member_deltas(members)
             ths.append(d_th_c @ delta)
             ys.append(d_y_c @ delta)
         gram = self._marker_stream(full, np.hstack(ths), np.hstack(ys), 0)[1].jtj
@@ -222,7 +221,7 @@ class RelativeProblem(PriorRowsFit):
         if not members:
             return None
         *_, d_th, d_y = self.directions(self._full(x))
-        delta = np.stack([self.calib_vector(m[2]) - self.calib_vector() for m in members], 1)
+        delta = self.member_deltas(members)
         return self.marker_jacobian(x, d_th @ delta, d_y @ delta)
 
 

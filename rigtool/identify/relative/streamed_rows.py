@@ -44,6 +44,12 @@ class StreamedRows:
     weight: np.ndarray
     held: np.ndarray
 
+    @classmethod
+    def zeros(cls, n_columns: int) -> "StreamedRows":
+        """No information (the rows of a run that left the model)."""
+        return cls(np.zeros((n_columns, n_columns)), np.zeros(n_columns),
+                   np.zeros(0, np.int64), np.zeros(0), np.zeros((0, n_columns)))
+
     def with_prior(self, offset: int, prior_jac: np.ndarray, prior_r: np.ndarray
                    ) -> "StreamedRows":
         """These rows with the prior's rows (``prior_jac``, residual ``prior_r``) appended
