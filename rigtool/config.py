@@ -291,8 +291,9 @@ class CaptureRef:
 
 
 RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
-#: the posture fit's standard-error models (rigtool.identify.posture.cluster_covariance's
-#: STANDARD_ERRORS; not imported, to keep the manifest reader light)
+#: the posture fit's standard-error models (rigtool.identify.posture.cluster_covariance):
+#: "independent": ``s^2 H^-1``; "frame": the sandwich clustered by frames; "auto": "frame"
+#: when the markers' covariance comes from a camera's pose fits, else "independent"
 POSTURE_STANDARD_ERRORS = ("auto", "independent", "frame")
 
 

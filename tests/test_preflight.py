@@ -124,6 +124,16 @@ def test_window_outside_the_capture(demo, capsys):
     assert "relative_motion.window" in err and "outside the capture" in err
 
 
+def test_too_long_clusters_name_the_posture_field(demo, capsys):
+    """Frame-clustered standard errors need 50 clusters in the window: a cluster_frames that
+    leaves fewer is refused before any fit, naming the manifest and the posture's field."""
+    _edit(_session(demo), 'capture = "posture1.csv"',
+          'capture = "posture1.csv"\nstandard_errors = "frame"\ncluster_frames = 1000')
+    err = _run(["run", str(_session(demo))], capsys)
+    assert "session.toml" in err and "postures[0].cluster_frames" in err
+    assert "fewer than 50" in err
+
+
 def test_every_problem_is_reported_at_once(demo, capsys):
     _edit(_session(demo), 'capture = "posture2.csv"', 'capture = "nope.csv"')
     _edit(_session(demo), "window = [1.0, 11.0]", "window = [300.0, 310.0]")

@@ -21,8 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.camera.covariance_file import side_file_of
 from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.errors import ConfigError, RigtoolError
+from rigtool.identify.posture.cluster_covariance import resolve_standard_errors, too_few_clusters
 from rigtool.mocap import MarkerData, read_capture
 
 #: frames a fitted window needs at the least (as rigtool.identify.common.output_error)
@@ -119,6 +121,27 @@ def _check_window(col: _Collector, data: MarkerData, window: tuple[float, float]
     if n < MIN_WINDOW_FRAMES:
         col.add(f"the window [{window[0]:g}, {window[1]:g}] s holds {n} frames; expected at "
                 f"least {MIN_WINDOW_FRAMES}", path=named_by, field=field)
+
+
+def _check_clusters(col: _Collector, data: MarkerData, ref, *, named_by: Path,
+                    field: str) -> None:
+    """A posture whose standard errors will be clustered by frames (``"frame"``, or
+    ``"auto"`` with a ``rigtool track`` covariance) needs enough clusters in its window
+    (rigtool.identify.posture.cluster_covariance.too_few_clusters)."""
+    setting = getattr(ref, "standard_errors", None)
+    if setting is None:                               # the relative-motion capture
+        return
+    cov = ref.marker_covariance
+    camera = isinstance(cov, Path) or (cov == "auto" and side_file_of(ref.capture).exists())
+    if resolve_standard_errors(setting, camera) != "frame":
+        return
+    sel = np.ones(data.n_frames, bool) if ref.window is None else (
+        (data.time_s >= ref.window[0]) & (data.time_s <= ref.window[1]))
+    hit = np.flatnonzero(sel)
+    n = int(hit[-1] - hit[0] + 1) if hit.size else 0
+    problem = too_few_clusters(n, ref.cluster_frames)
+    if problem:
+        col.add(problem, path=named_by, field=field)
 
 
 def _calibrated_rig_hint(rig_path: Path) -> str | None:
@@ -220,6 +243,7 @@ def check_session(session_path: str | Path, *, rig: str | Path | None = None) ->
         if isinstance(cov, Path) and not cov.is_file():
             col.add(f"the marker covariance file {cov} does not exist", path=session.path,
                     field=f"{f}.marker_covariance")
+        _check_clusters(col, data, ref, named_by=session.path, field=f"{f}.cluster_frames")
     for i, link in enumerate(session.tree.links):
         spec = session.frames.get(link.name)
         if spec is not None:

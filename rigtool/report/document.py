@@ -48,7 +48,7 @@ def _standard_errors(oe, r) -> dict:
     rows independent, ``s^2 H^-1``) or ``frame`` (clustered by frames, a sandwich: a
     camera's corners share one pose per frame), with the sandwich's clusters and its own
     relative precision."""
-    if getattr(oe, "standard_errors", "independent") != "frame":
+    if oe.standard_errors != "frame":
         return {"kind": "independent"}
     return {"kind": "frame", "clusters": int(oe.se_clusters),
             "cluster_frames": int(oe.se_cluster_frames),

@@ -25,15 +25,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rigtool.config import POSTURE_STANDARD_ERRORS as STANDARD_ERRORS
 from rigtool.identify.posture.attached_markers import nuisance_products
 
-#: Standard-error models of the output-error posture fit. "independent": ``s^2 H^-1``;
-#: "frame": the sandwich with one cluster per frame; "auto": "frame" when the markers'
-#: covariance comes from a camera's pose fits, else "independent".
-STANDARD_ERRORS = ("auto", "independent", "frame")
 #: Fewest clusters the posture fit accepts: a sandwich's variance scatters by about
 #: ``sqrt(2 / G)`` (20 % of a variance at 50).
 MIN_CLUSTERS = 50
+
+
+def too_few_clusters(n_frames: int, cluster_frames: int) -> str | None:
+    """Why ``n_frames`` in clusters of ``cluster_frames`` are too few for the sandwich (fewer
+    than :data:`MIN_CLUSTERS`), as the message's text; None when they suffice."""
+    if n_frames >= MIN_CLUSTERS * cluster_frames:
+        return None
+    return (f"clusters of {cluster_frames} frames leave fewer than {MIN_CLUSTERS} in the "
+            f"{n_frames} frames fitted; expected cluster_frames of at most "
+            f"{max(n_frames // MIN_CLUSTERS, 1)} (its standard errors would be unreliable)")
 
 
 @dataclass(frozen=True)
@@ -228,5 +235,5 @@ def resolve_standard_errors(setting: str, correlated_in_frame: bool) -> str:
     return setting
 
 
-__all__ = ["MIN_CLUSTERS", "frame_clustered", "joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
+__all__ = ["MIN_CLUSTERS", "too_few_clusters", "frame_clustered", "joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
            "score_autocorrelation", "frame_sums", "position_scores"]

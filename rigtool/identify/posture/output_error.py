@@ -84,8 +84,9 @@ from rigtool.identify.posture.equation_error import PostureResult, transform_mat
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    solve_stage)
 from rigtool.errors import InputError
-from rigtool.identify.posture.cluster_covariance import (MIN_CLUSTERS, frame_clustered,
-                                                        resolve_standard_errors)
+from rigtool.identify.posture.cluster_covariance import (frame_clustered,
+                                                        resolve_standard_errors,
+                                                        too_few_clusters)
 from rigtool.identify.posture.oe_result import (OutputErrorResult, PlatformMarkerFit,
                                                platform_marker_fit)
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
@@ -201,11 +202,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
     xyz = data.select(names)
     idx = window_frames(data, window, "a free-vibration capture")
-    if se_model == "frame" and len(idx) < MIN_CLUSTERS * cluster_frames:
-        raise InputError(f"clusters of {cluster_frames} frames leave fewer than {MIN_CLUSTERS} "
-                         f"in the {len(idx)} frames fitted; expected cluster_frames of at most "
-                         f"{max(len(idx) // MIN_CLUSTERS, 1)} (its standard errors would be "
-                         "unreliable)", field="cluster_frames", found=cluster_frames)
+    too_few = too_few_clusters(len(idx), cluster_frames) if se_model == "frame" else None
+    if too_few:
+        raise InputError(too_few, field="cluster_frames", found=cluster_frames)
     xyz = xyz[idx]
     traj = fit_pose(xyz, mk, marker_names=tuple(names), time_s=data.time_s[idx])
     mask = traj.used & np.all(np.isfinite(xyz), axis=2)
