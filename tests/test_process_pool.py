@@ -70,3 +70,21 @@ def test_a_pool_of_one_never_prestarts():
     pool = LazyPool(1, preload=("rigtool.report.plots_subset",))
     pool.prestart()
     assert not pool.warm
+
+
+def test_figures_drawn_early_come_back_as_drawn_here(tmp_path):
+    """A run's posture figures are drawn in one worker while its later stages run
+    (start_posture_figures); their PNG bytes come back equal to a drawing in this process."""
+    from rigtool.report.figures import DrawnEarly, _pngs
+    other = dict(SUBSET, values=[80.0, 1.0, None])
+    with LazyPool(2, preload=("rigtool.report.plots_subset",)) as pool:
+        pool.prestart()
+        if not pool.allowed:                                  # a one-CPU or daemonic host
+            return
+        job = pool.executor().submit(_pngs, [(subset_values_figure, SUBSET),
+                                             (subset_values_figure, other)])
+        early = DrawnEarly({"a.png": 0, "b.png": 1}, job, [])
+        got = early.png("b.png")
+    subset_values_figure(other, tmp_path / "b.png")
+    assert got == (tmp_path / "b.png").read_bytes()
+    assert got != early.png("a.png")

@@ -100,6 +100,7 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
         The files written.
     """
     from rigtool.pipeline.session import run_pool, run_session   # imports the fitting code
+    from rigtool.report.figures import start_posture_figures
     from rigtool.report.writer import write_report
 
     check_results_dir(session_path, out_dir)
@@ -107,12 +108,25 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     # one set of worker processes for the posture fits and then the figures
     with run_pool(workers) as pool:
         pool.prestart()             # the workers' imports run on a spare core meanwhile
-        outcome = run_session(session_path, spring_model=options.spring_model,
-                              weighting=options.weighting, compensate=options.compensate,
-                              method=options.method, workers=workers, progress=progress,
-                              preflight=preflight, rig=rig, pool=pool)
+        early = []                  # the posture figures, drawn while the later stages run
+
+        def postures_fitted(postures):
+            early.append(start_posture_figures(postures, pool))
+
+        try:
+            outcome = run_session(session_path, spring_model=options.spring_model,
+                                  weighting=options.weighting, compensate=options.compensate,
+                                  method=options.method, workers=workers, progress=progress,
+                                  preflight=preflight, rig=rig, pool=pool,
+                                  postures_fitted=postures_fitted)
+        except BaseException:
+            for drawing in early:
+                if drawing is not None:
+                    drawing.cancel()
+            raise
         progress("writing the report")
-        return outcome, write_report(outcome, out_dir, pool=pool)
+        return outcome, write_report(outcome, out_dir, pool=pool,
+                                     early=early[0] if early else None)
 
 
 __all__ = ["RunOptions", "add_fit_arguments", "options_from_args", "default_results_dir",

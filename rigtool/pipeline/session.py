@@ -159,7 +159,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
                 method: str = "output-error", workers: int | None = None,
                 progress: Progress | None = None, preflight: bool = True,
-                rig: str | Path | None = None, pool: LazyPool | None = None
+                rig: str | Path | None = None, pool: LazyPool | None = None,
+                postures_fitted: Callable[[list[PostureOutcome]], None] | None = None
                 ) -> SessionOutcome:
     """Run every stage of a session (see module docstring).
 
@@ -168,6 +169,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     the manifest names before any fit (rigtool.pipeline.preflight); off when the caller has
     just done so. ``rig``: a rig file used instead of the manifest's. ``pool``: the run's
     worker processes, kept for the report's figures (default: the posture fits' own).
+    ``postures_fitted(outcomes)``, when given, is called as soon as every posture is fitted
+    (a run starts drawing their figures then, while the later stages run).
     """
     progress = progress or _noop
     session = (check_session(session_path, rig=rig) if preflight
@@ -193,6 +196,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
     outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers, pool)
+    if postures_fitted is not None:
+        postures_fitted(outcomes)
     warnings = [w for o in outcomes for w in o.warnings]
     subset = None
     if len(tree.links) > 1:

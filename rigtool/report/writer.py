@@ -19,7 +19,7 @@ from rigtool.report.content import build_document
 from rigtool.report.csv_tables import write_tables
 from rigtool.report.document import report_dict
 from rigtool.process_pool import LazyPool
-from rigtool.report.figures import write_figures
+from rigtool.report.figures import DrawnEarly, write_figures
 from rigtool.report.html import render_html
 from rigtool.report.markdown import render_markdown
 
@@ -28,15 +28,17 @@ if TYPE_CHECKING:                    # annotations only (data flows pipeline -> 
 
 
 def write_report(out: SessionOutcome, out_dir: Path, *,
-                 now: _dt.datetime | None = None, pool: LazyPool | None = None) -> list[Path]:
+                 now: _dt.datetime | None = None, pool: LazyPool | None = None,
+                 early: DrawnEarly | None = None) -> list[Path]:
     """Write every report file of a :class:`~rigtool.pipeline.session.SessionOutcome` into
     ``out_dir``; returns the paths written. ``now``: the time the calibration's age is
-    measured to (default: now, UTC). ``pool``: worker processes for the figures (see
+    measured to (default: now, UTC). ``pool``: worker processes for the figures, ``early``:
+    the posture figures already being drawn there (see
     :func:`rigtool.report.figures.write_figures`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = report_dict(out, now=now)
-    figures = write_figures(out, doc, out_dir, pool=pool)
+    figures = write_figures(out, doc, out_dir, pool=pool, early=early)
     written = write_tables(out, out_dir)
     if out.segments is not None:
         from rigtool.report.exports import write_exports
