@@ -63,3 +63,19 @@ def test_compiled_tree_reports_a_diverged_motion():
     with pytest.raises(FloatingPointError):
         et.simulate(p["model"], p["theta"], y0, 20, p["dt"],
                     tangent_y0=np.eye(y0.size)[:, :4])
+
+
+def test_loaded_kernels_are_the_ones_a_simulation_calls():
+    """load_kernels (a run calls it on a thread during the postures) loads the compiled code
+    of the argument types every tree simulation passes: after it, simulations with and
+    without tangents, on one and two threads, add no other compiled signature (each one
+    more would be a minute of compilation in a user's first run)."""
+    from rigtool.engine.tree_compiled import load_kernels, simulate_tangents
+    load_kernels()
+    loaded = set(simulate_tangents.signatures)
+    assert len(loaded) == 1
+    p = _tree_setup("demo.toml", 0.2)
+    et.simulate(p["model"], p["theta"], p["y0"], 10, p["dt"])
+    et.simulate(p["model"], p["theta"], p["y0"], 10, p["dt"],
+                tangent_y0=np.eye(p["y0"].size)[:, :20])
+    assert set(simulate_tangents.signatures) == loaded

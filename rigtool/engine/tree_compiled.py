@@ -46,6 +46,25 @@ def _column_groups(p_n: int) -> list[slice]:
     return column_groups(p_n, threads, block=1)
 
 
+def load_kernels() -> None:
+    """Load the kernels' compiled code now: a process's first tree simulation otherwise pays
+    it (0.4-0.5 s from numba's on-disk cache, numba's compiler set-up included). A run calls
+    this on a thread of its own while the postures are fitted (they run in XLA, without the
+    interpreter lock), so its relative-motion fit starts with the kernels in memory. One
+    frame of a one-body tree with one tangent column: the argument types of every call
+    (C-ordered float64 arrays, int64 indices), so the same compiled code."""
+    def zeros(*shape: int, dtype=np.float64) -> np.ndarray:
+        return np.zeros(shape, dtype)
+
+    n_s = 21                                 # one body: position, rotation, velocities
+    simulate_tangents(zeros(n_s), zeros(n_s, 1), zeros(1, 10), zeros(1, 10, 1), zeros(1, 3),
+                      zeros(1, 3, 1), zeros(1), zeros(1, 1), zeros(1), zeros(1, 1), zeros(1),
+                      zeros(1, 1), zeros(1), zeros(1, 1), zeros(1, 3), zeros(1, 3, 1),
+                      zeros(1, dtype=np.int64), zeros(6, dtype=np.int64), zeros(1, 3),
+                      zeros(1, 3), zeros(3), zeros(1, dtype=np.int64), 1, 0.01, 1,
+                      zeros(1, n_s), zeros(1, 1, 3), zeros(1, 1, 3, 1))
+
+
 #: bytes of marker tangents a chunk of frames holds when the caller consumes them chunk by
 #: chunk (``consume``): big enough that the kernels' per-call set-up is negligible
 CHUNK_BYTES = 32 * 2 ** 20
@@ -138,4 +157,4 @@ def simulate_compiled(model: "TreeModel", theta: np.ndarray, y0: np.ndarray, n_f
     return None
 
 
-__all__ = ["simulate_compiled", "chunk_frames", "CHUNK_BYTES", "MIN_COLUMNS_PER_THREAD"]
+__all__ = ["load_kernels", "simulate_compiled", "chunk_frames", "CHUNK_BYTES", "MIN_COLUMNS_PER_THREAD"]

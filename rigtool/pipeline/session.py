@@ -24,12 +24,14 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from threading import Thread
 from typing import Callable
 
 import numpy as np
 
 from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.devices.scale import resolve_total_mass, total_mass_std
+from rigtool.engine.tree_compiled import load_kernels
 from rigtool.errors import ConfigError, IdentifiabilityError
 from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
@@ -175,6 +177,9 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     progress = progress or _noop
     session = (check_session(session_path, rig=rig) if preflight
                else load_session(session_path, rig=rig))
+    if session.relative_motion is not None and method == "output-error":
+        # the relative-motion fit's kernels load on the spare core while the postures run
+        Thread(target=load_kernels, name="load_tree_kernels", daemon=True).start()
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)
