@@ -204,23 +204,30 @@ def rk4_step(y, theta, consts, free, h, substeps: int):
     return y
 
 
+# The chunks return their last frame beside the frames: the next chunk starts from it
+# without an indexing op outside the compiled code (each such op is compiled anew in every
+# process, too small for JAX's persistent cache: ~0.4 s of a run's first posture).
 @disk_jit(static_argnames=("free", "substeps", "n"))
 def _chunk(y, theta, consts, h, *, free, substeps, n):
+    """``n`` frames after ``y`` and the last of them."""
     def body(y, _):
         y = rk4_step(y, theta, consts, free, h, substeps)
         return y, y
-    return jax.lax.scan(body, y, None, length=n)[1]
+    last, ys = jax.lax.scan(body, y, None, length=n)
+    return ys, last
 
 
 @disk_jit(static_argnames=("free", "substeps", "n"))
 def _chunk_tangents(y, tan_y, theta, tan_theta, consts, h, *, free, substeps, n):
+    """``n`` frames after ``y`` and their tangents, and the last frame's pair."""
     def body(carry, _):
         y, tan_y = carry
         y_next, lin = jax.linearize(
             lambda yy, tt: rk4_step(yy, tt, consts, free, h, substeps), y, theta)
         tan_next = jax.vmap(lin, in_axes=(1, 1), out_axes=1)(tan_y, tan_theta)
         return (y_next, tan_next), (y_next, tan_next)
-    return jax.lax.scan(body, (y, tan_y), None, length=n)[1]
+    (last, tan_last), (ys, tans) = jax.lax.scan(body, (y, tan_y), None, length=n)
+    return ys, tans, last, tan_last
 
 
 def _pad_columns(a: np.ndarray) -> np.ndarray:
@@ -282,19 +289,18 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     consts = model.consts()
     states = np.empty((n_frames, STATE))
     states[0] = y0
-    y = jnp.asarray(y0, float)
-    theta_j = jnp.asarray(theta, float)
+    y = np.asarray(y0, float)
+    theta_j = np.asarray(theta, float)
     if tangent_theta is None and tangent_y0 is None:
         k = 1
         while k < n_frames:
-            ys = _chunk(y, theta_j, consts, dt / substeps, free=model.free_rows,
-                        substeps=substeps, n=CHUNK_FRAMES)
+            ys, y = _chunk(y, theta_j, consts, dt / substeps, free=model.free_rows,
+                           substeps=substeps, n=CHUNK_FRAMES)
             m = min(CHUNK_FRAMES, n_frames - k)
             ys_np = np.asarray(ys)
             if not np.all(np.isfinite(ys_np[m - 1])):
                 raise FloatingPointError("the simulated motion diverged")
             states[k:k + m] = ys_np[:m]
-            y = ys[CHUNK_FRAMES - 1] if m == CHUNK_FRAMES else None
             k += m
         return states, None
     p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
@@ -308,16 +314,15 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     # frames x 32 columns), so splitting columns over threads (rigtool.engine.columns) cost
     # more than it saved (measured: 0.41 s on two threads). Instead the next chunk is
     # dispatched before this one is consumed: XLA integrates while NumPy accumulates.
-    tan, t_th = jnp.asarray(t_y), jnp.asarray(t_th)
 
     def dispatch(y, tan):
         return _chunk_tangents(y, tan, theta_j, t_th, consts, dt / substeps,
                                free=model.free_rows, substeps=substeps, n=CHUNK_FRAMES)
 
-    out = dispatch(y, tan)
+    out = dispatch(y, t_y)
     k = 1
     while k < n_frames:
-        ys, ts = out
+        ys, ts, y_last, t_last = out
         m = min(CHUNK_FRAMES, n_frames - k)
         ys_np = np.asarray(ys)
         if not np.all(np.isfinite(ys_np[m - 1])):
@@ -325,7 +330,7 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         states[k:k + m] = ys_np[:m]
         ts_np = np.asarray(ts)[:m, :, :p]
         if k + m < n_frames:             # m == CHUNK_FRAMES: the next chunk starts now
-            out = dispatch(ys[CHUNK_FRAMES - 1], ts[CHUNK_FRAMES - 1])
+            out = dispatch(y_last, t_last)
         if keep:
             tangents[k:k + m] = ts_np
         else:
