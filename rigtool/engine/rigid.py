@@ -250,6 +250,27 @@ def tangent_start(n_theta: int, n_state: int, tangent_theta: np.ndarray | None,
     return (p, _pad_columns(t_th), _pad_columns(t_y)) if pad else (p, t_th, t_y)
 
 
+def load_executables(model: RigidModel, widths: tuple[int, ...] = (16, 32, 48),
+                     substeps: int = 1) -> None:
+    """Load the compiled chunks a fit of ``model`` will call (the primal one and the tangent
+    one per padded column width in ``widths``) by running each once on a rest state. A
+    process's first call of each otherwise pays its load from JAX's persistent cache, 0.15-0.3
+    s apiece on the fit's path; the commands call this on a thread of their own while they
+    read and prepare the captures (JAX releases the interpreter lock while it loads and runs
+    compiled code). A width no fit then uses costs that thread's time, nothing else."""
+    consts = model.consts()
+    y = np.zeros(STATE)
+    y[3:12] = np.eye(3).ravel()
+    theta = np.zeros(10 + 3 * model.n_springs)
+    theta[0] = 1.0
+    h = 1e-3 / substeps
+    _chunk(y, theta, consts, h, free=model.free_rows, substeps=substeps, n=CHUNK_FRAMES)
+    for width in widths:
+        p, t_th, t_y = tangent_start(theta.size, STATE, None, np.zeros((STATE, width)))
+        np.asarray(_chunk_tangents(y, t_y, theta, t_th, consts, h, free=model.free_rows,
+                                   substeps=substeps, n=CHUNK_FRAMES)[0])
+
+
 def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
              dt: float, *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
              tangent_y0: np.ndarray | None = None, consume=None):
@@ -339,7 +360,7 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
     return states, tangents
 
 
-__all__ = ["RigidModel", "STATE", "CHUNK_FRAMES", "theta_of", "tangent_start", "rhs", "rk4_step",
+__all__ = ["RigidModel", "load_executables", "STATE", "CHUNK_FRAMES", "theta_of", "tangent_start", "rhs", "rk4_step",
            "rk4_written", "rk4_looped",
            "simulate",
            "spring_wrench"]

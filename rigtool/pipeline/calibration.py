@@ -13,12 +13,14 @@ import datetime as _dt
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from threading import Thread
 from typing import Callable
 
 import numpy as np
 
 from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
+from rigtool.engine.rigid import RigidModel, load_executables
 from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibration.equation_error import CalibrationResult, HoldoutCheck, calibrate_motion
 from rigtool.calibration_uncertainty import covariance_table
@@ -130,6 +132,11 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     raw platform markers (rigtool.identify.calibration.output_error).
     """
     check_method(method)
+    if method == "output-error":
+        # the refinement's compiled chunks load on the spare core while the captures are
+        # read, filtered and fitted by equation error
+        Thread(target=load_executables, args=(RigidModel.of(rigfile.rig),),
+               name="load_rigid_executables", daemon=True).start()
     caps, inputs, datas = prepare_captures(rigfile, settings, compensate=compensate,
                                            progress=progress)
     if progress:

@@ -179,6 +179,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                else load_session(session_path, rig=rig))
     if session.relative_motion is not None and method == "output-error":
         # the relative-motion fit's kernels load on the spare core while the postures run
+        # (loading the postures' compiled chunks there too was measured: no faster, that
+        # core imports the report's workers meanwhile)
         Thread(target=load_kernels, name="load_tree_kernels", daemon=True).start()
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
