@@ -139,3 +139,17 @@ def test_console_script(c3d_file):
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["markers"] == ["rig:P1", "P2", "P3"]
+
+
+def test_console_script_ends_with_the_status_and_every_line(c3d_file, tmp_path):
+    """The console script ends the process without the interpreter's finalisation
+    (rigtool.cli.end_process): its status and everything it printed to a pipe still
+    arrive, on success and on an error."""
+    cmd = [sys.executable, "-m", "rigtool.cli"]
+    here = subprocess.run(cmd + ["inspect", "--json", str(c3d_file)], capture_output=True,
+                          text=True, timeout=60)
+    assert here.returncode == 0 and json.loads(here.stdout)["markers"] == ["rig:P1", "P2", "P3"]
+    missing = subprocess.run(cmd + ["inspect", str(tmp_path / "none.c3d")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2
+    assert "none.c3d" in missing.stderr and "Traceback" not in missing.stderr
