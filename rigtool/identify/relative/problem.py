@@ -6,7 +6,7 @@ fitted: dt, rotation vector about the marker-fitted pose), state]`` with the sta
 ``[p, phi_0..phi_{n-1}, v, omega_0..omega_{n-1}]`` (rotation vectors about each body's
 reference rotation). The map to the engine's inputs (rigtool.engine.tree: every body's
 parameters, joint centres, joint damping, springs, marker coordinates, initial state) is
-written once in JAX below and differentiated by ``jax.jacfwd``: with respect to ``x`` for the
+rigtool.identify.relative.input_map, with its exact Jacobian: with respect to ``x`` for the
 fit, to Phi_s for its propagation (``jyy`` mode) and to the calibration for its.
 """
 
@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rigtool.engine._jax import jax, jnp
 from rigtool.engine import tree as et
-from rigtool.identify.relative.equation_error import phi_b_affine
-from rigtool.engine.rigid import _skew
-from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
+from rigtool.identify.relative.fit_common import PriorRowsFit
+from rigtool.identify.relative.input_map import MapConstants, input_map, input_map_jacobian
 from rigtool.identify.relative.streamed_rows import RowAccumulator, StreamedRows
 from rigtool.rig import Rig
 
@@ -57,8 +55,7 @@ class RelativeProblem(PriorRowsFit):
 
     def __post_init__(self) -> None:
         self.model = et.TreeModel.of(self.rig, self.parents, self.body_of_marker)
-        self._map = jax.jit(self._make_map())
-        self._map_jac = jax.jit(jax.jacfwd(self._make_map(), argnums=(0, 1, 2)))
+        self._consts = self.map_constants()
 
     @property
     def n(self) -> int:
@@ -77,57 +74,25 @@ class RelativeProblem(PriorRowsFit):
         k = self.n_theta + self.n_damp
         return params[:self.n_theta], params[self.n_theta:k], x[i:], params[k:k + 6]
 
-    # ---------------------------------------------------------------- the map (JAX)
-    def _make_map(self):
-        n, n_th, n_d = self.n, self.n_theta, self.n_damp
-        fit_base, free = self.fit_base, self.free
-        parents = list(self.parents)
-        g_mat, h_mat = (jnp.asarray(a) for a in phi_b_affine(n))
-        r_pb0, t_pb0 = jnp.asarray(self.r_pb, float), jnp.asarray(self.t_pb, float)
-        centres = jnp.asarray(self.joint_centres, float)
-        mk0 = jnp.asarray(self.markers_body, float)
-        on_base = jnp.asarray(self.on_base, bool)
-        rot_ref = jnp.asarray(self.rot_ref, float)
-        mass = float(self.mass_kg)
-        s_n = len(self.rig.springs)
-
-        def fmap(x, phi_s, calib):
-            theta = x[:n_th]
-            damp = x[n_th:n_th + n_d]
-            i = n_th + n_d
-            if fit_base:
-                base, i = x[i:i + 6], i + 6
-                rot_b = jax.scipy.linalg.expm(_skew(base[3:6])) @ r_pb0
-                t_b = t_pb0 + base[:3]
-            else:
-                rot_b, t_b = r_pb0, t_pb0
-            st = x[i:]
-            phi_b = theta if free == "phi_b" else g_mat @ phi_s + h_mat @ theta
-            pis = object_bodies(phi_b, mass, calib[:10], rot_b, t_b, n)
-            jp = [jnp.zeros(3)]
-            for j in range(1, n):
-                jp.append(rot_b @ centres[j] + t_b if parents[j] == 0 else centres[j])
-            jd = jnp.concatenate([jnp.zeros(1), jnp.broadcast_to(damp, (n - 1,))])
-            k, l0, c = calib[10:10 + s_n], calib[10 + s_n:10 + 2 * s_n], calib[10 + 2 * s_n:]
-            mk = jnp.where(on_base[:, None], mk0 @ rot_b.T + t_b, mk0)
-            theta_e = jnp.concatenate([pis.ravel(), jnp.stack(jp).ravel(), jd, k, k * l0, c,
-                                       mk.ravel()])
-            rv = st[3:3 + 3 * n].reshape(n, 3)
-            rots = jnp.stack([jax.scipy.linalg.expm(_skew(rv[b])) @ rot_ref[b]
-                              for b in range(n)])
-            y0 = jnp.concatenate([st[:3], rots.ravel(), st[3 + 3 * n:]])
-            return theta_e, y0
-
-        return fmap
+    # ---------------------------------------------------------------- the map
+    def map_constants(self) -> MapConstants:
+        """What the input map holds fixed (rigtool.identify.relative.input_map)."""
+        return MapConstants(tuple(self.parents), self.n_theta, self.n_damp, self.fit_base,
+                            self.free, np.asarray(self.r_pb, float),
+                            np.asarray(self.t_pb, float),
+                            np.asarray(self.joint_centres, float),
+                            np.asarray(self.markers_body, float),
+                            np.asarray(self.on_base, bool), np.asarray(self.rot_ref, float),
+                            float(self.mass_kg), len(self.rig.springs))
 
     # ---------------------------------------------------------------- evaluation
     def _full(self, x: np.ndarray) -> np.ndarray:
         return x if self.fit_params else np.concatenate([self.theta_fixed, x])
 
     def _simulate(self, full, tangent_theta=None, tangent_y0=None, phi_s=None, calib=None):
-        theta_e, y0 = self._map(jnp.asarray(full), jnp.asarray(
-            self.phi_s if phi_s is None else phi_s), jnp.asarray(self.calib_vector(calib)))
-        return et.simulate(self.model, np.asarray(theta_e), np.asarray(y0), self.n_frames,
+        theta_e, y0 = input_map(self._consts, full, self.phi_s if phi_s is None else phi_s,
+                                self.calib_vector(calib))
+        return et.simulate(self.model, theta_e, y0, self.n_frames,
                            self.dt, substeps=self.substeps, tangent_theta=tangent_theta,
                            tangent_y0=tangent_y0)
 
@@ -141,9 +106,7 @@ class RelativeProblem(PriorRowsFit):
     def directions(self, x: np.ndarray):
         """Jacobians of the map at ``x``: ``(dtheta/dx, dy0/dx, dtheta/dPhi_s, dy0/dPhi_s,
         dtheta/dcal, dy0/dcal)`` (``x`` the full unknown vector)."""
-        jt, jy = self._map_jac(jnp.asarray(x), jnp.asarray(self.phi_s),
-                               jnp.asarray(self.calib_vector()))
-        return tuple(np.asarray(a) for a in (jt[0], jy[0], jt[1], jy[1], jt[2], jy[2]))
+        return input_map_jacobian(self._consts, x, self.phi_s, self.calib_vector())
 
     def _marker_rows(self, full: np.ndarray, columns: slice = slice(None)):
         """Marker rows and their Jacobian along the unknowns ``columns`` of ``full`` (all of
@@ -166,9 +129,8 @@ class RelativeProblem(PriorRowsFit):
             r = 1e3 * (mks - self.measured[k0:k0 + mks.shape[0]])[m].ravel()
             acc.add(r, 1e3 * d_mks[m].reshape(-1, n_c), np.repeat(k0 + np.nonzero(m)[0], 3))
 
-        theta_e, y0 = self._map(jnp.asarray(full), jnp.asarray(self.phi_s),
-                                jnp.asarray(self.calib_vector()))
-        et.simulate(self.model, np.asarray(theta_e), np.asarray(y0), self.n_frames, self.dt,
+        theta_e, y0 = input_map(self._consts, full, self.phi_s, self.calib_vector())
+        et.simulate(self.model, theta_e, y0, self.n_frames, self.dt,
                     substeps=self.substeps, tangent_theta=d_theta, tangent_y0=d_y0,
                     consume=consume)
         return acc.result()
