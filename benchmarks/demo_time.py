@@ -1,0 +1,70 @@
+"""Wall time of the README's demo: ``rigtool calibrate`` then ``rigtool run`` on copies of
+the bundled calibration/ and captures/ folders, as a user runs them (a new process each).
+
+    python3 benchmarks/demo_time.py --rounds 6
+    python3 benchmarks/demo_time.py --rounds 6 --old /path/to/an/older/checkout
+
+With ``--old``, each round runs the older checkout (``PYTHONPATH`` set to it) and then this
+one, back to back, so both see the same load on the machine; the figures to compare are the
+medians. One untimed round first warms the caches (JAX's and numba's compiled code; a
+checkout whose engine sources differ exports its own traces then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = (("calibrate", ["calibrate", "calibration/paper-rig.toml", "--force"]),
+            ("run", ["run", "captures/two-link/session.toml"]))
+
+
+def _timed(args: list[str], cwd: Path, pythonpath: str | None) -> float:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "rigtool.cli", *args], cwd=cwd, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--old", type=Path, help="an older checkout to time beside this one")
+    args = ap.parse_args()
+    variants = ([("old", str(args.old.resolve()))] if args.old else []) + [("new", None)]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for folder in ("calibration", "captures"):
+            shutil.copytree(ROOT / folder, work / folder,
+                            ignore=shutil.ignore_patterns("results", "*.calibrated.toml"))
+        for _, path in variants:                          # warm-up, untimed
+            for _, cmd in COMMANDS:
+                _timed(cmd, work, path)
+        times = {(v, c): [] for v, _ in variants for c, _ in COMMANDS}
+        for r in range(args.rounds):
+            row = []
+            for v, path in variants:
+                for c, cmd in COMMANDS:
+                    times[(v, c)].append(_timed(cmd, work, path))
+                    row.append(f"{v} {c} {times[(v, c)][-1]:5.2f}")
+            print(f"round {r + 1}: " + ", ".join(row), flush=True)
+    for v, _ in variants:
+        med = {c: statistics.median(times[(v, c)]) for c, _ in COMMANDS}
+        print(f"{v}: median calibrate {med['calibrate']:.2f} s + run {med['run']:.2f} s = "
+              f"{med['calibrate'] + med['run']:.2f} s "
+              f"(fastest round {min(a + b for a, b in zip(times[(v, 'calibrate')], times[(v, 'run')])):.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
