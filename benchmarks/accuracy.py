@@ -61,8 +61,9 @@ from crb import posture_crb  # noqa: E402
 from rigtool.config import FilterSettings  # noqa: E402
 from rigtool.errors import RigtoolError  # noqa: E402
 from rigtool.identify.relative.output_error import refine_relative  # noqa: E402
-from rigtool.identify.relative.equation_error import (_constrained, _inside, feasible_intervals,  # noqa: E402
-                                       phi_b_affine, resolve_relative)
+from rigtool.identify.relative.bounds import (_constrained, _inside, feasible_intervals,  # noqa: E402
+                                              phi_b_affine)
+from rigtool.identify.relative.equation_error import resolve_relative  # noqa: E402
 from rigtool.identify.subset.fit import PostureOverall, fit_subset  # noqa: E402
 from rigtool.pipeline.session import posture_overall  # noqa: E402
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine.rigid import _skew
-from rigtool.identify.relative.equation_error import phi_b_affine
+from rigtool.identify.relative.bounds import phi_b_affine
 from rigtool.identify.relative.fit_common import object_bodies
 
 

@@ -11,8 +11,8 @@ import pytest
 from rigtool.errors import InputError
 import _ref_tree_kane as tm              # the Kane's-method reference model (tests/)
 from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
-from rigtool.identify.relative.equation_error import (RelativeResult, describe_interval,
-                                                    resolve_relative)
+from rigtool.identify.relative.bounds import describe_interval
+from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.config import FilterSettings
 from rigtool.mocap import MarkerData
 from rigtool.sim import dynamics as dyn

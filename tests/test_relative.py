@@ -13,9 +13,11 @@ import pytest
 
 from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError, IdentifiabilityError
-from rigtool.identify.relative.equation_error import (dual_metric_factor, feasible_intervals,
-                                       link_lower_bounds, phi_b_affine, plot_relative,
-                                       relative_system, resolve_relative)
+from rigtool.identify.relative.bounds import (feasible_intervals, link_lower_bounds,
+                                              phi_b_affine)
+from rigtool.identify.relative.equation_error import dual_metric_factor, resolve_relative
+from rigtool.identify.relative.regression import relative_system
+from rigtool.report.plots_fit import plot_relative
 from rigtool.tree import j_matrix, minimal_parameters, phi_b_vector, phi_s_from_phi_b
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 def summary_text(doc: dict) -> str:
     """The report's summary for the terminal: the object, its segments (or the whole object
     per posture), Phi_s and the relative-motion terms, and one line per check."""
-    from rigtool.identify.relative.equation_error import describe_interval
+    from rigtool.identify.relative.bounds import describe_interval
     s = doc["summary"]
     lines = [s["object"]]
     for seg in s["segments"]:

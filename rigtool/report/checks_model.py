@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from rigtool.identify.relative.equation_error import describe_interval
+from rigtool.identify.relative.bounds import describe_interval
 from rigtool.report.check_types import Check, listing
 
 if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)

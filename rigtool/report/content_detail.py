@@ -9,7 +9,7 @@ the column headers: COM in mm, inertia in kg m^2, MS in kg m, errors against a t
 
 from __future__ import annotations
 
-from rigtool.identify.relative.equation_error import describe_interval
+from rigtool.identify.relative.bounds import describe_interval
 from rigtool.report.blocks import Bullets, Col, Fig, Para, Section, Sub, Table
 
 _SIX = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"), (0, 1, "xy"))

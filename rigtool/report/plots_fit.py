@@ -127,14 +127,39 @@ def residual_figure(postures, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_relative(result, ax=None):
+    """Paper 002 Fig. 6: eq. 16's left side (springs minus the known mass terms, solid)
+    and right side (``Y_B1 Phi_B`` with the identified Phi_B, dotted) per wrench component.
+
+    ``result``: a rigtool.identify.relative.equation_error.RelativeResult (its ``figure``
+    data). Returns the matplotlib Figure.
+    """
+    plt = _plt()
+    fig = result.figure
+    rows = fig["rows"]
+    if ax is None:
+        f, ax = plt.subplots(len(rows), 1, sharex=True, figsize=(8, 1.5 * len(rows) + 1))
+    else:
+        f = np.atleast_1d(ax)[0].figure
+    axes = np.atleast_1d(ax)
+    for k, a in enumerate(axes):
+        a.plot(fig["time_s"], fig["lhs"][:, k], lw=1.0, label="left side (springs)")
+        a.plot(fig["time_s"], fig["rhs"][:, k], lw=1.0, ls=":", label="right side (Phi_B)")
+        a.set_ylabel(f"{rows[k]} [{'N' if rows[k].startswith('f') else 'N m'}]")
+    axes[0].legend(loc="upper right", fontsize=7)
+    axes[0].set_title("Relative motion: both sides of eq. 16")
+    axes[-1].set_xlabel("time [s]")
+    f.tight_layout()
+    return f
+
+
 def relative_figure(out, path: Path) -> None:
     """Both sides of eq. 16 over time (paper 002 Fig. 6)."""
     plt = _plt()
-    from rigtool.identify.relative.equation_error import plot_relative
     fig = plot_relative(out.relative)
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
 
 __all__ = ["output_error_figure", "wrench_figure", "motion_figure", "residual_figure",
-           "relative_figure"]
+           "relative_figure", "plot_relative"]

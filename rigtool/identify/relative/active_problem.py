@@ -18,7 +18,7 @@ import numpy as np
 from rigtool.engine._jax import jax, jnp
 from rigtool.engine import prescribed as ep
 from rigtool.engine.rigid import RigidModel
-from rigtool.identify.relative.equation_error import phi_b_affine
+from rigtool.identify.relative.bounds import phi_b_affine
 from rigtool.engine.rigid import _skew
 from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
 from rigtool.identify.relative.streamed_rows import RowAccumulator

@@ -18,8 +18,7 @@ from rigtool.engine.lm import (GEODESIC_H, Normal, finite_difference_curvature,
 from rigtool.identify.common.output_error import next_horizon
 from rigtool.identify.relative import streamed_rows
 from rigtool.identify.relative.streamed_rows import StreamedRows
-from rigtool.identify.relative.equation_error import (feasible_intervals, link_lower_bounds,
-                                                      phi_b_affine)
+from rigtool.identify.relative.bounds import feasible_intervals, link_lower_bounds, phi_b_affine
 
 
 #: marker residual (mm) given to every row when a simulation leaves the model (non-finite

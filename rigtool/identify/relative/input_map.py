@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.identify.relative.equation_error import phi_b_affine
+from rigtool.identify.relative.bounds import phi_b_affine
 
 #: the complex step: below round-off of any input's real part, far above complex underflow
 STEP = 1e-30

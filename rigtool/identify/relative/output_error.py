@@ -18,7 +18,7 @@ docstring of rigtool.engine.tree: each moving link carries ``[0, MS_j, J_j]``, i
 sits on its joint). Unknowns:
 
 - ``free="jyy"``: the moving links' ``J_yy`` (``Phi_B = G Phi_s + H u`` of
-  rigtool.identify.relative.equation_error.phi_b_affine), Phi_s held at the postures' estimate; its
+  rigtool.identify.relative.bounds.phi_b_affine), Phi_s held at the postures' estimate; its
   covariance is propagated into the result to first order (``du/dPhi_s`` from the exact
   sensitivities), as the equation-error two-step method does;
 - ``free="phi_b"`` (default; see :func:`refine_relative` for the evidence): every entry of
@@ -39,7 +39,7 @@ the window. The swing of a few degrees decays slowly and the model is determinis
 smooth, so one trajectory tracks a 10 s window to the marker noise when the model is right.
 
 Bounds: each moving link's ``J_yy`` is kept inside its physically consistent interval
-(rigtool.identify.relative.equation_error.feasible_intervals: pseudo-inertia LMIs given Phi_s and M0) as
+(rigtool.identify.relative.bounds.feasible_intervals: pseudo-inertia LMIs given Phi_s and M0) as
 box bounds of the solver; an estimate within 1e-6 of a bound is flagged. Joint damping >= 0.
 With ``free="phi_b"`` Phi_s moves with the fit, so the fit runs unbounded and the estimate is
 checked against the intervals of its own Phi_s; outside, the last stage is rerun with those
@@ -78,8 +78,8 @@ from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_hor
                                                   unconverged_warning)
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
-from rigtool.identify.relative.equation_error import (RelativeResult, eq16_with,
-                                                     feasible_intervals, link_lower_bounds)
+from rigtool.identify.relative.bounds import feasible_intervals, link_lower_bounds
+from rigtool.identify.relative.equation_error import RelativeResult, eq16_with
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -255,7 +255,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         Weighed mass ``M0``.
     base_pose : (R, p), optional
         The base link's pose on the platform; default the mean from the capture (as
-        :func:`rigtool.identify.relative.equation_error.relative_system`).
+        :func:`rigtool.identify.relative.regression.relative_system`).
     window : (t0, t1), optional
         Time span fitted, s; default the whole capture.
     calibration_std : dict, optional
