@@ -31,7 +31,8 @@ from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_hor
                                                   fit_initial_state, object_start,
                                                   phi_b_covariance, unconverged_warning)
 from rigtool.identify.relative.streamed_rows import marker_cross_products
-from rigtool.identify.relative.output_error import RelativeRefinement, _phi_s_matrix
+from rigtool.identify.relative.bounds import _phi_s_matrix
+from rigtool.identify.relative.oe_result import RelativeRefinement
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.kinematics.relative_spline import (chain_roots, fit_relative_rotations,

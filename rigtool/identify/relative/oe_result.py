@@ -1,0 +1,138 @@
+"""The relative-motion output-error fit's result (:class:`RelativeRefinement`: Phi_B with its
+covariance, the moving links' J_yy, joint damping, residuals and the fit's stages) and the
+test a refinement must pass to be reported (:meth:`RelativeRefinement.reached_noise`), with
+:class:`ModelMismatch`, raised when the passive model cannot follow the capture at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from rigtool.identify.relative.equation_error import RelativeResult, eq16_with
+from rigtool.tree import j_matrix
+
+#: a refinement whose residual exceeds this multiple of the marker noise has not fitted the
+#: data (model error or a start too far off); its estimate is not reported
+REACHED_NOISE_FACTOR = 1.5
+
+
+class ModelMismatch(Exception):
+    """The swing model cannot follow the capture: already on the first horizon (initial state
+    fitted, parameters at the equation-error start) its residual is ``residual_mm`` against
+    ``noise_mm`` marker noise (raised only when the caller asks, ``reject_above``)."""
+
+    def __init__(self, residual_mm: float, noise_mm: float, horizon_s: float,
+                 elapsed_s: float) -> None:
+        super().__init__(f"the passive model leaves {residual_mm:.3f} mm against "
+                         f"{noise_mm:.3f} mm marker noise on the first {horizon_s:.1f} s")
+        self.residual_mm, self.noise_mm = residual_mm, noise_mm
+        self.horizon_s, self.elapsed_s = horizon_s, elapsed_s
+
+
+@dataclass(frozen=True)
+class RelativeRefinement:
+    """Output-error estimate of Phi_B from a relative-motion capture.
+
+    ``phi_b``/``phi_b_cov``/``phi_b_std`` (names ``names``) the full minimal set;
+    ``jyy``/``jyy_std``/``bounds`` the moving links' ``J_yy`` (``link.J_yy``);
+    ``joint_damping``/``joint_damping_std`` by link name (``"shared"`` when one value);
+    ``residual_rms_mm`` per marker set (``platform`` and each link). ``phi_b_std_noise``:
+    marker noise only. ``values``/``std_phi_b``/``covariance``/``resolved``/``std`` mirror
+    :class:`RelativeResult`; :meth:`as_relative_result` gives a drop-in one.
+    """
+
+    names: list[str]
+    phi_b: np.ndarray
+    phi_b_cov: np.ndarray
+    phi_b_std: np.ndarray
+    phi_b_std_noise: np.ndarray
+    jyy: dict[str, float]
+    jyy_std: dict[str, float]
+    bounds: dict[str, tuple[float, float]]
+    joint_damping: dict[str, float]
+    joint_damping_std: dict[str, float]
+    residual_rms_mm: dict[str, float]
+    marker_sigma_mm: float
+    n_residuals: int
+    iterations: int
+    elapsed_s: float
+    horizons_s: tuple[float, ...]
+    stages: tuple
+    on_bound: list[str]
+    free: str
+    start: RelativeResult
+    initial_state: dict
+    time_s: np.ndarray
+    residual_rms_frame_mm: np.ndarray
+    warnings: list[str] = field(default_factory=list)
+    method: str = "output-error"
+    base_pose: tuple | None = None           # (R_pb, t_pb) fitted (or held)
+    base_pose_std: np.ndarray | None = None  # [t (3), rotation vector (3)]
+    noise_mm: float = float("nan")           # marker noise from the rigid fits (no model)
+
+    def reached_noise(self, factor: float = REACHED_NOISE_FACTOR) -> bool:
+        """The fitted swing tracks the markers to their noise: the residual standard
+        deviation within ``factor`` times the rigid fits' marker noise (True when that noise
+        is unknown). A refinement that does not is never the reported result."""
+        return not np.isfinite(self.noise_mm) or self.marker_sigma_mm <= factor * self.noise_mm
+
+    @property
+    def values(self) -> np.ndarray:
+        return self.phi_b
+
+    @property
+    def std_phi_b(self) -> np.ndarray:
+        return self.phi_b_std
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return self.phi_b_cov
+
+    @property
+    def resolved(self) -> dict[str, float]:
+        return self.jyy
+
+    @property
+    def std(self) -> dict[str, float]:
+        return self.jyy_std
+
+    def as_relative_result(self) -> RelativeResult:
+        """The start's :class:`RelativeResult` with this fit's numbers (``method`` reads
+        ``"output-error"``; ``unconstrained`` keeps the equation-error ``J_yy``)."""
+        n = self.phi_b.size // 9
+        per = self.phi_b.reshape(n, 9)
+        minimal = {k: {"MS": per[i, :3].copy(), "J": j_matrix(per[i, 3:])}
+                   for i, k in enumerate(self.start.minimal_parameters)}
+        figure, eq16_rms = self.start.figure, dict(self.start.residual_rms)
+        if "a_phi_b" in figure:             # eq. 16 (Fig. 6) redrawn with this Phi_B
+            figure, eq16_rms = eq16_with(figure, self.phi_b)
+        rms = {**eq16_rms, **{f"marker_mm.{k}": v for k, v in self.residual_rms_mm.items()}}
+        return replace(self.start, resolved=dict(self.jyy), std=dict(self.jyy_std),
+                       figure=figure,
+                       bounds=dict(self.bounds), values=self.phi_b.copy(),
+                       std_phi_b=self.phi_b_std.copy(), covariance=self.phi_b_cov.copy(),
+                       minimal_parameters=minimal, residual_rms=rms,
+                       on_bound=list(self.on_bound),
+                       warnings=list(self.start.warnings) + list(self.warnings),
+                       unconstrained=dict(self.start.resolved), method=self.method)
+
+    def to_json(self) -> dict:
+        """Plain-JSON summary (no time series)."""
+        return {"method": self.method, "free": self.free,
+                "phi_b": {"names": self.names, "values": self.phi_b.tolist(),
+                          "std": self.phi_b_std.tolist(),
+                          "std_noise": self.phi_b_std_noise.tolist()},
+                "jyy": self.jyy, "jyy_std": self.jyy_std,
+                "bounds": {k: list(v) for k, v in self.bounds.items()},
+                "joint_damping": self.joint_damping,
+                "joint_damping_std": self.joint_damping_std,
+                "residual_rms_mm": self.residual_rms_mm,
+                "marker_sigma_mm": self.marker_sigma_mm, "noise_mm": self.noise_mm,
+                "reached_noise": self.reached_noise(), "iterations": self.iterations,
+                "elapsed_s": self.elapsed_s, "horizons_s": list(self.horizons_s),
+                "on_bound": self.on_bound, "warnings": self.warnings}
+
+
+__all__ = ["RelativeRefinement", "ModelMismatch", "REACHED_NOISE_FACTOR"]
