@@ -1,249 +1,20 @@
-"""Reading the hand-written files: the rig file and the session manifest (SPEC.md).
-
-Both are TOML. Loading validates every field through :mod:`rigtool.validate`, resolves
-capture paths relative to the file, and returns plain dataclasses; a bad file raises one
-:class:`ConfigError` naming the file and the field (``springs[2].anchor``) or TOML line.
+"""The session manifest (SPEC.md): the object's tree of links and their markers, the locked
+postures, the relative-motion capture, priors, filter settings; :func:`load_session`
+validates every field and resolves capture paths relative to the manifest.
 """
 
 from __future__ import annotations
 
-import hashlib
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from rigtool.config.toml_fields import _markers, _units, _window, read_toml
 from rigtool.errors import ConfigError
-from rigtool.inertia import InertialParams
-from rigtool.rig import DOF_NAMES, Platform, Rig, Spring
 from rigtool.tree import Link, Tree
 from rigtool.validate import as_array, as_float, as_str, as_symmetric_inertia, require
 
-
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file's bytes (recorded for every input of every result)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def read_toml(path: Path) -> dict:
-    """Parse a TOML file; syntax errors name the file and line."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError("file not found", path=path) from None
-    except IsADirectoryError:
-        raise ConfigError("expected a TOML file, found a directory", path=path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=path) from None
-    except UnicodeDecodeError:
-        raise ConfigError("not valid TOML: the file is not UTF-8 text", path=path) from None
-
-
-def _markers(value, *, field: str, path: Path) -> dict[str, np.ndarray]:
-    if not isinstance(value, dict) or not value:
-        raise ConfigError("expected a table of marker name -> [x, y, z] (m)", path=path,
-                          field=field, found=value)
-    return {str(k): as_array(v, (3,), field=f"{field}.{k}", path=path) for k, v in value.items()}
-
-
-def _optional_params(table: dict, *, field: str, path: Path) -> InertialParams | None:
-    keys = [k for k in ("mass", "com", "inertia_com") if k in table]
-    if not keys:
-        return None
-    if len(keys) < 3:
-        missing = sorted({"mass", "com", "inertia_com"} - set(keys))
-        raise ConfigError(f"mass, com and inertia_com go together; missing {', '.join(missing)}",
-                          path=path, field=field)
-    return InertialParams.from_com(
-        as_float(table["mass"], field=f"{field}.mass", path=path, positive=True),
-        as_array(table["com"], (3,), field=f"{field}.com", path=path),
-        as_symmetric_inertia(table["inertia_com"], field=f"{field}.inertia_com", path=path))
-
-
-def _window(value, *, field: str, path: Path) -> tuple[float, float] | None:
-    if value is None:
-        return None
-    w = as_array(value, (2,), field=field, path=path)
-    if not (0 <= w[0] < w[1]):
-        raise ConfigError("expected [start, end] in seconds with 0 <= start < end", path=path,
-                          field=field, found=value)
-    return float(w[0]), float(w[1])
-
-
-def _units(table: dict, *, field: str, path: Path) -> str | None:
-    if "units" not in table:
-        return None
-    return as_str(table["units"], field=f"{field}.units", path=path,
-                  choices=("mm", "cm", "m", "in"))
-
-
-# --------------------------------------------------------------------------- rig file
-
-@dataclass(frozen=True)
-class ReferenceBody:
-    """A body of known inertia used to calibrate; posed by its markers or a fixed mount."""
-
-    name: str
-    params: InertialParams                       # about its own frame origin
-    markers_body: dict[str, np.ndarray] = field(default_factory=dict)
-    mount_rotation: np.ndarray | None = None     # body axes -> platform axes
-    mount_position: np.ndarray | None = None     # body origin in platform frame, m
-
-
-@dataclass(frozen=True)
-class CalibrationCapture:
-    """One capture of the platform with a known load (possibly none)."""
-
-    capture: Path
-    load: tuple[str, ...]
-    window: tuple[float, float] | None = None
-    units: str | None = None
-    holdout: bool = False            # identify the load as unknown, report its error
-
-
-@dataclass(frozen=True)
-class RigFile:
-    """The rig file as read: the rig model and what calibration needs."""
-
-    path: Path
-    rig: Rig
-    reference_bodies: dict[str, ReferenceBody]
-    captures: tuple[CalibrationCapture, ...]
-    raw: dict
-    calibrated: bool
-
-    def require_calibrated(self) -> None:
-        """Raise unless every spring and the platform have calibrated values."""
-        if not self.calibrated:
-            raise ConfigError("the rig is not calibrated (springs need stiffness and "
-                              "free_length, the platform mass, com and inertia_com); run "
-                              f"`rigtool calibrate {self.path.name}` first and use the file "
-                              "it writes", path=self.path)
-
-
-def rig_gravity_and_locks(rig_t: dict, *, path: Path) -> tuple[np.ndarray, list[str]]:
-    """The ``[rig]`` table's ``gravity`` (lab, m/s^2; default -9.80665 along z) and
-    ``locked_dofs`` (names from ``DOF_NAMES``), validated (rig files and scenarios)."""
-    gravity = as_array(rig_t.get("gravity", [0.0, 0.0, -9.80665]), (3,), field="rig.gravity",
-                       path=path)
-    locked = rig_t.get("locked_dofs", [])
-    if not isinstance(locked, list):
-        raise ConfigError("expected a list", path=path, field="rig.locked_dofs", found=locked)
-    for d in locked:
-        as_str(d, field="rig.locked_dofs", path=path, choices=DOF_NAMES)
-    return gravity, locked
-
-
-def load_rig(path: str | Path) -> RigFile:
-    """Read and validate a rig file (SPEC "The rig file")."""
-    path = Path(path)
-    raw = read_toml(path)
-    rig_t = require(raw, "rig", field="rig", path=path)
-    name = as_str(rig_t.get("name", path.stem), field="rig.name", path=path)
-    gravity, locked = rig_gravity_and_locks(rig_t, path=path)
-
-    plat_t = require(raw, "platform", field="platform", path=path)
-    markers = _markers(require(plat_t, "markers", field="platform", path=path),
-                       field="platform.markers", path=path)
-    if len(markers) < 3:
-        raise ConfigError("the platform needs at least 3 markers", path=path,
-                          field="platform.markers")
-    platform = Platform(markers, _optional_params(plat_t, field="platform", path=path))
-
-    springs_t = raw.get("springs")
-    if not isinstance(springs_t, list) or not springs_t:
-        raise ConfigError("expected at least one [[springs]] table", path=path, field="springs")
-    springs = []
-    for i, s in enumerate(springs_t):
-        f = f"springs[{i}]"
-        stiff = s.get("stiffness")
-        free = s.get("free_length")
-        springs.append(Spring(
-            name=as_str(s.get("name", f"S{i + 1}"), field=f"{f}.name", path=path),
-            anchor_lab=as_array(require(s, "anchor", field=f, path=path), (3,),
-                                field=f"{f}.anchor", path=path),
-            attachment_platform=as_array(require(s, "attachment", field=f, path=path), (3,),
-                                         field=f"{f}.attachment", path=path),
-            stiffness=(float("nan") if stiff is None else
-                       as_float(stiff, field=f"{f}.stiffness", path=path, positive=True)),
-            free_length=(float("nan") if free is None else
-                         as_float(free, field=f"{f}.free_length", path=path, positive=True)),
-            damping=as_float(s.get("damping", 0.0), field=f"{f}.damping", path=path,
-                             nonnegative=True)))
-    names = [s.name for s in springs]
-    if len(set(names)) != len(names):
-        raise ConfigError("spring names must be unique", path=path, field="springs")
-
-    bodies: dict[str, ReferenceBody] = {}
-    for i, b in enumerate(raw.get("reference_bodies", [])):
-        f = f"reference_bodies[{i}]"
-        bname = as_str(require(b, "name", field=f, path=path), field=f"{f}.name", path=path)
-        params = _optional_params(b, field=f, path=path)
-        if params is None:
-            raise ConfigError("a reference body needs mass, com and inertia_com", path=path,
-                              field=f)
-        has_m, has_mount = "markers" in b, "mount" in b
-        if has_m == has_mount:
-            raise ConfigError("give either markers or a fixed mount (not both, not neither)",
-                              path=path, field=f)
-        if has_m:
-            bm = _markers(b["markers"], field=f"{f}.markers", path=path)
-            if len(bm) < 3:
-                raise ConfigError("a reference body needs at least 3 markers", path=path,
-                                  field=f"{f}.markers")
-            body = ReferenceBody(bname, params, bm)
-        else:
-            mount = b["mount"]
-            rot = as_array(require(mount, "rotation", field=f"{f}.mount", path=path), (3, 3),
-                           field=f"{f}.mount.rotation", path=path)
-            if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-6) or np.linalg.det(rot) < 0:
-                raise ConfigError("expected a rotation matrix (orthonormal, det +1)", path=path,
-                                  field=f"{f}.mount.rotation")
-            body = ReferenceBody(bname, params, {}, rot, as_array(
-                require(mount, "position", field=f"{f}.mount", path=path), (3,),
-                field=f"{f}.mount.position", path=path))
-        if bname in bodies:
-            raise ConfigError(f"reference body '{bname}' is defined twice", path=path, field=f)
-        bodies[bname] = body
-
-    captures = []
-    for i, c in enumerate(raw.get("calibration_captures", [])):
-        f = f"calibration_captures[{i}]"
-        cap = path.parent / as_str(require(c, "capture", field=f, path=path),
-                                   field=f"{f}.capture", path=path)
-        load = c.get("load", [])
-        if not isinstance(load, list):
-            raise ConfigError("expected a list of reference-body names", path=path,
-                              field=f"{f}.load", found=load)
-        for body_name in load:
-            if body_name not in bodies:
-                raise ConfigError(f"unknown reference body '{body_name}' (defined: "
-                                  f"{', '.join(bodies) or 'none'})", path=path, field=f"{f}.load")
-        holdout = c.get("holdout", False)
-        if not isinstance(holdout, bool):
-            raise ConfigError("expected true or false", path=path, field=f"{f}.holdout")
-        captures.append(CalibrationCapture(cap, tuple(load), _window(c.get("window"),
-                        field=f"{f}.window", path=path), _units(c, field=f, path=path), holdout))
-
-    rig = Rig(name, platform, tuple(springs), gravity, tuple(locked))
-    calibrated = (platform.params is not None
-                  and bool(np.all(np.isfinite(rig.stiffness)))
-                  and bool(np.all(np.isfinite(rig.free_length))))
-    if calibrated:
-        # checked here, not when a posture fit first needs it minutes later
-        from rigtool.calibration_uncertainty import calibration_std_from_rigfile
-        calibration_std_from_rigfile(raw, rig, path=path)
-    return RigFile(path, rig, bodies, tuple(captures), raw, calibrated)
-
-
-# --------------------------------------------------------------------------- session
 
 @dataclass(frozen=True)
 class FilterSettings:
@@ -533,3 +304,7 @@ def _motion_model(value, *, path: Path) -> str:
         raise ConfigError(f"expected one of {', '.join(RELATIVE_MOTION_MODELS)}", path=path,
                           field="relative_motion.motion", found=model)
     return model
+
+
+__all__ = ["FilterSettings", "LinkFrameSpec", "CaptureRef", "RELATIVE_MOTION_MODELS",
+           "POSTURE_STANDARD_ERRORS", "LinkPriorSpec", "Session", "load_session"]
