@@ -18,7 +18,7 @@ from rigtool.errors import ConfigError, InputError
 from rigtool.identify.segments.fit import (Prior, estimate_segments, phi_b_matrix,
                                        prior_from_table, priors_from_specs)
 from rigtool.inertia import InertialParams
-from rigtool.report import anthropometry as anthro
+from rigtool import anthropometry as anthro
 from rigtool.sim.rigs import demo_tree
 from rigtool.tree import Link, Tree, composite_params, minimal_parameters, phi_b_vector
 

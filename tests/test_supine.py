@@ -26,7 +26,7 @@ def person():
 def test_sides_mirror():
     assert is_right("r_thigh") and is_right("RightForearm") and is_right("hand_r")
     assert not is_right("l_thigh") and not is_right("trunk") and not is_right("forearm")
-    from rigtool.report.anthropometry import segment_for_name, side_for_name
+    from rigtool.anthropometry import segment_for_name, side_for_name
     for name, side, seg in (("r_thigh", "right", "thigh"), ("LeftHand", "left", "hand"),
                             ("shank_R", "right", "shank"), ("rightforearm", "right", "forearm"),
                             ("head", None, "head")):

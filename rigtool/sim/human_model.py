@@ -2,7 +2,7 @@
 
 Head, trunk, and per side upper arm, forearm, hand, thigh, shank, foot; segment masses, COM
 positions and radii of gyration from rigtool's copy of de Leva's Table 4
-(:mod:`rigtool.report.anthropometry`), segment lengths about de Leva's mean male lengths.
+(:mod:`rigtool.anthropometry`), segment lengths about de Leva's mean male lengths.
 The truth is made generic (COMs a few mm off the segment axis, products of inertia of a few
 per cent, drawn from ``rng``) so that no parameter is zero by symmetry. Link frames as
 :mod:`rigtool.identify.subset.supine` assumes: x anterior, y left, z superior in the
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from rigtool.inertia import InertialParams
-from rigtool.report.anthropometry import table_row
+from rigtool.anthropometry import table_row
 from rigtool.tree import Link, Tree
 
 BODY_MASS_KG = 75.0

@@ -24,7 +24,7 @@ position every link's axes are x anterior, y to the person's left, z superior (a
 hangs along -z from its proximal joint; the foot points along +x). Rotations are about
 the parent's axes; a turn given for the left side is mirrored for the right (rotation
 vector (a, b, c) -> (-a, b, -c)). Which links are which segment and side comes from their
-names (:func:`rigtool.report.anthropometry.segment_for_name`).
+names (:func:`rigtool.anthropometry.segment_for_name`).
 
 What stays unidentifiable, whatever the postures: one term per moving link. A link's
 inertia turns with it, ``R J R^T``, and the trace of ``J`` is the same in every
@@ -42,7 +42,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rigtool.identify.subset.advice import Candidate, turn_link
-from rigtool.report.anthropometry import segment_for_name, side_for_name
+from rigtool.anthropometry import segment_for_name, side_for_name
 from rigtool.tree import Tree
 
 #: Single-joint turns a supine person holds for a capture: segment -> ``(axis, degrees)``
