@@ -86,3 +86,46 @@ def test_rotation_is_continuous_across_the_series_threshold():
         fd = (Rotation.from_rotvec(phi + h * axis).as_matrix()
               - Rotation.from_rotvec(phi - h * axis).as_matrix()) / (2 * h)
         np.testing.assert_allclose(d, fd, atol=1e-8)
+
+
+@pytest.mark.parametrize("free, fit_base", [("jyy", True), ("phi_b", False)])
+def test_numpy_active_map_and_jacobian_match_jax(free, fit_base):
+    """The active model's map (bodies, chain offsets, springs; the platform's initial state;
+    the markers in the platform frame) and its Jacobian blocks along the unknowns, Phi_s and
+    the calibration, against JAX's forward mode (tests/_ref_relative_map.py)."""
+    from _ref_relative_map import jax_active_map
+    from rigtool.identify.relative.input_map import (ActiveMapConstants, active_map,
+                                                     active_map_jacobian)
+    rng = np.random.default_rng(1)
+    n, s_n, k_n = 4, 4, 7
+    n_theta = n - 1 if free == "jyy" else 9 * n
+    consts = ActiveMapConstants(
+        n=n, n_theta=n_theta, fit_base=fit_base, free=free,
+        r_pb=Rotation.from_rotvec(rng.normal(size=3) * 0.3).as_matrix(),
+        t_pb=rng.normal(size=3) * 0.2, joint_centres=rng.normal(size=(n, 3)) * 0.3,
+        roots=(1, 3), markers_body=rng.normal(size=(k_n, 3)) * 0.1,
+        on_base=np.arange(k_n) >= 4,
+        rot_ref=Rotation.from_rotvec([0.2, -0.1, 0.7]).as_matrix(), mass_kg=64.0,
+        n_springs=s_n)
+    state = np.concatenate([rng.normal(size=3) * 0.01, [0.6, -0.7, 0.4],
+                            rng.normal(size=6) * 0.05])
+    x = np.concatenate([rng.normal(size=n_theta),
+                        rng.normal(size=6) * 0.05 if fit_base else [], state])
+    phi_s = rng.normal(size=8 * n + 1)
+    calib = np.concatenate([rng.normal(size=10), rng.uniform(3e3, 5e3, s_n),
+                            rng.uniform(0.3, 0.5, s_n), rng.uniform(5, 20, s_n)])
+    holder = SimpleNamespace(**{k: getattr(consts, k) for k in (
+        "n", "n_theta", "free", "fit_base", "r_pb", "t_pb", "joint_centres", "markers_body",
+        "on_base", "rot_ref", "mass_kg")}, roots=list(consts.roots),
+        rig=SimpleNamespace(springs=[None] * s_n))
+    ref_map, ref_jac = jax_active_map(holder)
+    for got, want in zip(active_map(consts, x, phi_s, calib), ref_map(x, phi_s, calib)):
+        want = np.asarray(want)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-13 * max(np.abs(want).max(), 1))
+    blocks = ref_jac(x, phi_s, calib)                     # per output: per argument
+    for wrt in range(3):
+        got = active_map_jacobian(consts, x, phi_s, calib, wrt)
+        for g, out in zip(got, blocks):
+            w = np.asarray(out[wrt])
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=0, atol=1e-12 * max(np.abs(w).max(), 1.0))

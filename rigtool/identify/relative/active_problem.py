@@ -5,8 +5,9 @@ link's markers; residual rows and their exact Jacobian.
 Unknowns ``x = [theta (Phi_B, or the moving links' J_yy), base pose (6, when fitted: dt,
 rotation vector about the marker-fitted pose), state (12: p, rotation vector, v, omega of the
 platform)]``. The map to the engine's inputs (bodies' parameters, chain offsets, springs, the
-markers' platform-frame coordinates, initial state) is written once in JAX and differentiated
-by ``jax.jacfwd`` with respect to ``x``, Phi_s (``jyy`` mode) and the calibration.
+markers' platform-frame coordinates, initial state) is rigtool.identify.relative.input_map's
+active map, with its exact Jacobian (complex step) with respect to ``x``, Phi_s (``jyy``
+mode) and the calibration.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rigtool.engine._jax import jax, jnp
 from rigtool.engine import prescribed as ep
 from rigtool.engine.rigid import RigidModel
-from rigtool.identify.relative.bounds import phi_b_affine
-from rigtool.engine.rigid import _skew
-from rigtool.identify.relative.fit_common import PriorRowsFit, object_bodies
+from rigtool.identify.relative.fit_common import PriorRowsFit
+from rigtool.identify.relative.input_map import (ActiveMapConstants, active_map,
+                                                 active_map_jacobian)
 from rigtool.identify.relative.streamed_rows import RowAccumulator
 from rigtool.rig import Rig
 
@@ -59,9 +59,7 @@ class ActiveProblem(PriorRowsFit):
 
     def __post_init__(self) -> None:
         self.model = RigidModel.of(self.rig)
-        fmap = self._make_map()
-        self._map = jax.jit(fmap)
-        self._map_jac = jax.jit(jax.jacfwd(fmap, argnums=(0, 1, 2)))
+        self._consts = self.map_constants()
 
     @property
     def n(self) -> int:
@@ -77,49 +75,24 @@ class ActiveProblem(PriorRowsFit):
         st = x[self.n_params:] if self.fit_params else x
         return params[:self.n_theta], st, params[self.n_theta:]
 
-    def _make_map(self):
-        n, n_th, free, fit_base = self.n, self.n_theta, self.free, self.fit_base
-        g_mat, h_mat = (jnp.asarray(a) for a in phi_b_affine(n))
-        r_pb0, t_pb0 = jnp.asarray(self.r_pb, float), jnp.asarray(self.t_pb, float)
-        centres = jnp.asarray(self.joint_centres, float)
-        roots = list(self.roots)
-        mk0 = jnp.asarray(self.markers_body, float)
-        on_base = jnp.asarray(self.on_base, bool)
-        rot_ref = jnp.asarray(self.rot_ref, float)
-        mass = float(self.mass_kg)
-        s_n = len(self.rig.springs)
-
-        def fmap(x, phi_s, calib):
-            theta = x[:n_th]
-            i = n_th
-            if fit_base:
-                base, i = x[i:i + 6], i + 6
-                rot_b = jax.scipy.linalg.expm(_skew(base[3:6])) @ r_pb0
-                t_b = t_pb0 + base[:3]
-            else:
-                rot_b, t_b = r_pb0, t_pb0
-            st = x[i:]
-            phi_b = theta if free == "phi_b" else g_mat @ phi_s + h_mat @ theta
-            pis = object_bodies(phi_b, mass, calib[:10], rot_b, t_b, n)
-            offsets = jnp.stack([rot_b @ centres[r] + t_b for r in roots])
-            k, l0, c = calib[10:10 + s_n], calib[10 + s_n:10 + 2 * s_n], calib[10 + 2 * s_n:]
-            theta_e = jnp.concatenate([pis.ravel(), offsets.ravel(), k, k * l0,
-                                       c])
-            mk = jnp.where(on_base[:, None], mk0 @ rot_b.T + t_b, mk0)
-            rot0 = jax.scipy.linalg.expm(_skew(st[3:6])) @ rot_ref
-            y0 = jnp.concatenate([st[:3], rot0.ravel(), st[6:9], st[9:12]])
-            return theta_e, y0, mk
-
-        return fmap
+    # ---------------------------------------------------------------- the map
+    def map_constants(self) -> ActiveMapConstants:
+        """What the input map holds fixed (rigtool.identify.relative.input_map)."""
+        return ActiveMapConstants(self.n, self.n_theta, self.fit_base, self.free,
+                                  np.asarray(self.r_pb, float), np.asarray(self.t_pb, float),
+                                  np.asarray(self.joint_centres, float), tuple(self.roots),
+                                  np.asarray(self.markers_body, float),
+                                  np.asarray(self.on_base, bool),
+                                  np.asarray(self.rot_ref, float), float(self.mass_kg),
+                                  len(self.rig.springs))
 
     # ---------------------------------------------------------------- evaluation
     def _full(self, x: np.ndarray) -> np.ndarray:
         return x if self.fit_params else np.concatenate([self.theta_fixed, x])
 
     def _inputs(self, full, phi_s=None, calib=None):
-        args = (jnp.asarray(full), jnp.asarray(self.phi_s if phi_s is None else phi_s),
-                jnp.asarray(self.calib_vector(calib)))
-        return tuple(np.asarray(a) for a in self._map(*args))
+        return active_map(self._consts, full, self.phi_s if phi_s is None else phi_s,
+                          self.calib_vector(calib))
 
     def simulate(self, full: np.ndarray, u_grid: np.ndarray | None = None,
                  n_frames: int | None = None):
@@ -150,9 +123,7 @@ class ActiveProblem(PriorRowsFit):
         return r, 1e3 * jac.reshape(-1, p_n)
 
     def _directions(self, full: np.ndarray, wrt: int):
-        jt, jy, jm = self._map_jac(jnp.asarray(full), jnp.asarray(self.phi_s),
-                                   jnp.asarray(self.calib_vector()))
-        return np.asarray(jt[wrt]), np.asarray(jy[wrt]), np.asarray(jm[wrt])
+        return active_map_jacobian(self._consts, full, self.phi_s, self.calib_vector(), wrt)
 
     def _rows_along(self, full: np.ndarray, d_th, d_y, d_mk):
         theta_e, y0, mk = self._inputs(full)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.engine._jax import jnp
 from rigtool.engine.lm import (GEODESIC_H, Normal, finite_difference_curvature,
                                levenberg_marquardt, second_derivative_along)
 
@@ -62,34 +61,6 @@ def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
                             "only the moving links' J_yy were refined (free='jyy')")
             free, chol = "jyy", None
     return phi_s, cov_s, free, chol, warnings
-
-
-def _transform(pi, rot, t):
-    """``pi`` (body frame about its origin) in a frame where ``x = R x_b + t`` (pseudo-inertia
-    congruence, as rigtool.inertia.transform_params)."""
-    m, h = pi[0], pi[1:4]
-    i_b = jnp.array([[pi[4], pi[5], pi[6]], [pi[5], pi[7], pi[8]], [pi[6], pi[8], pi[9]]])
-    sigma = 0.5 * jnp.trace(i_b) * jnp.eye(3) - i_b
-    tm = jnp.eye(4).at[:3, :3].set(rot).at[:3, 3].set(t)
-    pseudo = jnp.block([[sigma, h[:, None]], [h[None, :], m[None, None]]])
-    out = tm @ pseudo @ tm.T
-    s2 = out[:3, :3]
-    i_f = jnp.trace(s2) * jnp.eye(3) - s2
-    return jnp.concatenate([out[3, 3][None], out[:3, 3],
-                            jnp.stack([i_f[0, 0], i_f[0, 1], i_f[0, 2], i_f[1, 1], i_f[1, 2],
-                                       i_f[2, 2]])])
-
-
-def object_bodies(phi_b, mass_kg: float, platform_pi, rot_b, t_b, n: int):
-    """JAX: the minimal parameters as bodies ``[n, 10]``: body 0 the platform plus the base
-    link (platform frame, the whole mass M0), each moving link ``[0, MS, J]`` about its joint
-    in its own frame (its mass lumped at the joint, on the parent: the same dynamics)."""
-    per = phi_b.reshape(n, 9)
-    links = jnp.concatenate(
-        [jnp.zeros((n, 1)), per[:, :3],
-         jnp.stack([per[:, 3], per[:, 8], per[:, 7], per[:, 4], per[:, 6], per[:, 5]], 1)], 1)
-    body0 = platform_pi + _transform(links[0].at[0].set(mass_kg), rot_b, t_b)
-    return jnp.concatenate([body0[None], links[1:]], 0)
 
 
 @dataclass(frozen=True)
@@ -374,5 +345,5 @@ def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
     return PhiBCovariance(cov, cov_noise, cov_x, map_b)
 
 
-__all__ = ["checked_phi_s", "object_bodies", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
+__all__ = ["checked_phi_s", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
            "phi_b_covariance", "fit_growing_horizon"]

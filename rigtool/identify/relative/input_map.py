@@ -1,10 +1,15 @@
-"""The relative-motion fit's map from its unknowns to the tree engine's inputs, with the
-map's exact Jacobian.
+"""The relative-motion fits' maps from their unknowns to the engines' inputs, with the maps'
+exact Jacobians.
 
-``(x, Phi_s, calibration) -> (theta_e, y0)``: every body's parameters (the minimal set as
-bodies, rigtool.identify.relative.fit_common.object_bodies, body 0 carried to the platform
-frame by the base pose), joint centres, joint damping, springs ``[k, k L0, c]``, marker
-coordinates, and the initial state with each body's rotation ``exp([phi x]) R_ref``.
+Passive model (:func:`evaluate`, rigtool.identify.relative.problem): ``(x, Phi_s,
+calibration) -> (theta_e, y0)``, every body's parameters, joint centres, joint damping,
+springs ``[k, k L0, c]``, marker coordinates, and the initial state with each body's
+rotation ``exp([phi x]) R_ref``. Active model (:func:`evaluate_active`,
+rigtool.identify.relative.active_problem): the bodies' parameters, the moving chains'
+offsets and the springs, the platform's initial state, and the markers' platform-frame
+coordinates. In both, the minimal set enters as bodies: body 0 the platform plus the base
+link carried into the platform frame by the base pose, each moving link ``[0, MS, J]``
+about its joint, its mass lumped on its parent.
 
 Written in NumPy over a leading batch axis, and differentiated by the complex step
 (Squire and Trapp 1998; Martins et al. 2003): ``df/dz_j = Im f(z + i h e_j) / h`` with
@@ -14,8 +19,8 @@ its error is ``O(h^2)``, far below round-off, with no difference of nearby value
 to machine precision like forward-mode differentiation. Why by hand, not JAX's ``jacfwd``:
 the map is a few hundred numbers once per fit evaluation, and tracing and compiling it with
 JAX took 0.5-0.7 s in every process that fitted a swing (the demo's relative-motion stage
-is ~3 s); this costs under a millisecond. tests/_ref_relative_map.py keeps the JAX map as
-the independent reference the tests hold this one to.
+is ~3 s); this costs under a millisecond. tests/_ref_relative_map.py keeps the JAX maps as
+the independent reference the tests hold these to.
 """
 
 from __future__ import annotations
@@ -107,6 +112,50 @@ def transform(pi: np.ndarray, rot: np.ndarray, t: np.ndarray) -> np.ndarray:
                           -1)
 
 
+def _base_pose(fit_base: bool, r_pb: np.ndarray, t_pb: np.ndarray, base: np.ndarray,
+               b_n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The base link's pose on the platform ``(R [B, 3, 3], t [B, 3])``: the marker-fitted
+    one moved by the unknowns ``base [B, 6]`` (dt, rotation vector) when they are fitted."""
+    if fit_base:
+        return rotation(base[:, 3:6]) @ r_pb, t_pb + base[:, :3]
+    return np.broadcast_to(r_pb, (b_n, 3, 3)), np.broadcast_to(t_pb, (b_n, 3))
+
+
+def _object_bodies(free: str, n: int, mass_kg: float, theta: np.ndarray, phi_s: np.ndarray,
+                   calib: np.ndarray, rot_b: np.ndarray, t_b: np.ndarray) -> np.ndarray:
+    """``[B, n, 10]``: the minimal set as bodies, body 0 the
+    platform (``calib[:10]``) plus the base link carried by its pose with the whole mass,
+    each moving link ``[0, MS, J]`` about its joint; Phi_B from the object unknowns
+    ``theta`` (all of it, or the moving links' J_yy with Phi_s)."""
+    b_n = theta.shape[0]
+    if free == "phi_b":
+        phi_b = theta
+    else:
+        g_mat, h_mat = phi_b_affine(n)
+        phi_b = phi_s @ g_mat.T + theta @ h_mat.T
+    per = phi_b.reshape(b_n, n, 9)
+    links = np.concatenate([np.zeros((b_n, n, 1), per.dtype), per[..., :3],
+                            per[..., [3, 8, 7, 4, 6, 5]]], -1)
+    link0 = links[:, 0].copy()
+    link0[:, 0] = mass_kg
+    body0 = calib[:, :10] + transform(link0, rot_b, t_b)
+    return np.concatenate([body0[:, None], links[:, 1:]], 1)
+
+
+def _springs(calib: np.ndarray, s_n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(k, k L0, c)`` of the calibration vectors ``[B, 10 + 3S]``."""
+    k = calib[:, 10:10 + s_n]
+    return k, k * calib[:, 10 + s_n:10 + 2 * s_n], calib[:, 10 + 2 * s_n:]
+
+
+def _placed_markers(markers_body: np.ndarray, on_base: np.ndarray, rot_b: np.ndarray,
+                    t_b: np.ndarray) -> np.ndarray:
+    """``[B, K, 3]``: the base link's markers carried into the platform frame by its pose,
+    the others as given."""
+    placed = np.einsum("kj,bij->bki", markers_body, rot_b) + t_b[:, None, :]
+    return np.where(on_base[None, :, None], placed, markers_body[None])
+
+
 def evaluate(c: MapConstants, x: np.ndarray, phi_s: np.ndarray, calib: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
     """``(theta_e [B, n_theta_e], y0 [B, n_state])`` of a batch of unknowns ``x [B, .]``,
@@ -115,38 +164,19 @@ def evaluate(c: MapConstants, x: np.ndarray, phi_s: np.ndarray, calib: np.ndarra
     b_n = x.shape[0]
     theta, damp = x[:, :n_th], x[:, n_th:n_th + n_d]
     i = n_th + n_d
-    if c.fit_base:
-        base, i = x[:, i:i + 6], i + 6
-        rot_b = rotation(base[:, 3:6]) @ c.r_pb
-        t_b = c.t_pb + base[:, :3]
-    else:
-        rot_b = np.broadcast_to(c.r_pb, (b_n, 3, 3))
-        t_b = np.broadcast_to(c.t_pb, (b_n, 3))
+    rot_b, t_b = _base_pose(c.fit_base, c.r_pb, c.t_pb, x[:, i:i + 6], b_n)
+    i += 6 if c.fit_base else 0
     st = x[:, i:]
-    if c.free == "phi_b":
-        phi_b = theta
-    else:
-        g_mat, h_mat = phi_b_affine(n)
-        phi_b = phi_s @ g_mat.T + theta @ h_mat.T
-    # the minimal parameters as bodies (fit_common.object_bodies): each link [0, MS, J]
-    per = phi_b.reshape(b_n, n, 9)
-    links = np.concatenate([np.zeros((b_n, n, 1), per.dtype), per[..., :3],
-                            per[..., [3, 8, 7, 4, 6, 5]]], -1)
-    link0 = links[:, 0].copy()
-    link0[:, 0] = c.mass_kg
-    body0 = calib[:, :10] + transform(link0, rot_b, t_b)
-    pis = np.concatenate([body0[:, None], links[:, 1:]], 1)
+    pis = _object_bodies(c.free, n, c.mass_kg, theta, phi_s, calib, rot_b, t_b)
     jp = np.zeros((b_n, n, 3), np.result_type(rot_b, t_b, float))
     for j in range(1, n):
         jp[:, j] = (np.einsum("bij,j->bi", rot_b, c.joint_centres[j]) + t_b
                     if c.parents[j] == 0 else c.joint_centres[j])
     jd = np.concatenate([np.zeros((b_n, 1), damp.dtype),
                          np.broadcast_to(damp, (b_n, n - 1)) if n_d == 1 else damp], 1)
-    k, l0, cd = (calib[:, 10:10 + s_n], calib[:, 10 + s_n:10 + 2 * s_n],
-                 calib[:, 10 + 2 * s_n:])
-    placed = np.einsum("kj,bij->bki", c.markers_body, rot_b) + t_b[:, None, :]
-    mk = np.where(c.on_base[None, :, None], placed, c.markers_body[None])
-    theta_e = np.concatenate([pis.reshape(b_n, -1), jp.reshape(b_n, -1), jd, k, k * l0, cd,
+    k, kl0, cd = _springs(calib, s_n)
+    mk = _placed_markers(c.markers_body, c.on_base, rot_b, t_b)
+    theta_e = np.concatenate([pis.reshape(b_n, -1), jp.reshape(b_n, -1), jd, k, kl0, cd,
                               mk.reshape(b_n, -1)], 1)
     rots = rotation(st[:, 3:3 + 3 * n].reshape(b_n, n, 3)) @ c.rot_ref
     y0 = np.concatenate([st[:, :3], rots.reshape(b_n, -1), st[:, 3 + 3 * n:]], 1)
@@ -161,25 +191,104 @@ def input_map(c: MapConstants, x: np.ndarray, phi_s: np.ndarray, calib: np.ndarr
     return theta_e[0], y0[0]
 
 
+def complex_step_jacobian(function, parts: list[np.ndarray], wrt: list[int] | None = None
+                          ) -> list[list[np.ndarray]]:
+    """``out[k][j] = d output_k / d parts[j]`` (``[output size, part size]``) of
+    ``function(*batched parts) -> outputs [B, .]`` at one point, by the complex step: one
+    batch with one column perturbed per row. ``wrt``: the parts differentiated (default all;
+    the others' blocks are None)."""
+    parts = [np.asarray(v, float) for v in parts]
+    wrt = list(range(len(parts))) if wrt is None else list(wrt)
+    cols = [(j, c) for j in wrt for c in range(parts[j].size)]
+    batch = [np.tile(v.astype(complex), (len(cols), 1)) for v in parts]
+    for row, (j, c) in enumerate(cols):
+        batch[j][row, c] += 1j * STEP
+    outs = function(*batch)
+    result = []
+    for o in outs:
+        d = o.reshape(len(cols), -1).imag.T / STEP                  # [output, columns]
+        blocks, start = [None] * len(parts), 0
+        for j in wrt:
+            blocks[j] = d[:, start:start + parts[j].size]
+            start += parts[j].size
+        result.append(blocks)
+    return result
+
+
 def input_map_jacobian(c: MapConstants, x: np.ndarray, phi_s: np.ndarray,
                        calib: np.ndarray) -> tuple[np.ndarray, ...]:
     """``(dtheta_e/dx, dy0/dx, dtheta_e/dPhi_s, dy0/dPhi_s, dtheta_e/dcal, dy0/dcal)`` at one
     point, every column by one complex step (one batch of ``x.size + Phi_s.size +
     calib.size`` evaluations)."""
-    parts = [np.asarray(v, float) for v in (x, phi_s, calib)]
-    sizes = [p.size for p in parts]
-    z = np.concatenate(parts)
-    batch = np.tile(z.astype(complex), (z.size, 1))
-    batch[np.arange(z.size), np.arange(z.size)] += 1j * STEP
-    cuts = np.cumsum(sizes)[:-1]
-    xs, ss, cs = np.split(batch, cuts, axis=1)
-    theta_e, y0 = evaluate(c, xs, ss, cs)
-    d_theta, d_y = theta_e.imag.T / STEP, y0.imag.T / STEP        # [out, all columns]
-    out = []
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, z.size]):
-        out += [d_theta[:, lo:hi], d_y[:, lo:hi]]
-    return tuple(out)
+    (t_x, t_s, t_c), (y_x, y_s, y_c) = complex_step_jacobian(
+        lambda *b: evaluate(c, *b), [x, phi_s, calib])
+    return t_x, y_x, t_s, y_s, t_c, y_c
+
+
+@dataclass(frozen=True)
+class ActiveMapConstants:
+    """What the active model's map holds fixed (rigtool.identify.relative.active_problem):
+    ``n`` bodies, the object unknowns' size and mode, the base pose fitted or not and its
+    marker-fitted value, the joint centres ``[n, 3]``, the moving chains' roots (their
+    offsets from the platform origin are inputs), the markers' coordinates ``[K, 3]`` with
+    ``on_base``, the platform's reference rotation ``[3, 3]``, the object's mass and the
+    number of springs."""
+
+    n: int
+    n_theta: int
+    fit_base: bool
+    free: str
+    r_pb: np.ndarray
+    t_pb: np.ndarray
+    joint_centres: np.ndarray
+    roots: tuple[int, ...]
+    markers_body: np.ndarray
+    on_base: np.ndarray
+    rot_ref: np.ndarray
+    mass_kg: float
+    n_springs: int
+
+
+def evaluate_active(c: ActiveMapConstants, x: np.ndarray, phi_s: np.ndarray,
+                    calib: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(theta_e [B, .], y0 [B, 18], markers [B, K, 3])`` of the active model (the bodies'
+    parameters, the chains' offsets and the springs; the platform's initial state; the
+    markers' platform-frame coordinates) for a batch of unknowns ``[theta, base, state
+    (12)]``, Phi_s and calibration vectors."""
+    b_n, n_th = x.shape[0], c.n_theta
+    theta = x[:, :n_th]
+    rot_b, t_b = _base_pose(c.fit_base, c.r_pb, c.t_pb, x[:, n_th:n_th + 6], b_n)
+    st = x[:, n_th + (6 if c.fit_base else 0):]
+    pis = _object_bodies(c.free, c.n, c.mass_kg, theta, phi_s, calib, rot_b, t_b)
+    offsets = np.stack([np.einsum("bij,j->bi", rot_b, c.joint_centres[r]) + t_b
+                        for r in c.roots], 1)
+    k, kl0, cd = _springs(calib, c.n_springs)
+    theta_e = np.concatenate([pis.reshape(b_n, -1), offsets.reshape(b_n, -1), k, kl0, cd], 1)
+    rot0 = rotation(st[:, 3:6]) @ c.rot_ref
+    y0 = np.concatenate([st[:, :3], rot0.reshape(b_n, 9), st[:, 6:12]], 1)
+    return theta_e, y0, _placed_markers(c.markers_body, c.on_base, rot_b, t_b)
+
+
+def active_map(c: ActiveMapConstants, x: np.ndarray, phi_s: np.ndarray, calib: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(theta_e, y0, markers [K, 3])`` of the active model at one point (real)."""
+    theta_e, y0, mk = evaluate_active(c, np.asarray(x, float)[None],
+                                      np.asarray(phi_s, float)[None],
+                                      np.asarray(calib, float)[None])
+    return theta_e[0], y0[0], mk[0]
+
+
+def active_map_jacobian(c: ActiveMapConstants, x: np.ndarray, phi_s: np.ndarray,
+                        calib: np.ndarray, wrt: int) -> tuple[np.ndarray, ...]:
+    """``(dtheta_e, dy0, dmarkers [K, 3, P])`` along the unknowns (``wrt`` 0), Phi_s (1) or
+    the calibration (2), by the complex step."""
+    parts = [x, phi_s, calib]
+    (d_th,), (d_y,), (d_mk,) = (
+        [b for b in blocks if b is not None]
+        for blocks in complex_step_jacobian(lambda *b: evaluate_active(c, *b), parts, [wrt]))
+    return d_th, d_y, d_mk.reshape(-1, 3, d_mk.shape[1])
 
 
 __all__ = ["MapConstants", "rotation", "transform", "evaluate", "input_map",
-           "input_map_jacobian", "STEP"]
+           "input_map_jacobian", "complex_step_jacobian", "ActiveMapConstants",
+           "evaluate_active", "active_map", "active_map_jacobian", "STEP"]
