@@ -36,8 +36,13 @@ import numpy as np
 import scipy.linalg
 
 from rigtool.identify.subset.base_params import base_parameters, row_space_residual
-from rigtool.inertia import skew
-from rigtool.tree import PHI_S_FIELDS, Tree, phi_b_names, phi_s_names
+from rigtool.identify.subset.regressor import (PostureOverall, nearest_rotation,
+                                               phi_s_selector, posture_covariance,
+                                               posture_target, reference_radius,
+                                               regressor_phi_b, regressor_phi_s,
+                                               rotation_error, six, stacked_system,
+                                               structural_whitener, whitener)
+from rigtool.tree import Tree, phi_b_names, phi_s_names
 
 #: Rotation matrices further than this from orthonormal (max |R R^T - 1|) are refused.
 ROTATION_TOL = 1e-2
@@ -45,197 +50,6 @@ ROTATION_TOL = 1e-2
 DEFAULT_RTOL = 1e-3
 #: Row weightings of :func:`fit_subset`.
 WEIGHTINGS = ("auto", "plain")
-#: Relative scale of the unit-free default weights (only the ratio matters).
-_DEFAULT_REL = 1e-3
-
-# 3x3 basis of the six inertia entries in SPEC order xx, yy, zz, yz, zx, xy
-_E6 = np.zeros((6, 3, 3))
-for _k, (_a, _b) in enumerate([(0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1)]):
-    _E6[_k, _a, _b] = _E6[_k, _b, _a] = 1.0
-_IDX6 = (np.array([0, 1, 2, 1, 2, 0]), np.array([0, 1, 2, 2, 0, 1]))
-_EYE6 = np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
-
-
-def six(m: np.ndarray) -> np.ndarray:
-    """``[..., 3, 3]`` symmetric -> ``[..., 6]`` entries xx, yy, zz, yz, zx, xy."""
-    return np.asarray(m, float)[..., _IDX6[0], _IDX6[1]]
-
-
-@dataclass(frozen=True)
-class PostureOverall:
-    """Overall properties of the object in one locked posture (base-link frame).
-
-    Attributes
-    ----------
-    name : str
-    com_base_m : ndarray (3,)
-        Centre of mass, m.
-    com_std_m : ndarray (3,) or None
-        Its standard errors, m.
-    inertia_com_base : ndarray (3, 3)
-        Inertia about the COM, kg m^2.
-    inertia_std : float or ndarray (3, 3) or None
-        Standard error of each inertia entry, kg m^2 (one number for all, or per entry).
-    rotations : dict
-        Link name -> ``0R_j`` (link axes -> base axes) for every non-base link.
-    covariance9 : ndarray (9, 9) or None
-        Covariance of ``[h(3), J0 six]`` when the posture fit provides it (overrides the stds).
-    """
-
-    name: str
-    com_base_m: np.ndarray
-    com_std_m: np.ndarray | None
-    inertia_com_base: np.ndarray
-    inertia_std: np.ndarray | float | None
-    rotations: dict[str, np.ndarray]
-    covariance9: np.ndarray | None = None
-
-
-# ----------------------------------------------------------------------------- regressors
-
-def nearest_rotation(r: np.ndarray) -> np.ndarray:
-    """Closest proper rotation to ``r`` (``[..., 3, 3]``) in the Frobenius norm (SVD polar)."""
-    u, _, vt = np.linalg.svd(np.asarray(r, float))
-    d = np.sign(np.linalg.det(u @ vt))
-    u = u.copy()
-    u[..., :, 2] *= d[..., None]
-    return u @ vt
-
-
-def rotation_error(r: np.ndarray) -> float:
-    """``max |R R^T - 1|`` (0 for an exact rotation)."""
-    r = np.asarray(r, float)
-    return float(np.max(np.abs(r @ np.swapaxes(r, -1, -2) - np.eye(3))))
-
-
-def _ms_inertia_columns(org: np.ndarray, rot: np.ndarray) -> np.ndarray:
-    """``[n, 3(a), 6]``: inertia (six) contributed by unit ``MS_a`` of each link through
-    ``[o x]^T [R MS x] + [R MS x]^T [o x]`` (eq. 6)."""
-    ms = np.swapaxes(rot, -1, -2)              # ms[j, a] = R_j e_a
-    sm = skew(ms)                               # [n, 3, 3, 3]
-    so = skew(org)                              # [n, 3, 3]
-    t = np.einsum("jki,jakl->jail", so, sm) + np.einsum("jaki,jkl->jail", sm, so)
-    return six(t)
-
-
-def regressor_phi_b(tree: Tree, rotations: dict[str, np.ndarray]) -> np.ndarray:
-    """``Z`` (9 x 9n) with ``y = Z @ Phi_B`` for one posture (rotations used as given)."""
-    org, rot = tree.origins_and_rotations(rotations)
-    n = len(tree.links)
-    z = np.zeros((9, n, 9))
-    z[:3, :, :3] = np.transpose(rot, (1, 0, 2))                       # h = sum R_j MS_j
-    z[3:, :, :3] = np.transpose(_ms_inertia_columns(org, rot), (2, 0, 1))
-    rer = np.einsum("jab,kbc,jdc->jkad", rot, _E6, rot)                # R E_k R^T
-    z[3:, :, 3:] = np.transpose(six(rer), (2, 0, 1))
-    return z.reshape(9, 9 * n)
-
-
-def regressor_phi_s(tree: Tree, rotations: dict[str, np.ndarray]) -> np.ndarray:
-    """``Z_s`` (9 x (8n+1)) with ``y = Z_s @ Phi_s`` for one posture.
-
-    Rotations are projected onto SO(3) first, so the ``J_yy`` terms collapse exactly into
-    the single ``sum.J_yy`` column ``[0, 0, 0, 1, 1, 1, 0, 0, 0]``.
-    """
-    keys = list(rotations)
-    proj = nearest_rotation(np.stack([np.asarray(rotations[k], float) for k in keys])) \
-        if keys else np.zeros((0, 3, 3))
-    rots = dict(zip(keys, proj))                    # one batched SVD for all links
-    zb = regressor_phi_b(tree, rots).reshape(9, -1, 9)
-    n = zb.shape[1]
-    zs = np.zeros((9, n, 8))
-    zs[:, :, :3] = zb[:, :, :3]                    # MS
-    zs[:, :, 3] = zb[:, :, 3]                      # J_xx - J_yy  -> column of J_xx
-    zs[:, :, 4] = zb[:, :, 5]                      # J_zz - J_yy  -> column of J_zz
-    zs[:, :, 5:] = zb[:, :, 6:]                    # yz, zx, xy
-    out = np.zeros((9, 8 * n + 1))
-    out[:, :8 * n] = zs.reshape(9, 8 * n)
-    out[3:, -1] = _EYE6
-    return out
-
-
-def phi_s_selector(n_links: int) -> np.ndarray:
-    """``S`` ((8n+1) x 9n) with ``Phi_s = S @ Phi_B`` (eq. 11-12)."""
-    s = np.zeros((8 * n_links + 1, 9 * n_links))
-    for j in range(n_links):
-        r, c = 8 * j, 9 * j
-        s[r:r + 3, c:c + 3] = np.eye(3)
-        s[r + 3, c + 3], s[r + 3, c + 4] = 1.0, -1.0
-        s[r + 4, c + 5], s[r + 4, c + 4] = 1.0, -1.0
-        s[r + 5:r + 8, c + 6:c + 9] = np.eye(3)
-        s[-1, c + 4] = 1.0
-    return s
-
-
-# ----------------------------------------------------------------------------- targets
-
-def posture_target(p: PostureOverall, total_mass_kg: float) -> np.ndarray:
-    """The 9-vector ``[h, J0 six]`` of one posture."""
-    c = np.asarray(p.com_base_m, float)
-    j0 = np.asarray(p.inertia_com_base, float) + total_mass_kg * (c @ c * np.eye(3)
-                                                                  - np.outer(c, c))
-    return np.concatenate([total_mass_kg * c, six(j0)])
-
-
-def _inertia_std6(inertia_std) -> np.ndarray:
-    s = np.asarray(inertia_std, float)
-    return np.full(6, float(s)) if s.ndim == 0 else six(s)
-
-
-def posture_covariance(p: PostureOverall, total_mass_kg: float,
-                       radius_m: float) -> tuple[np.ndarray, bool]:
-    """``(cov9, given)``: covariance of the target and whether it came from the user's
-    standard errors (False when the unit-free default filled any part of it)."""
-    if p.covariance9 is not None:
-        return np.asarray(p.covariance9, float), True
-    m0, c = total_mass_kg, np.asarray(p.com_base_m, float)
-    have_c, have_i = p.com_std_m is not None, p.inertia_std is not None
-    if have_c:
-        var_c = np.asarray(p.com_std_m, float) ** 2 * np.ones(3)
-    if have_i:
-        var_i = _inertia_std6(p.inertia_std) ** 2
-    if not have_c:
-        sig_h = (math.sqrt(np.mean(var_i)) / radius_m if have_i
-                 else _DEFAULT_REL * m0 * radius_m)
-        var_c = np.full(3, (sig_h / m0) ** 2)
-    if not have_i:
-        var_i = np.full(6, (math.sqrt(np.mean(var_c)) * m0 * radius_m) ** 2)
-    # y = [m0 c, I6 + m0 q(c)], q = six(|c|^2 1 - c c^T): Jacobian wrt [c, I6]
-    cx, cy, cz = c
-    dq = np.array([[0, 2 * cy, 2 * cz], [2 * cx, 0, 2 * cz], [2 * cx, 2 * cy, 0],
-                   [0, -cz, -cy], [-cz, 0, -cx], [-cy, -cx, 0]])
-    jac = np.zeros((9, 9))
-    jac[:3, :3] = m0 * np.eye(3)
-    jac[3:, :3] = m0 * dq
-    jac[3:, 3:] = np.eye(6)
-    cov = jac @ np.diag(np.concatenate([var_c, var_i])) @ jac.T
-    return cov, have_c and have_i
-
-
-def whitener(cov: np.ndarray) -> np.ndarray:
-    """``W`` with ``W cov W^T = 1`` (eigenvalues floored at 1e-12 of the largest)."""
-    ev, vec = np.linalg.eigh(0.5 * (cov + cov.T))
-    ev = np.maximum(ev, 1e-12 * max(ev[-1], 1e-300))
-    return (vec / np.sqrt(ev)).T
-
-
-def structural_whitener(total_mass_kg: float, radius_m: float) -> np.ndarray:
-    """Unit-free row scaling of one posture's 9 rows: first moment by ``1/(M0 r)``, inertia
-    by ``1/(M0 r^2)``. Identifiability is decided on rows scaled this way, not on the
-    postures' covariances: which directions are null is a property of the rotations, and a
-    very precise posture (output error) must not make a weakly seen but real direction
-    look null relative to the best-seen one (nor an imprecise one hide a null one)."""
-    return np.diag(np.concatenate([np.full(3, 1.0 / (total_mass_kg * radius_m)),
-                                   np.full(6, 1.0 / (total_mass_kg * radius_m ** 2))]))
-
-
-def reference_radius(postures: list[PostureOverall], total_mass_kg: float) -> float:
-    """Largest radius of gyration about the COM over the postures, m (the unit-free scale)."""
-    lam = max(np.linalg.eigvalsh(np.asarray(p.inertia_com_base, float))[-1] for p in postures)
-    return math.sqrt(max(lam, 1e-300) / total_mass_kg)
-
-
-# ----------------------------------------------------------------------------- result
-
 @dataclass
 class SubsetResult:
     """Phi_s from several postures, with its uncertainty and identifiability diagnostics.
@@ -321,29 +135,6 @@ class SubsetResult:
 
 
 # ----------------------------------------------------------------------------- the fit
-
-def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: float, *,
-                   weighting: str = "auto"):
-    """``(A_w, b_w, A, b, given)``: whitened and raw Phi_s systems stacked over postures
-    (``weighting="plain"``: no whitening, ``given`` False)."""
-    radius = reference_radius(postures, total_mass_kg)
-    a_rows, b_rows, aw_rows, bw_rows, given = [], [], [], [], True
-    for p in postures:
-        a = regressor_phi_s(tree, p.rotations)
-        b = posture_target(p, total_mass_kg)
-        if weighting == "plain":
-            w, given = np.eye(9), False
-        else:
-            cov, g = posture_covariance(p, total_mass_kg, radius)
-            given &= g
-            w = whitener(cov)
-        a_rows.append(a)
-        b_rows.append(b)
-        aw_rows.append(w @ a)
-        bw_rows.append(w @ b)
-    return (np.vstack(aw_rows), np.concatenate(bw_rows), np.vstack(a_rows),
-            np.concatenate(b_rows), given)
-
 
 def weakest_terms(direction: np.ndarray, names: list[str], *, rel: float = 0.25,
                   most: int = 4) -> list[list]:
@@ -516,3 +307,12 @@ def _base_check(tree: Tree, postures: list[PostureOverall], total_mass_kg: float
     return {"phi_b_rank": bp.rank, "phi_s_rank": rank_s, "agree": bp.rank == rank_s,
             "max_phi_s_row_space_residual": float(np.max(leak)),
             "independent_phi_b": [bp.names[i] for i in bp.independent]}
+
+
+# the posture model (targets, regressors, covariances) is re-exported from
+# rigtool.identify.subset.regressor
+__all__ = ["ROTATION_TOL", "DEFAULT_RTOL", "WEIGHTINGS", "SubsetResult", "weakest_terms",
+           "null_combinations", "describe_null", "fit_subset", "PostureOverall", "six",
+           "nearest_rotation", "rotation_error", "regressor_phi_b", "regressor_phi_s",
+           "phi_s_selector", "posture_target", "posture_covariance", "whitener",
+           "structural_whitener", "reference_radius", "stacked_system"]
