@@ -88,3 +88,20 @@ def test_figures_drawn_early_come_back_as_drawn_here(tmp_path):
     subset_values_figure(other, tmp_path / "b.png")
     assert got == (tmp_path / "b.png").read_bytes()
     assert got != early.png("a.png")
+
+
+def test_a_background_load_that_fails_is_silent(capfd):
+    """A command's warm-up thread (rigtool.background.load_in_background) runs its load;
+    when the load raises, nothing reaches the user's terminal (the fit that follows makes
+    the same call and reports its own error)."""
+    from rigtool.background import load_in_background
+    done = []
+    load_in_background(done.append, 1, name="ok").join()
+    assert done == [1]
+
+    def broken():
+        raise RuntimeError("no compiled code here")
+
+    load_in_background(broken, name="broken").join()
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err and "no compiled code" not in err

@@ -56,7 +56,7 @@ def load_kernels() -> None:
     def zeros(*shape: int, dtype=np.float64) -> np.ndarray:
         return np.zeros(shape, dtype)
 
-    n_s = 21                                 # one body: position, rotation, velocities
+    n_s = 6 + 12 * 1          # one body's state (TreeModel.n_state): p, R, v, omega
     simulate_tangents(zeros(n_s), zeros(n_s, 1), zeros(1, 10), zeros(1, 10, 1), zeros(1, 3),
                       zeros(1, 3, 1), zeros(1), zeros(1, 1), zeros(1), zeros(1, 1), zeros(1),
                       zeros(1, 1), zeros(1), zeros(1, 1), zeros(1, 3), zeros(1, 3, 1),

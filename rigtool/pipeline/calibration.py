@@ -13,13 +13,13 @@ import datetime as _dt
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from threading import Thread
 from typing import Callable
 
 import numpy as np
 
 from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
+from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables
 from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibration.equation_error import CalibrationResult, HoldoutCheck, calibrate_motion
@@ -135,8 +135,8 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     if method == "output-error":
         # the refinement's compiled chunks load on the spare core while the captures are
         # read, filtered and fitted by equation error
-        Thread(target=load_executables, args=(RigidModel.of(rigfile.rig),),
-               name="load_rigid_executables", daemon=True).start()
+        load_in_background(load_executables, RigidModel.of(rigfile.rig),
+                           name="load_rigid_executables")
     caps, inputs, datas = prepare_captures(rigfile, settings, compensate=compensate,
                                            progress=progress)
     if progress:

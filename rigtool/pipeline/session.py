@@ -24,13 +24,13 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from threading import Thread
 from typing import Callable
 
 import numpy as np
 
 from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.devices.scale import resolve_total_mass, total_mass_std
+from rigtool.background import load_in_background
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.errors import ConfigError, IdentifiabilityError
 from rigtool.pipeline.inputs import session_inputs
@@ -181,7 +181,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         # the relative-motion fit's kernels load on the spare core while the postures run
         # (loading the postures' compiled chunks there too was measured: no faster, that
         # core imports the report's workers meanwhile)
-        Thread(target=load_kernels, name="load_tree_kernels", daemon=True).start()
+        load_in_background(load_kernels, name="load_tree_kernels")
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)

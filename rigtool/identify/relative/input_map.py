@@ -282,10 +282,8 @@ def active_map_jacobian(c: ActiveMapConstants, x: np.ndarray, phi_s: np.ndarray,
                         calib: np.ndarray, wrt: int) -> tuple[np.ndarray, ...]:
     """``(dtheta_e, dy0, dmarkers [K, 3, P])`` along the unknowns (``wrt`` 0), Phi_s (1) or
     the calibration (2), by the complex step."""
-    parts = [x, phi_s, calib]
-    (d_th,), (d_y,), (d_mk,) = (
-        [b for b in blocks if b is not None]
-        for blocks in complex_step_jacobian(lambda *b: evaluate_active(c, *b), parts, [wrt]))
+    d_th, d_y, d_mk = (blocks[wrt] for blocks in complex_step_jacobian(
+        lambda *b: evaluate_active(c, *b), [x, phi_s, calib], [wrt]))
     return d_th, d_y, d_mk.reshape(-1, 3, d_mk.shape[1])
 
 
