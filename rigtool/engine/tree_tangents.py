@@ -156,10 +156,51 @@ def _skew(a, da, o, do):
 
 
 @njit(**_JIT)
+def _inv_spd(a, o):
+    """``o = a^-1`` for a small symmetric positive definite ``a`` (n <= 6), by its Cholesky
+    factor ``a = L L^T``: ``a^-1 = L^-T L^-1``. A matrix that is not positive definite
+    (the motion left the model) gives NaN, which the integrator's finiteness check stops on.
+
+    Hand-written rather than ``np.linalg.inv``: numba lowers that to a LAPACK call wrapped in
+    its argument checks and error-message formatting, which cost about 2.5 s of the kernels'
+    first compilation per call site, for a 3x3 or 6x6 matrix that these loops invert in a
+    few dozen flops."""
+    n = a.shape[0]
+    low = np.zeros((n, n))
+    for j in range(n):
+        s = a[j, j]
+        for k in range(j):
+            s -= low[j, k] * low[j, k]
+        d = np.sqrt(s) if s > 0.0 else np.nan
+        low[j, j] = d
+        for i in range(j + 1, n):
+            t = a[i, j]
+            for k in range(j):
+                t -= low[i, k] * low[j, k]
+            low[i, j] = t / d
+    # low <- L^-1 (lower triangular, in place, column by column)
+    for j in range(n):
+        low[j, j] = 1.0 / low[j, j]
+        for i in range(j + 1, n):
+            t = 0.0
+            for k in range(j, i):
+                t -= low[i, k] * low[k, j]
+            low[i, j] = t / low[i, i]
+    # o = L^-T L^-1
+    for i in range(n):
+        for j in range(i, n):
+            t = 0.0
+            for k in range(j, n):
+                t += low[k, i] * low[k, j]
+            o[i, j] = t
+            o[j, i] = t
+
+
+@njit(**_JIT)
 def _inv(a, da, o, do, work):
-    """``o = a^-1`` (a small non-singular matrix, by numpy's LU) and
+    """``o = a^-1`` (a small symmetric positive definite matrix, :func:`_inv_spd`) and
     ``do = -a^-1 da a^-1``; ``work`` a scratch array of ``da``'s shape."""
-    o[:, :] = np.linalg.inv(a)
+    _inv_spd(a, o)
     n = a.shape[0]
     p_n = do.shape[-1]
     # work = da o, then do = -o work
@@ -453,7 +494,8 @@ def rhs_tangent(y, dy, pis, dpis, jp, djp, jd, djd, k, dk, kl0, dkl0, c, dc,
             dv6[r, q] += dart_p[0, r, q]
     rhs0, drhs0 = np.empty(nf), np.empty((nf, p_n))
     _mtv(s0, ds0, v6, dv6, rhs0, drhs0)
-    d0inv = np.linalg.inv(d0)
+    d0inv = np.empty((nf, nf))
+    _inv_spd(d0, d0inv)
     qdd0, dqdd0 = np.zeros(nf), np.zeros((nf, p_n))
     # qdd0 = -d0^-1 rhs0; dqdd0 = d0^-1 (-drhs0 - dd0 qdd0)
     for r in range(nf):
