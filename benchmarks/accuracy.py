@@ -65,6 +65,7 @@ from rigtool.identify.relative.bounds import (_constrained, _inside, feasible_in
                                               phi_b_affine)
 from rigtool.identify.relative.equation_error import resolve_relative  # noqa: E402
 from rigtool.identify.subset.fit import PostureOverall, fit_subset  # noqa: E402
+from rigtool.identify.subset.regressor import posture_covariance, posture_target  # noqa: E402
 from rigtool.pipeline.session import posture_overall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,10 +236,43 @@ def posture_std_vector(po: PostureOverall) -> np.ndarray:
     return np.concatenate([po.com_std_m, np.broadcast_to(po.inertia_std, (3, 3))[TRIU]])
 
 
+#: simulated error draws per seed for the spread of the per-entry coverage (whitened_table)
+COVER_DRAWS = 1000
+
+
+def whitened(err: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """``z = D^-1/2 V^T err`` for ``cov = V D V^T`` (directions with eigenvalues above 1e-12
+    of the largest): independent standard normals when ``cov`` is the errors' covariance."""
+    w, v = np.linalg.eigh(cov)
+    keep = w > w.max() * 1e-12
+    return (v[:, keep].T @ err) / np.sqrt(w[keep])
+
+
+def covered_counts(cov: np.ndarray, std: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """For :data:`COVER_DRAWS` errors drawn from ``N(0, cov)``: how many entries of each lie
+    within +-2 ``std``. Summed over seeds draw by draw, they give the spread of the per-entry
+    coverage that a right covariance would show on this many seeds, its correlations
+    between entries included (one unlucky direction moves many correlated entries)."""
+    w, v = np.linalg.eigh(cov)
+    draws = rng.standard_normal((COVER_DRAWS, w.size)) * np.sqrt(np.clip(w, 0, None))
+    return np.sum(np.abs(draws @ v.T) <= 2 * std, axis=1)
+
+
+def _set_stats(m: dict, key: str, err: np.ndarray, cov: np.ndarray, std: np.ndarray,
+               rng: np.random.Generator) -> None:
+    """Whitened errors and simulated coverage counts of one set of estimates (finite ones)."""
+    ok = np.isfinite(err) & np.isfinite(std)
+    c = cov[np.ix_(ok, ok)]
+    m[f"{key}_z"] = whitened(err[ok], c)
+    m[f"{key}_n"] = int(ok.sum())
+    m[f"{key}_cover_sim"] = covered_counts(c, std[ok], rng)
+
+
 def metrics(p, res: dict) -> dict:
     """Error figures of one procedure on one seed."""
     m: dict = {"posture_err": {}, "posture_cover": []}
-    e_com, e_i = [], []
+    rng = np.random.default_rng(res.get("seed", 0))
+    e_com, e_i, z_post = [], [], []
     for po in res["postures"]:
         com_t, i_t, i_max = p.truth[po.name]
         err = posture_vector(po) - np.concatenate([com_t, i_t[TRIU]])
@@ -246,6 +280,15 @@ def metrics(p, res: dict) -> dict:
         e_com.append(np.abs(err[:3]).max() * 1e3)
         e_i.append(np.abs(err[3:]).max() / i_max * 100)
         m["posture_cover"].append(np.abs(err) <= 2 * posture_std_vector(po))
+        # whitened in the subset stage's own form, y = [h, J0], with its 9x9 covariance
+        if po.covariance9 is not None or (po.com_std_m is not None
+                                          and po.inertia_std is not None):
+            truth = replace(po, com_base_m=com_t, inertia_com_base=i_t)
+            cov9, _ = posture_covariance(po, p.mass, 1.0)
+            z_post.append(whitened(posture_target(po, p.mass)
+                                   - posture_target(truth, p.mass), cov9))
+    if len(z_post) == len(res["postures"]):
+        m["posture_z"] = np.concatenate(z_post)
     m["com_mm"], m["inertia_pct"] = float(np.max(e_com)), float(np.max(e_i))
     m["posture_cover"] = np.concatenate(m["posture_cover"])
     n = len(p.tree.links)
@@ -255,12 +298,16 @@ def metrics(p, res: dict) -> dict:
     m["phi_s_ms"] = float(np.abs(err_s[is_ms]).max() / p.mass)
     m["phi_s_j"] = float(np.abs(err_s[~is_ms]).max() / p.i_max * 100)
     m["phi_s_cover"] = np.abs(err_s) <= 2 * np.asarray(sub.std)
+    _set_stats(m, "phi_s", err_s, np.asarray(sub.covariance), np.asarray(sub.std), rng)
     rel = res["relative"]
     err_b = rel.values - p.phi_b
     is_ms = np.tile(np.arange(9) < 3, n)
     m["phi_b_ms"] = float(np.abs(err_b[is_ms]).max() / p.mass)
     m["phi_b_j"] = float(np.abs(err_b[~is_ms]).max() / p.i_max * 100)
     m["phi_b_cover"] = np.abs(err_b) <= 2 * rel.std_phi_b
+    if getattr(rel, "covariance", None) is not None:
+        _set_stats(m, "phi_b", err_b, np.asarray(rel.covariance), np.asarray(rel.std_phi_b),
+                   rng)
     m["moved"] = bool(res["moved"])
     m["rtol_lowered"] = bool(res.get("rtol_lowered", False))
     m["seconds"], m["posture_s"] = res["seconds"], res["posture_s"]
@@ -304,6 +351,35 @@ def accuracy_table(p, rows: dict) -> list[str]:
                        f"{cov[2]:.0f}% | {sum(x['moved'] for x in ms)} | "
                        f"{sum(x['rtol_lowered'] for x in ms)} | "
                        f"{_mean(ms, 'seconds'):.1f} |")
+    return out
+
+
+def whitened_table(rows: dict) -> list[str]:
+    """Per sigma and method: the whitened errors' mean square (chi^2 / dof: 1 when the
+    reported covariances are right) and share within +-2 (95.4 %), for the postures, Phi_s
+    and Phi_B; and the per-entry coverage of Phi_s and Phi_B beside the 5-95 % range it
+    would have on these seeds if their reported covariances were right."""
+    out = ["| sigma mm | method | seeds | chi2/dof post. / Phi_s / Phi_B | whitened within "
+           "+-2: post. / Phi_s / Phi_B | cover Phi_s (5-95 % if right) | cover Phi_B "
+           "(5-95 % if right) |", "|---|---|---|---|---|---|---|"]
+    for sigma, by_m in rows.items():
+        for meth in METHODS:
+            ms = [x for x in by_m.get(meth, []) if "phi_b_z" in x and "posture_z" in x]
+            if not ms:
+                continue
+            zs = {k: np.concatenate([x[f"{k}_z"] for x in ms])
+                  for k in ("posture", "phi_s", "phi_b")}
+            chi = " / ".join(f"{np.mean(z ** 2):.2f}" for z in zs.values())
+            within = " / ".join(f"{100 * np.mean(np.abs(z) <= 2):.0f}%" for z in zs.values())
+            cells = []
+            for k in ("phi_s", "phi_b"):
+                n = sum(int(x[f"{k}_n"]) for x in ms)
+                sim = np.sum([x[f"{k}_cover_sim"] for x in ms], axis=0) / n
+                lo, hi = np.percentile(100 * sim, [5, 95])
+                cells.append(f"{100 * np.mean(np.concatenate([x[f'{k}_cover'] for x in ms])):.0f}"
+                             f"% ({lo:.0f}-{hi:.0f} %)")
+            out.append(f"| {sigma:g} | {meth} | {len(ms)} | {chi} | {within} | "
+                       + " | ".join(cells) + " |")
     return out
 
 
@@ -393,6 +469,8 @@ def _dump_rows(rows: dict) -> dict:
 def print_tables(p, rows: dict) -> None:
     print("\n### Accuracy\n")
     print("\n".join(accuracy_table(p, rows)))
+    print("\n### Whitened errors: are the reported covariances right?\n")
+    print("\n".join(whitened_table(rows)))
     print("\n### Posture fit against the Cramer-Rao bound (RMS error / sqrt(CRB))\n")
     print("\n".join(crb_tables(p, rows)))
 
