@@ -108,6 +108,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    window: tuple[float, float] | None = None,
                    markers_platform: dict[str, np.ndarray] | None = None,
                    nuisance: str = "none", substeps: int = 1,
+                   final_substeps: int | None = None,
                    first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
                    calibration_std: dict[str, np.ndarray] | None = None,
                    base_pose_cov: np.ndarray | None = None, ftol: float = 1e-8,
@@ -140,9 +141,20 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     nuisance : {"none", "damping-scale"}
         Extra unknown: one scale on every spring's damping.
     substeps : int
-        RK4 steps per frame. Measured on the paper-002 rig (120 Hz, modes up to 3.8 Hz, 25 s):
-        1 step tracks the reference simulator to 4 um (fit bias <= 0.0001 mm, 0.006 %), 2
-        steps to 0.2 um at twice the cost.
+        RK4 steps per frame while the fit converges. Measured on the paper-002 rig (120 Hz,
+        modes up to 3.8 Hz, 25 s): 1 step tracks the reference simulator to 4 um (fit bias
+        <= 0.0001 mm, 0.006 %), 2 steps to 0.2 um at twice the cost.
+    final_substeps : int, optional
+        RK4 steps per frame of a last Levenberg-Marquardt stage on the whole window, started
+        from the converged fit, and of the standard errors; default ``2 * substeps``. RK4's
+        error is a bias, not noise (its phase error ``(omega h)^5 / 120`` per step shifts
+        the fitted inertia by about ``(omega h)^4 / 60``), and the covariance does not
+        describe it: on the four-link object at 0.05 mm marker noise the bias of 1 step
+        added 20 to the postures' chi^2 (45 numbers; 2 steps: 0.1) while each entry stayed
+        within its standard error. Halving the step divides it by 16, and the stage
+        starts within that bias of its optimum, so it costs one or two iterations (the
+        benchmarks/accuracy.py "Whitened errors" table shows the effect). ``substeps``:
+        no such stage.
     first_horizon_s, horizon_factor : float
         Growing-horizon schedule of the single-shooting fit.
     ftol : float
@@ -261,6 +273,16 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             break
     if (base_markers or object_markers) and att is None:
         x = attach(x)                         # a window too short for an earlier horizon
+    final_substeps = 2 * substeps if final_substeps is None else int(final_substeps)
+    if final_substeps != substeps:
+        # the integrator's bias out (see the docstring): the same stage with shorter steps
+        prob.substeps, prob.cache, prob.last_primal = final_substeps, {}, {}
+        sol = solve_stage(prob, x, ftol=ftol)
+        iterations += sol.n_cost + sol.n_normal
+        stage_log.append((prob.n_frames * dt, sol.n_cost, sol.n_normal))
+        x = sol.x
+        if att is not None:
+            att["x"] = x
     if att is not None:
         n_stages = len(att["stages"])
         att = place_attached(prob, {**att, "x": x}, ftol, label, warnings)
