@@ -77,9 +77,7 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.identify.posture.attached_markers import joint_information, nuisance_products
 from rigtool.calibration_uncertainty import calibration_members_of
-from rigtool.identify.common.output_error import (central_jacobian, next_horizon,
-                                                  object_in_base_frame, start_state,
-                                                  window_frames)
+from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    solve_stage)
@@ -87,11 +85,11 @@ from rigtool.errors import InputError
 from rigtool.identify.posture.cluster_covariance import (frame_clustered,
                                                         resolve_standard_errors,
                                                         too_few_clusters)
+from rigtool.identify.posture.object_estimate import object_estimate
 from rigtool.identify.posture.oe_result import (OutputErrorResult, PlatformMarkerFit,
                                                platform_marker_fit)
 from rigtool.identify.posture.problem import PostureProblem, object_to_z
 from rigtool.identify.posture.vibration_mass import mass_theta_direction, vibration_mass
-from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
 from rigtool.kinematics.pose import fit_pose
@@ -343,36 +341,10 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         t_b = np.asarray(base_position_platform, float)
         pose_idx = None
 
-    def in_base(v):
-        return object_in_base_frame(v, r_b, t_b, prob.tmat, total_mass_kg)
-
-    def pose_block(cov):
-        """Covariance of ``[z (9), pose (6)]``."""
-        out = np.zeros((15, 15))
-        zi = np.arange(9)
-        if pose_idx is not None:
-            sel = np.concatenate([zi, pose_idx])
-            return cov[np.ix_(sel, sel)]
-        out[:9, :9] = cov[np.ix_(zi, zi)]
-        if base_pose_cov is not None:
-            out[9:, 9:] = np.asarray(base_pose_cov, float)
-        return out
-
-    v_hat = np.concatenate([x[:9], np.zeros(6)])
-    pi_hat = in_base(v_hat)
-    g = central_jacobian(lambda v: in_base(v)[1:], v_hat, step=1e-7)
-    cov9 = g @ pose_block(cov_all) @ g.T
-    cov9_noise = g @ pose_block(cov_noise) @ g.T
-    params = InertialParams(pi_hat)
-
-    def props(v):
-        p = InertialParams(np.concatenate([[total_mass_kg], v]))
-        return np.concatenate([p.com, p.inertia_com.ravel()])
-
-    _, pcov = propagate(props, pi_hat[1:], cov9)
-    pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
-    _, pcov_noise = propagate(props, pi_hat[1:], cov9_noise)
-    pstd_noise = np.sqrt(np.clip(np.diag(pcov_noise), 0, None))
+    est = object_estimate(x[:9], cov_all, cov_noise, r_b, t_b, prob.tmat, total_mass_kg,
+                          pose_idx, base_pose_cov)
+    params, cov9, pcov = est.params, est.cov9, est.props_cov
+    pstd, pstd_noise = est.props_std, est.props_std_noise
     _, st, scale = prob.split(x)
     rot0 = Rotation.from_rotvec(st[3:6]).as_matrix() @ rot_ref
     per_frame = np.full(n_total, np.nan)
