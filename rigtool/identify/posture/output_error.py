@@ -79,8 +79,8 @@ from rigtool.identify.posture.attached_markers import joint_information, nuisanc
 from rigtool.calibration_uncertainty import calibration_members_of
 from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
-from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
-                                                   solve_stage)
+from rigtool.identify.posture.attached_fit import (attach_markers, gauss_newton_polish,
+                                                   place_attached, solve_stage)
 from rigtool.errors import InputError
 from rigtool.identify.posture.cluster_covariance import (frame_clustered,
                                                         resolve_standard_errors,
@@ -143,16 +143,14 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         modes up to 3.8 Hz, 25 s): 1 step tracks the reference simulator to 4 um (fit bias
         <= 0.0001 mm, 0.006 %), 2 steps to 0.2 um at twice the cost.
     final_substeps : int, optional
-        RK4 steps per frame of a last Levenberg-Marquardt stage on the whole window, started
-        from the converged fit, and of the standard errors; default ``2 * substeps``. RK4's
-        error is a bias, not noise (its phase error ``(omega h)^5 / 120`` per step shifts
-        the fitted inertia by about ``(omega h)^4 / 60``), and the covariance does not
-        describe it: on the four-link object at 0.05 mm marker noise the bias of 1 step
-        added 20 to the postures' chi^2 (45 numbers; 2 steps: 0.1) while each entry stayed
-        within its standard error. Halving the step divides it by 16, and the stage
-        starts within that bias of its optimum, so it costs one or two iterations (the
-        benchmarks/accuracy.py "Whitened errors" table shows the effect). ``substeps``:
-        no such stage.
+        RK4 steps per frame of a last Gauss-Newton step on the whole window from the
+        converged fit, and of the standard errors (default ``2 * substeps``; ``substeps``:
+        none). RK4's error is a bias, not noise (its phase error ``(omega h)^5 / 120`` per
+        step shifts the fitted inertia by about ``(omega h)^4 / 60``), and the covariance
+        does not describe it: on the four-link object at 0.05 mm marker noise 1 step added
+        20 to the postures' chi^2 (45 numbers; 2 steps: 0.1) while each entry stayed within
+        its standard error. Halving the step divides it by 16 (benchmarks/accuracy.py,
+        "Whitened errors"); the step costs one evaluation of the normal equations.
     first_horizon_s, horizon_factor : float
         Growing-horizon schedule of the single-shooting fit.
     ftol : float
@@ -275,10 +273,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     if final_substeps != substeps:
         # the integrator's bias out (see the docstring): the same stage with shorter steps
         prob.substeps, prob.cache, prob.last_primal = final_substeps, {}, {}
-        sol = solve_stage(prob, x, ftol=ftol)
-        iterations += sol.n_cost + sol.n_normal
-        stage_log.append((prob.n_frames * dt, sol.n_cost, sol.n_normal))
-        x = sol.x
+        x, n_cost, n_normal = gauss_newton_polish(prob, x, ftol=ftol)
+        iterations += n_cost + n_normal
+        stage_log.append((prob.n_frames * dt, n_cost, n_normal))
         if att is not None:
             att["x"] = x
     if att is not None:
