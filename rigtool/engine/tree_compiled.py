@@ -15,7 +15,7 @@ from rigtool.engine.rigid import tangent_start
 from rigtool.engine.tree_tangents import simulate_tangents
 
 if TYPE_CHECKING:
-    from rigtool.engine.tree import TreeModel
+    from rigtool.engine.tree_model import TreeModel
 
 #: fewest tangent columns per thread: below it a second thread costs more than it saves
 MIN_COLUMNS_PER_THREAD = 8
