@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rigtool.devices.scale import PROTOCOLS, ScaleReply, weigh, write_weigh_json
+from rigtool.devices.scale import PROTOCOLS, ScaleReply, weigh
+from rigtool.devices.weigh_json import write_weigh_json
 from rigtool.errors import InputError
 
 HELP = "total mass from a serial scale (MT-SICS or continuous print) -> weigh.json"

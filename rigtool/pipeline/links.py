@@ -15,7 +15,8 @@ from scipy.spatial.transform import Rotation
 from rigtool.config import Session
 from rigtool.errors import ConfigError, IdentifiabilityError, InputError
 from rigtool.kinematics.joint_centre import score_joint_centre
-from rigtool.kinematics.pose import body_trajectory, markers_from_static
+from rigtool.kinematics.pose import body_trajectory
+from rigtool.kinematics.static_frame import markers_from_static
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.tree import Tree
 

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from rigtool.config import RigFile, Session, load_rig, load_session
-from rigtool.devices.scale import resolve_total_mass, total_mass_std
+from rigtool.devices.weigh_json import resolve_total_mass, total_mass_std
 from rigtool.background import load_in_background
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.errors import ConfigError, IdentifiabilityError

@@ -1,4 +1,5 @@
-"""Equations of motion of the platform with its load (private to :mod:`rigtool.sim.dynamics`).
+"""Equations of motion of the platform with its load (private to the simulator,
+:mod:`rigtool.sim.dynamics` and the modules it re-exports).
 
 Conventions
 -----------

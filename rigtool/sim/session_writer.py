@@ -32,8 +32,8 @@ from rigtool.errors import InputError
 from rigtool.mocap import write_capture
 from rigtool.rig import Platform
 from rigtool.sim.markers import MarkerSet, synthesize_markers
-from rigtool.sim.scenario import (EXTENSIONS, CalibrationPlan, CaptureSettings, PosturePlan,
-                                  RelativePlan, Scenario)
+from rigtool.sim.scenario_types import (EXTENSIONS, CalibrationPlan, CaptureSettings,
+                                        PosturePlan, RelativePlan, Scenario)
 from rigtool.tomlwrite import Inline, dumps
 from rigtool.tree import (composite_params, minimal_parameters, phi_b_names, phi_b_vector,
                           phi_s_from_phi_b, phi_s_names)
