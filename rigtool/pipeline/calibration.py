@@ -120,6 +120,14 @@ def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
     return cap
 
 
+def _load_calibration_code(model: RigidModel) -> None:
+    """What :func:`run_calibration` loads in the background: the refinement's rigid chunks,
+    then those with two RK4 steps per frame that the hold-out captures' posture fits end
+    with (refine_posture's final_substeps)."""
+    load_executables(model)
+    load_executables(model, widths=(32, 48), substeps=2)
+
+
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),
                     consistent: bool = True, residual_stiffness: bool = False,
                     compensate: bool = True, method: str = "output-error",
@@ -135,7 +143,7 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     if method == "output-error":
         # the refinement's compiled chunks load on the spare core while the captures are
         # read, filtered and fitted by equation error
-        load_in_background(load_executables, RigidModel.of(rigfile.rig),
+        load_in_background(_load_calibration_code, RigidModel.of(rigfile.rig),
                            name="load_rigid_executables")
     caps, inputs, datas = prepare_captures(rigfile, settings, compensate=compensate,
                                            progress=progress)

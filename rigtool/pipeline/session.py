@@ -31,6 +31,7 @@ import numpy as np
 from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.devices.weigh_json import resolve_total_mass, total_mass_std
 from rigtool.background import load_in_background
+from rigtool.engine.rigid import RigidModel, load_executables
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.errors import ConfigError, IdentifiabilityError
 from rigtool.pipeline.inputs import session_inputs
@@ -106,6 +107,15 @@ def run_pool(workers: int | None = None) -> LazyPool:
                     preload=WORKER_PRELOAD)
 
 
+def _load_run_code(model: RigidModel, relative: bool) -> None:
+    """What :func:`run_session` loads in the background: the rigid chunks with two RK4 steps
+    per frame (the postures' final step; the widths of their normal equations and of their
+    covariance), then, for a relative-motion capture, the tree kernels."""
+    load_executables(model, widths=(32, 48), substeps=2)
+    if relative:
+        load_kernels()
+
+
 def _posture_job(args) -> PostureOutcome:
     session, rigfile, tree, markers, ref, kwargs = args
     return fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
@@ -177,12 +187,15 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     progress = progress or _noop
     session = (check_session(session_path, rig=rig) if preflight
                else load_session(session_path, rig=rig))
-    if session.relative_motion is not None and method == "output-error":
-        # the relative-motion fit's kernels load on the spare core while the postures run
-        # (loading the postures' compiled chunks there too was measured: no faster, that
-        # core imports the report's workers meanwhile)
-        load_in_background(load_kernels, name="load_tree_kernels")
     rigfile = load_rig(session.rig_path)
+    if method == "output-error":
+        # on the spare core while the postures run: the rigid chunks of the postures' last
+        # step (half the RK4 step: refine_posture's final_substeps), which each posture
+        # otherwise loads on its path when it gets there, then the relative-motion fit's
+        # kernels (loading the postures' other chunks there too was measured: no faster,
+        # that core imports the report's workers meanwhile)
+        load_in_background(_load_run_code, RigidModel.of(rigfile.rig),
+                           session.relative_motion is not None, name="load_run_code")
     rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)
     tree = session.tree
