@@ -78,18 +78,25 @@ def subsample_pattern(supersample: int, n_times: int, /) -> tuple[np.ndarray, np
     """Sub-pixel offsets ``[S*S, 2]`` (px, in ``(-0.5, 0.5)``) and the exposure instant
     ``[S*S]`` (an index ``0 .. n_times - 1``) of each sub-pixel ray.
 
-    The offsets are the first ``S*S`` points of the R2 low-discrepancy sequence (Roberts,
-    2018), not a regular grid: a regular S x S grid sees a straight edge parallel to the
-    pixel rows move in steps of 1/S px (for S = 4, an error of 0.07 px RMS that a tracker
-    then reports as its own), while the R2 points' projections on any direction are all
-    distinct. Consecutive points are spread over the pixel, so giving them the instants in
-    turn samples the whole pixel at every instant (stratified in space and in time).
+    The offsets are the first ``S*S // 2`` points of the R2 low-discrepancy sequence
+    (Roberts, 2018) and their mirror images through the pixel's centre (plus the centre
+    itself when ``S*S`` is odd), not a regular grid: a regular S x S grid sees a straight
+    edge parallel to the pixel rows move in steps of 1/S px (for S = 4, an error of 0.07 px
+    RMS that a tracker then reports as its own), while these points' projections on any
+    direction are all distinct. Mirrored pairs make the pattern's mean exactly the pixel's
+    centre: the first 64 R2 points alone average (-0.013, -0.011) px, which shifted every
+    rendered image by that much (``benchmarks/corner_bias.py``). Each pair gets one
+    exposure instant and consecutive pairs the instants in turn, so every instant samples
+    the whole pixel, symmetrically (stratified in space and in time).
     """
     n = int(supersample) ** 2
     g = 1.32471795724474602596                     # the plastic number
     alpha = np.array([1.0 / g, 1.0 / g ** 2])
-    offsets = np.mod(0.5 + np.arange(1, n + 1)[:, None] * alpha, 1.0) - 0.5
-    times = np.arange(n) % max(1, int(n_times))
+    half = np.mod(0.5 + np.arange(1, n // 2 + 1)[:, None] * alpha, 1.0) - 0.5
+    offsets = np.stack([half, -half], axis=1).reshape(-1, 2)
+    if n % 2:
+        offsets = np.concatenate([np.zeros((1, 2)), offsets])
+    times = (np.arange(n) // 2) % max(1, int(n_times))
     return offsets, times
 
 
