@@ -197,13 +197,15 @@ def gauss_newton_polish(prob: PostureProblem, x: np.ndarray, *, ftol: float
                         ) -> tuple[np.ndarray, int, int]:
     """One Gauss-Newton step from ``x``, a converged fit of a nearby model (the same problem
     integrated with a longer step), kept when it lowers the cost; Levenberg-Marquardt
-    (:func:`solve_stage`) when it does not. The two optima differ by the integrator's bias,
-    a small fraction of a standard error per entry, where the cost is quadratic to far
-    better than that: one step lands on the new optimum, for one evaluation of the normal
-    equations and one primal simulation (a Levenberg-Marquardt stage takes a second
-    evaluation to see that it has converged). Returns ``(x, cost evaluations, normal
-    equations)``."""
+    (:func:`solve_stage`) when it does not. The two optima differ by the integrator's bias
+    (a fraction of a standard error per entry on a 25 s capture, a few along the best
+    determined directions; more on long captures, whose standard errors are smaller), over
+    which the cost is quadratic to far better than that: one step lands on the new optimum,
+    for one evaluation of the normal equations and one primal simulation (a
+    Levenberg-Marquardt stage takes a second evaluation to see that it has converged).
+    Returns ``(x, cost evaluations, normal equations)``."""
     cur = prob.normal(x).lm()
+    n_cost = 0
     if np.isfinite(cur.cost):
         diag = np.maximum(np.diag(cur.jtj), 1e-30)
         scale = 1.0 / np.sqrt(diag)
@@ -211,11 +213,13 @@ def gauss_newton_polish(prob: PostureProblem, x: np.ndarray, *, ftol: float
             step = -scale * np.linalg.solve(cur.jtj * np.outer(scale, scale), cur.jtr * scale)
         except np.linalg.LinAlgError:
             step = None
-        if step is not None and prob.cost(x + step) < cur.cost:
-            return x + step, 1, 1
+        if step is not None:
+            n_cost = 1
+            if prob.cost(x + step) < cur.cost:
+                return x + step, n_cost, 1
     sol = levenberg_marquardt(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol,
                               lam0=WARM_LAMBDA, start=cur)
-    return sol.x, sol.n_cost + 1, sol.n_normal + 1
+    return sol.x, sol.n_cost + n_cost, sol.n_normal + 1
 
 
 __all__ = ["fit_attached", "solve_stage", "gauss_newton_polish"]
