@@ -122,11 +122,10 @@ def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
 
 def _load_calibration_code(model: RigidModel) -> None:
     """What :func:`run_calibration` loads in the background: the refinement's rigid chunks,
-    then the one with two RK4 steps per frame that the hold-out captures' posture fits end
-    with (refine_posture's final_substeps: 22 columns, no calibration members yet, so the
-    32-wide chunk; a width no fit uses would only be compiled in vain on a new machine)."""
+    then those with two RK4 steps per frame that the refinement and the hold-out captures'
+    posture fits end with (their final_substeps)."""
     load_executables(model)
-    load_executables(model, widths=(32,), substeps=2)
+    load_executables(model, widths=(32, 48), substeps=2)
 
 
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),

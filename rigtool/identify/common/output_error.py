@@ -117,5 +117,17 @@ def central_jacobian(fun, x: np.ndarray, step: float = 1e-7) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-__all__ = ["base_pose_covariance",
+def gauss_newton_step(jtj: np.ndarray, jtr: np.ndarray) -> np.ndarray | None:
+    """Gauss-Newton's step ``-(J^T J)^-1 J^T r`` (columns scaled to a unit diagonal for the
+    solve), None when the normal matrix is singular. The output-error fits' last step at half
+    the RK4 step (the integrator's bias out, see refine_posture's ``final_substeps``) is one
+    such step from the converged fit."""
+    scale = 1.0 / np.sqrt(np.maximum(np.diag(jtj), 1e-30))
+    try:
+        return -scale * np.linalg.solve(jtj * np.outer(scale, scale), jtr * scale)
+    except np.linalg.LinAlgError:
+        return None
+
+
+__all__ = ["gauss_newton_step", "base_pose_covariance",
            "object_in_base_frame", "window_frames", "start_state", "next_horizon"]

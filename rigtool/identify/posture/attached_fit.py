@@ -11,6 +11,7 @@ import numpy as np
 
 from rigtool.engine.lm import WARM_LAMBDA, levenberg_marquardt
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
+from rigtool.identify.common.output_error import gauss_newton_step
 from rigtool.identify.posture.attached_markers import (attached_positions,
                                                        platform_frame_positions, pose_columns)
 from rigtool.identify.posture.problem import PostureProblem
@@ -207,12 +208,7 @@ def gauss_newton_polish(prob: PostureProblem, x: np.ndarray, *, ftol: float
     cur = prob.normal(x).lm()
     n_cost = 0
     if np.isfinite(cur.cost):
-        diag = np.maximum(np.diag(cur.jtj), 1e-30)
-        scale = 1.0 / np.sqrt(diag)
-        try:
-            step = -scale * np.linalg.solve(cur.jtj * np.outer(scale, scale), cur.jtr * scale)
-        except np.linalg.LinAlgError:
-            step = None
+        step = gauss_newton_step(cur.jtj, cur.jtr)
         if step is not None:
             n_cost = 1
             if prob.cost(x + step) < cur.cost:
