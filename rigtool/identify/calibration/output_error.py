@@ -34,7 +34,9 @@ from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import RigidModel, theta_of
 from rigtool.calibration_uncertainty import calibration_members
-from rigtool.identify.common.output_error import gauss_newton_step, start_state, window_frames
+from rigtool.identify.common.output_error import (final_substeps_of, gauss_newton_polish,
+                                                  start_state, unpolished_warning,
+                                                  window_frames)
 from rigtool.identify.posture.problem import object_to_z, z_to_params
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
@@ -305,23 +307,23 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         for capture, n_tot in zip(caps, totals):
             capture.n_frames = min(n_tot, int(round(capture.n_frames * horizon_factor)))
         schedule_done = all(c.n_frames >= n for c, n in zip(caps, totals))
-    final_substeps = 2 * substeps if final_substeps is None else int(final_substeps)
+    final_substeps = final_substeps_of(substeps, final_substeps)
+    unpolished = None
     if final_substeps != substeps:
-        # RK4's bias out: one Gauss-Newton step with shorter steps (kept when it lowers the
-        # cost; Levenberg-Marquardt from there when not)
+        # RK4's bias out (refine_posture's final_substeps): one Gauss-Newton step with
+        # shorter steps
         for capture in caps:
             capture.substeps = final_substeps
-        cur = normal_at(z)
-        step = gauss_newton_step(cur.jtj, cur.jtr) if np.isfinite(cur.cost) else None
-        iterations += 1
-        if step is not None and sum(capture_costs(z + step)) < cur.cost:
-            z = z + step
+        polished = gauss_newton_polish(normal_at, lambda v: sum(capture_costs(v)), z,
+                                       ftol=ftol, max_iterations=max_iterations)
+        if polished is None:
+            for capture in caps:
+                capture.substeps = substeps
+            last_blocks.clear()
+            unpolished = unpolished_warning("calibration", substeps, final_substeps)
         else:
-            sol = levenberg_marquardt(normal_at, lambda v: sum(capture_costs(v)), z,
-                                      ftol=ftol, max_iterations=max_iterations, start=cur,
-                                      lam0=WARM_LAMBDA)
-            z = sol.x
-            iterations += sol.n_cost
+            z, n_cost, _ = polished
+            iterations += n_cost
     shared, states = unpack(z)
     # the solver's last normal equations are often at the estimate already
     blocks = last_blocks.get(point_key(z))
@@ -348,7 +350,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
                     for i, sp in enumerate(rig.springs))
     new_rig = replace(rig, springs=springs, platform=replace(rig.platform, params=plat))
     rms = {cap.name: float(np.sqrt(np.mean(b[0] ** 2))) for cap, b in zip(captures, blocks)}
-    warnings = []
+    warnings = [] if unpolished is None else [unpolished]
     if np.any(shared[2 * n_spr:3 * n_spr] < 0):
         warnings.append("a spring's damping came out negative: the captures barely decay")
     return CalibrationRefinement(

@@ -11,7 +11,6 @@ import numpy as np
 
 from rigtool.engine.lm import WARM_LAMBDA, levenberg_marquardt
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
-from rigtool.identify.common.output_error import gauss_newton_step
 from rigtool.identify.posture.attached_markers import (attached_positions,
                                                        platform_frame_positions, pose_columns)
 from rigtool.identify.posture.problem import PostureProblem
@@ -194,28 +193,4 @@ def solve_stage(prob: PostureProblem, x: np.ndarray, *, ftol: float, max_iterati
                                max_iterations=max_iterations, **kw)
 
 
-def gauss_newton_polish(prob: PostureProblem, x: np.ndarray, *, ftol: float
-                        ) -> tuple[np.ndarray, int, int]:
-    """One Gauss-Newton step from ``x``, a converged fit of a nearby model (the same problem
-    integrated with a longer step), kept when it lowers the cost; Levenberg-Marquardt
-    (:func:`solve_stage`) when it does not. The two optima differ by the integrator's bias
-    (a fraction of a standard error per entry on a 25 s capture, a few along the best
-    determined directions; more on long captures, whose standard errors are smaller), over
-    which the cost is quadratic to far better than that: one step lands on the new optimum,
-    for one evaluation of the normal equations and one primal simulation (a
-    Levenberg-Marquardt stage takes a second evaluation to see that it has converged).
-    Returns ``(x, cost evaluations, normal equations)``."""
-    cur = prob.normal(x).lm()
-    n_cost = 0
-    if np.isfinite(cur.cost):
-        step = gauss_newton_step(cur.jtj, cur.jtr)
-        if step is not None:
-            n_cost = 1
-            if prob.cost(x + step) < cur.cost:
-                return x + step, n_cost, 1
-    sol = levenberg_marquardt(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol,
-                              lam0=WARM_LAMBDA, start=cur)
-    return sol.x, sol.n_cost + n_cost, sol.n_normal + 1
-
-
-__all__ = ["fit_attached", "solve_stage", "gauss_newton_polish"]
+__all__ = ["fit_attached", "solve_stage"]

@@ -77,10 +77,12 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.identify.posture.attached_markers import joint_information, nuisance_products
 from rigtool.calibration_uncertainty import calibration_members_of
-from rigtool.identify.common.output_error import next_horizon, start_state, window_frames
+from rigtool.identify.common.output_error import (final_substeps_of, gauss_newton_polish,
+                                                  next_horizon, start_state,
+                                                  unpolished_warning, window_frames)
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
-from rigtool.identify.posture.attached_fit import (attach_markers, gauss_newton_polish,
-                                                   place_attached, solve_stage)
+from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
+                                                   solve_stage)
 from rigtool.errors import InputError
 from rigtool.identify.posture.cluster_covariance import (frame_clustered,
                                                         resolve_standard_errors,
@@ -269,15 +271,18 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             break
     if (base_markers or object_markers) and att is None:
         x = attach(x)                         # a window too short for an earlier horizon
-    final_substeps = 2 * substeps if final_substeps is None else int(final_substeps)
+    final_substeps = final_substeps_of(substeps, final_substeps)
     if final_substeps != substeps:
         # the integrator's bias out (see the docstring): the same stage with shorter steps
         prob.substeps, prob.cache, prob.last_primal = final_substeps, {}, {}
-        x, n_cost, n_normal = gauss_newton_polish(prob, x, ftol=ftol)
-        iterations += n_cost + n_normal
-        stage_log.append((prob.n_frames * dt, n_cost, n_normal))
-        if att is not None:
-            att["x"] = x
+        polished = gauss_newton_polish(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol)
+        if polished is None:
+            prob.substeps, prob.cache, prob.last_primal = substeps, {}, {}
+            warnings.append(unpolished_warning(label, substeps, final_substeps))
+        else:
+            x, n_cost, n_normal = polished
+            iterations += n_cost + n_normal
+            stage_log.append((prob.n_frames * dt, n_cost, n_normal))
     if att is not None:
         n_stages = len(att["stages"])
         att = place_attached(prob, {**att, "x": x}, ftol, label, warnings)
