@@ -21,6 +21,7 @@ from rigtool import __version__
 from rigtool.config import FilterSettings, RigFile, sha256_of
 from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables
+from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibration.equation_error import CalibrationResult, HoldoutCheck, calibrate_motion
 from rigtool.calibration_uncertainty import covariance_table
@@ -125,7 +126,7 @@ def _load_calibration_code(model: RigidModel) -> None:
     then those with two RK4 steps per frame that the refinement and the hold-out captures'
     posture fits end with (their final_substeps)."""
     load_executables(model)
-    load_executables(model, widths=(32, 48), substeps=2)
+    load_executables(model, widths=(32, 48), substeps=final_substeps_of(1, None))
 
 
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),

@@ -33,6 +33,7 @@ from rigtool.devices.weigh_json import resolve_total_mass, total_mass_std
 from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables
 from rigtool.engine.tree_compiled import load_kernels
+from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError, IdentifiabilityError
 from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
@@ -111,7 +112,7 @@ def _load_run_code(model: RigidModel, relative: bool) -> None:
     """What :func:`run_session` loads in the background: the rigid chunks with two RK4 steps
     per frame (the postures' final step; the widths of their normal equations and of their
     covariance), then, for a relative-motion capture, the tree kernels."""
-    load_executables(model, widths=(32, 48), substeps=2)
+    load_executables(model, widths=(32, 48), substeps=final_substeps_of(1, None))
     if relative:
         load_kernels()
 
@@ -188,6 +189,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     session = (check_session(session_path, rig=rig) if preflight
                else load_session(session_path, rig=rig))
     rigfile = load_rig(session.rig_path)
+    rigfile.require_calibrated()
     if method == "output-error":
         # on the spare core while the postures run: the rigid chunks of the postures' last
         # step (half the RK4 step: refine_posture's final_substeps), which each posture
@@ -196,7 +198,6 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         # that core imports the report's workers meanwhile)
         load_in_background(_load_run_code, RigidModel.of(rigfile.rig),
                            session.relative_motion is not None, name="load_run_code")
-    rigfile.require_calibrated()
     total_mass = resolve_total_mass(session)
     tree = session.tree
     markers = link_markers(session, tree)
