@@ -17,7 +17,6 @@ cv2.aruco's corner order.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
