@@ -38,7 +38,8 @@ class RigidCapture:
     analysis window; ``n_frames`` is the current horizon (the first frames fitted);
     ``whiten [T, K, 3, 3]``, when given, the markers' whitening factors (1/mm,
     rigtool.engine.whiten): the rows are then ``L^-1 r`` (maximum likelihood for that
-    covariance) instead of ``r`` in mm.
+    covariance) instead of ``r`` in mm; ``offset [T, 18]``, when given, a fixed correction
+    added to the simulated states (``rigid.simulate(offset=...)``).
     """
 
     model: RigidModel
@@ -49,6 +50,7 @@ class RigidCapture:
     n_frames: int = 0
     extra: dict = field(default_factory=dict)
     whiten: np.ndarray | None = None
+    offset: np.ndarray | None = None
 
     def n_rows(self) -> int:
         """Residual rows on the current horizon."""
@@ -66,7 +68,7 @@ class RigidCapture:
         try:
             states, tangents = simulate(self.model, theta, y0, self.n_frames, self.dt,
                                         substeps=self.substeps, tangent_theta=tangent_theta,
-                                        tangent_y0=tangent_y0)
+                                        tangent_y0=tangent_y0, offset=self.offset)
         except (FloatingPointError, np.linalg.LinAlgError):
             p = 0 if tangent_theta is None and tangent_y0 is None else \
                 (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]

@@ -273,7 +273,8 @@ def load_executables(model: RigidModel, widths: tuple[int, ...] = (16, 32, 48),
 
 def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
              dt: float, *, substeps: int = 1, tangent_theta: np.ndarray | None = None,
-             tangent_y0: np.ndarray | None = None, consume=None):
+             tangent_y0: np.ndarray | None = None, consume=None,
+             offset: np.ndarray | None = None):
     """States at ``t = k dt`` (k = 0..n_frames-1) and, when tangents are given, their exact
     derivatives along them.
 
@@ -295,6 +296,11 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         ``consume(k0, states [m, 18], tangents [m, 18, P])`` is called for each run of frames
         ``k0 .. k0+m-1`` as they come, and the tangents are not kept (memory bounded by one
         chunk whatever the capture's length).
+    offset : ndarray [>= n_frames, 18], optional
+        Added to every returned (and consumed) state, not to the integration: a fixed
+        correction of the model's output, such as the integrator's error at a nearby
+        estimate (:func:`rigtool.identify.common.output_error.integrator_offset`). The
+        tangents are those of the uncorrected model.
 
     Returns
     -------
@@ -323,10 +329,14 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
                 raise FloatingPointError("the simulated motion diverged")
             states[k:k + m] = ys_np[:m]
             k += m
+        if offset is not None:
+            states += offset[:n_frames]
         return states, None
     p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
     keep = consume is None
     tangents = np.empty((n_frames, STATE, p)) if keep else None
+    if offset is not None:
+        states[0] += offset[0]
     if keep:
         tangents[0] = t_y[:, :p]
     else:
@@ -349,6 +359,8 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         if not np.all(np.isfinite(ys_np[m - 1])):
             raise FloatingPointError("the simulated motion diverged")
         states[k:k + m] = ys_np[:m]
+        if offset is not None:
+            states[k:k + m] += offset[k:k + m]
         ts_np = np.asarray(ts)[:m, :, :p]
         if k + m < n_frames:             # m == CHUNK_FRAMES: the next chunk starts now
             out = dispatch(y_last, t_last)

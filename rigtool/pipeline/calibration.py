@@ -123,10 +123,10 @@ def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
 
 def _load_calibration_code(model: RigidModel) -> None:
     """What :func:`run_calibration` loads in the background: the refinement's rigid chunks,
-    then those with two RK4 steps per frame that the refinement and the hold-out captures'
-    posture fits end with (their final_substeps)."""
+    then the primal one with two RK4 steps per frame whose states correct the refinement's
+    and the hold-out captures' posture fits at their end (their final_substeps)."""
     load_executables(model)
-    load_executables(model, widths=(32, 48), substeps=final_substeps_of(1, None))
+    load_executables(model, widths=(), substeps=final_substeps_of(1, None))
 
 
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),

@@ -109,10 +109,12 @@ def run_pool(workers: int | None = None) -> LazyPool:
 
 
 def _load_run_code(model: RigidModel, relative: bool) -> None:
-    """What :func:`run_session` loads in the background: the rigid chunks with two RK4 steps
-    per frame (the postures' final step; the widths of their normal equations and of their
-    covariance), then, for a relative-motion capture, the tree kernels."""
-    load_executables(model, widths=(32, 48), substeps=final_substeps_of(1, None))
+    """What :func:`run_session` loads in the background: the rigid chunks of the postures'
+    last step (the primal one with two RK4 steps per frame, whose states correct the fit's
+    own, and the tangent one as wide as their covariance's columns), then, for a
+    relative-motion capture, the tree kernels."""
+    load_executables(model, widths=(), substeps=final_substeps_of(1, None))
+    load_executables(model, widths=(48,), substeps=1)
     if relative:
         load_kernels()
 
@@ -192,7 +194,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     rigfile.require_calibrated()
     if method == "output-error":
         # on the spare core while the postures run: the rigid chunks of the postures' last
-        # step (half the RK4 step: refine_posture's final_substeps), which each posture
+        # step and covariance (refine_posture's final_substeps), which each posture
         # otherwise loads on its path when it gets there, then the relative-motion fit's
         # kernels (loading the postures' other chunks there too was measured: no faster,
         # that core imports the report's workers meanwhile)

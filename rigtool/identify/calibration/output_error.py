@@ -32,11 +32,11 @@ from rigtool.engine.capture import CaptureRows, RigidCapture
 from rigtool.engine.columns import engine_threads
 from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
-from rigtool.engine.rigid import RigidModel, theta_of
+from rigtool.engine.rigid import RigidModel, simulate, theta_of
 from rigtool.calibration_uncertainty import calibration_members
 from rigtool.identify.common.output_error import (final_substeps_of, gauss_newton_polish,
-                                                  start_state, unpolished_warning,
-                                                  window_frames)
+                                                  integrator_offset, start_state,
+                                                  unpolished_warning, window_frames)
 from rigtool.identify.posture.problem import object_to_z, z_to_params
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
@@ -168,8 +168,9 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         Default the rig's platform markers.
     substeps, final_substeps, first_horizon_s, horizon_factor, ftol
         As in :func:`rigtool.identify.posture.output_error.refine_posture`: the fit ends with
-        one Gauss-Newton step at ``final_substeps`` RK4 steps per frame (default twice
-        ``substeps``), whose model also gives the standard errors. Measured on the demo rig:
+        one Gauss-Newton step on the model corrected by the states of ``final_substeps`` RK4
+        steps per frame (default twice ``substeps``) at the converged fit, the model the
+        standard errors come from too. Measured on the demo rig:
         the calibrated platform inertia's largest error went from 3.4 to 2.0 of its standard
         errors (benchmarks/RESULTS.md, stop 36).
     max_iterations : int
@@ -310,15 +311,28 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     final_substeps = final_substeps_of(substeps, final_substeps)
     unpolished = None
     if final_substeps != substeps:
-        # RK4's bias out (refine_posture's final_substeps): one Gauss-Newton step with
-        # shorter steps
-        for capture in caps:
-            capture.substeps = final_substeps
-        polished = gauss_newton_polish(normal_at, lambda v: sum(capture_costs(v)), z,
-                                       ftol=ftol, max_iterations=max_iterations)
+        # RK4's bias out (refine_posture's final_substeps): each capture's finer states at z
+        # as a fixed correction of its own, then one Gauss-Newton step
+        s_now, xs_now = unpack(z)
+
+        def offset_of(i: int) -> np.ndarray | None:
+            theta = shared_inputs(s_now, captures[i].load)[0]
+            y0 = initial_state(xs_now[i], rot_refs[i])[0]
+            return integrator_offset(
+                lambda n: simulate(model, theta, y0, caps[i].n_frames, caps[i].dt,
+                                   substeps=n)[0], substeps, final_substeps)
+
+        offsets = _each(offset_of, range(len(caps)))
+        polished = None
+        if all(o is not None for o in offsets):
+            for capture, offset in zip(caps, offsets):
+                capture.offset = offset
+            last_blocks.clear()
+            polished = gauss_newton_polish(normal_at, lambda v: sum(capture_costs(v)), z,
+                                           ftol=ftol, max_iterations=max_iterations)
         if polished is None:
             for capture in caps:
-                capture.substeps = substeps
+                capture.offset = None
             last_blocks.clear()
             unpolished = unpolished_warning("calibration", substeps, final_substeps)
         else:

@@ -1,6 +1,7 @@
 """The output-error posture fit's stages: Levenberg-Marquardt on the streamed normal equations
-(:func:`solve_stage`) and the stage that adds the locked object's own markers, rigidly
-attached to the platform, to a converged platform-marker fit (:func:`fit_attached`).
+(:func:`solve_stage`), the stage that adds the locked object's own markers, rigidly
+attached to the platform, to a converged platform-marker fit (:func:`fit_attached`), and the
+last step that takes the integrator's bias out (:func:`polish_stage`).
 
 Split from rigtool.identify.posture.output_error, which runs the stages and reports.
 """
@@ -10,9 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from rigtool.engine.lm import WARM_LAMBDA, levenberg_marquardt
+from rigtool.engine.rigid import simulate
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
 from rigtool.identify.posture.attached_markers import (attached_positions,
                                                        platform_frame_positions, pose_columns)
+from rigtool.identify.common.output_error import (gauss_newton_polish, integrator_offset,
+                                                  unpolished_warning)
 from rigtool.identify.posture.problem import PostureProblem
 from rigtool.mocap import MarkerData
 
@@ -193,4 +197,31 @@ def solve_stage(prob: PostureProblem, x: np.ndarray, *, ftol: float, max_iterati
                                max_iterations=max_iterations, **kw)
 
 
-__all__ = ["fit_attached", "solve_stage"]
+def polish_stage(prob: PostureProblem, x: np.ndarray, final_substeps: int, *, ftol: float,
+                 label: str, warnings: list[str]) -> tuple[np.ndarray, int, int] | None:
+    """The integrator's bias out of a converged whole-window fit ``x``
+    (``refine_posture(final_substeps=...)``): the states of ``final_substeps`` RK4 steps per
+    frame at ``x`` become a fixed correction of the problem's own (``prob.state_offset``,
+    kept for the standard errors), then one Gauss-Newton step
+    (:func:`~rigtool.identify.common.output_error.gauss_newton_polish`). Returns ``(x, cost
+    evaluations, normal equations)``; None, with a warning in ``warnings``, when the finer
+    model cannot be simulated at ``x`` (``prob`` is then left as it was), and None without
+    one when ``final_substeps`` is the problem's own."""
+    if final_substeps == prob.substeps:
+        return None
+    theta, _, y0, _ = prob.inputs(x)
+    offset = integrator_offset(
+        lambda n: simulate(prob.model, theta, y0, prob.n_frames, prob.dt, substeps=n)[0],
+        prob.substeps, final_substeps, coarse=prob._primal_states(theta, y0))
+    polished = None
+    if offset is not None:
+        prob.state_offset, prob.cache, prob.last_primal = offset, {}, {}
+        polished = gauss_newton_polish(lambda v: prob.normal(v).lm(), prob.cost, x,
+                                       ftol=ftol)
+    if polished is None:
+        prob.state_offset, prob.cache, prob.last_primal = None, {}, {}
+        warnings.append(unpolished_warning(label, prob.substeps, final_substeps))
+    return polished
+
+
+__all__ = ["fit_attached", "polish_stage", "solve_stage"]

@@ -77,12 +77,11 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.identify.posture.attached_markers import joint_information, nuisance_products
 from rigtool.calibration_uncertainty import calibration_members_of
-from rigtool.identify.common.output_error import (final_substeps_of, gauss_newton_polish,
-                                                  next_horizon, start_state,
-                                                  unpolished_warning, window_frames)
+from rigtool.identify.common.output_error import (final_substeps_of, next_horizon,
+                                                  start_state, window_frames)
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
-                                                   solve_stage)
+                                                   polish_stage, solve_stage)
 from rigtool.errors import InputError
 from rigtool.identify.posture.cluster_covariance import (frame_clustered,
                                                         resolve_standard_errors,
@@ -145,14 +144,17 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         modes up to 3.8 Hz, 25 s): 1 step tracks the reference simulator to 4 um (fit bias
         <= 0.0001 mm, 0.006 %), 2 steps to 0.2 um at twice the cost.
     final_substeps : int, optional
-        RK4 steps per frame of a last Gauss-Newton step on the whole window from the
-        converged fit, and of the standard errors (default ``2 * substeps``; ``substeps``:
-        none). RK4's error is a bias, not noise (its phase error ``(omega h)^5 / 120`` per
-        step shifts the fitted inertia by about ``(omega h)^4 / 60``), and the covariance
-        does not describe it: on the four-link object at 0.05 mm marker noise 1 step added
-        20 to the postures' chi^2 (45 numbers; 2 steps: 0.1) while each entry stayed within
-        its standard error. Halving the step divides it by 16 (benchmarks/accuracy.py,
-        "Whitened errors"); the step costs one evaluation of the normal equations.
+        RK4 steps per frame of the model whose output the estimate fits in the end (default
+        ``2 * substeps``; ``substeps``: none). RK4's error is a bias, not noise (its phase
+        error ``(omega h)^5 / 120`` per step shifts the fitted inertia by about ``(omega
+        h)^4 / 60``), and the covariance does not describe it: on the four-link object at
+        0.05 mm marker noise 1 step added 20 to the postures' chi^2 (45 numbers; 2 steps:
+        0.1) while each entry stayed within its standard error. Halving the step divides it
+        by 16 (benchmarks/accuracy.py, "Whitened errors"). The finer model's states at the
+        converged fit enter as a fixed correction of the coarse model's
+        (:func:`~rigtool.identify.common.output_error.integrator_offset`), and one
+        Gauss-Newton step on the whole window follows; it costs two primal simulations and
+        one evaluation of the normal equations.
     first_horizon_s, horizon_factor : float
         Growing-horizon schedule of the single-shooting fit.
     ftol : float
@@ -271,18 +273,12 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             break
     if (base_markers or object_markers) and att is None:
         x = attach(x)                         # a window too short for an earlier horizon
-    final_substeps = final_substeps_of(substeps, final_substeps)
-    if final_substeps != substeps:
-        # the integrator's bias out (see the docstring): the same stage with shorter steps
-        prob.substeps, prob.cache, prob.last_primal = final_substeps, {}, {}
-        polished = gauss_newton_polish(lambda v: prob.normal(v).lm(), prob.cost, x, ftol=ftol)
-        if polished is None:
-            prob.substeps, prob.cache, prob.last_primal = substeps, {}, {}
-            warnings.append(unpolished_warning(label, substeps, final_substeps))
-        else:
-            x, n_cost, n_normal = polished
-            iterations += n_cost + n_normal
-            stage_log.append((prob.n_frames * dt, n_cost, n_normal))
+    polished = polish_stage(prob, x, final_substeps_of(substeps, final_substeps), ftol=ftol,
+                            label=label, warnings=warnings)
+    if polished is not None:
+        x, n_cost, n_normal = polished
+        iterations += n_cost + n_normal
+        stage_log.append((prob.n_frames * dt, n_cost, n_normal))
     if att is not None:
         n_stages = len(att["stages"])
         att = place_attached(prob, {**att, "x": x}, ftol, label, warnings)

@@ -109,6 +109,10 @@ class PostureProblem:
     # whitening factors L^-1 (1/mm) of each marker's noise covariance [T, K, 3, 3] (zero
     # where unseen); None: isotropic noise, rows in mm
     whiten: np.ndarray | None = None
+    # a fixed correction of the simulated states [T, 18] (the integrator's error at the
+    # converged estimate, rigtool.identify.common.output_error.integrator_offset); whoever
+    # sets it clears ``cache`` and ``last_primal``
+    state_offset: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.model = RigidModel.of(self.rig)
@@ -146,7 +150,7 @@ class PostureProblem:
 
     def capture(self) -> RigidCapture:
         return RigidCapture(self.model, self.measured, self.mask, self.dt, self.substeps,
-                            self.n_frames, whiten=self.whiten)
+                            self.n_frames, whiten=self.whiten, offset=self.state_offset)
 
     def _placed(self, states: np.ndarray) -> np.ndarray:
         """Markers ``[K, 3]`` with the attached ones at their best places on ``states``."""
@@ -194,7 +198,7 @@ class PostureProblem:
         if hit is not None:
             return hit
         return simulate(self.model, theta, y0, self.n_frames, self.dt,
-                        substeps=self.substeps)[0]
+                        substeps=self.substeps, offset=self.state_offset)[0]
 
     def trajectory(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The platform's simulated rotation ``[T, 3, 3]`` and position ``[T, 3]`` at ``x``
@@ -301,7 +305,7 @@ class PostureProblem:
         try:
             states, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
                                  substeps=self.substeps, tangent_theta=d_theta,
-                                 tangent_y0=d_y0, consume=consume)
+                                 tangent_y0=d_y0, consume=consume, offset=self.state_offset)
         except (FloatingPointError, np.linalg.LinAlgError):
             return PostureNormal(np.inf, np.eye(n_c), np.zeros(n_c), np.eye(n_c),
                                   np.zeros(n_c), None, None, None, None, 0)
