@@ -135,7 +135,8 @@ def overall_of(outcome, which: str) -> PostureOverall:
         r = outcome.result
         u = r.unconstrained
         return PostureOverall(r.name, u.com, r.com_std, u.inertia_com, r.inertia_com_std,
-                              outcome.rotations, covariance9=r.covariance9)
+                              outcome.rotations, covariance9=r.covariance9,
+                              rotation_cov=outcome.rotation_cov or None)
     if which == "equation-error":
         return posture_overall(replace(outcome, result=outcome.equation_error))
     return posture_overall(outcome)

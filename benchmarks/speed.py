@@ -101,7 +101,7 @@ def _stages(data_path: Path, rig, tree, markers, mass, settings, window, clock, 
         cap = with_noise_probes(cap, rig.platform.markers_platform, settings)
     with clock("posture EE"):
         r_pb, t_pb, _ = relative_pose(plat, trajs[tree.links[0].name], cap.valid)
-        rotations, _ = _child_rotations(tree, trajs, data_path)
+        rotations, *_ = _child_rotations(tree, trajs, data_path)
         res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                           base_position_platform=t_pb, total_mass_kg=mass,
                           weighting="dual-metric")

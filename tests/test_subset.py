@@ -200,6 +200,59 @@ def test_two_link_simulated_errors_are_calibrated_and_small():
 
 
 @functools.lru_cache(maxsize=1)
+def test_rotation_row_covariance_matches_monte_carlo():
+    """The rows' covariance from the rotations' errors (first order, central differences) is
+    the scatter of ``Z_s(R exp([delta x])) Phi_s`` over draws of ``delta``."""
+    from rigtool.identify.subset.regressor import rotation_row_covariance
+    tree = _two_link_truth()
+    phi_s = _truth_phi_s(tree)
+    rot = _paper_like_rotations()[2]
+    c_r = np.diag([1.0, 4.0, 2.0]) * 1e-6                       # rad^2 (1-2 mrad)
+    post = PostureOverall("p", np.zeros(3), None, np.eye(3), None, rot,
+                          rotation_cov={"link1": c_r})
+    predicted = rotation_row_covariance(tree, post, phi_s)
+    rng = np.random.default_rng(3)
+    draws = rng.multivariate_normal(np.zeros(3), c_r, size=4000)
+    ys = np.array([regressor_phi_s(tree, {"link1": rot["link1"]
+                                          @ Rotation.from_rotvec(d).as_matrix()}) @ phi_s
+                   for d in draws])
+    empirical = np.cov(ys.T)
+    # 4000 draws: each variance to ~2.2 % (sqrt(2/4000)); the matrix to a few %
+    scale = np.sqrt(np.outer(np.diag(predicted), np.diag(predicted)))
+    assert np.abs(empirical - predicted).max() / scale.max() < 0.1
+    np.testing.assert_allclose(np.diag(empirical), np.diag(predicted), rtol=0.1, atol=1e-3 * scale.max())
+
+
+def test_rotation_errors_are_carried_into_phi_s_covariance():
+    """Postures whose measured link rotations are off by their stated covariance: with it
+    the whitened errors of Phi_s have mean square ~1, without it they are far larger."""
+    tree = _two_link_truth()
+    truth = _truth_phi_s(tree)
+    m0 = sum(l.params.mass for l in tree.links)
+    sets = _paper_like_rotations() + [{"link1": _rot([0, 0, 1], 40) @ _rot([1, 0, 0], 30)}]
+    sigma_r = 1e-2                                                # rad, per axis
+    z2 = {True: [], False: []}
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        ps = []
+        for k, rots in enumerate(sets):
+            obs = _observe(tree, rots, rng, f"p{k}")
+            noisy = {"link1": rots["link1"] @ Rotation.from_rotvec(
+                rng.normal(size=3) * sigma_r).as_matrix()}
+            ps.append((obs, noisy))
+        for given in (True, False):
+            post = [PostureOverall(o.name, o.com_base_m, o.com_std_m, o.inertia_com_base,
+                                   o.inertia_std, noisy,
+                                   rotation_cov={"link1": sigma_r ** 2 * np.eye(3)}
+                                   if given else None) for o, noisy in ps]
+            r = fit_subset(tree, post, m0, advise=False)
+            e = np.linalg.solve(np.linalg.cholesky(r.covariance), r.values - truth)
+            z2[given].append(float(e @ e) / e.size)
+    # 40 seeds x 17 numbers: the mean of chi^2/dof is 1 +- 0.06 when the covariance is right
+    assert 0.75 < np.mean(z2[True]) < 1.3
+    assert np.mean(z2[False]) > 2.0
+
+
 def _four_link_postures():
     tree = _four_link_truth()
     start = [{"arm": np.eye(3), "forearm": np.eye(3), "leg": np.eye(3)}]

@@ -55,6 +55,8 @@ class PostureOutcome:
                                                  # body -> marker -> RMS scatter about its place
     notes: list[str] = field(default_factory=list)   # about the capture (filter band), not
                                                      # problems of the estimate
+    rotation_cov: dict[str, np.ndarray] = field(default_factory=dict)
+                                                 # link -> covariance of 0R_j's error (rad^2)
 
     @property
     def method(self) -> str:
@@ -106,18 +108,29 @@ def motion_traces(cap: CaptureMotion, trajs: dict[str, BodyTrajectory]) -> Motio
 
 
 
-def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float]:
+def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """``(mean, RMS spread in degrees, covariance of the mean)`` of per-frame rotations
+    ``[T, 3, 3]``. The covariance (3x3, rad^2) is of ``delta`` in ``R = mean exp([delta x])``:
+    the frames' scatter over their number, frames independent as the marker noise is white
+    (a locked joint's wobble that is real motion, correlated over frames, would make it
+    too small; the report's "Postures held still" check judges the wobble)."""
     r = Rotation.from_matrix(rot)
     mean = r.mean()
-    spread = float(np.sqrt(np.mean((mean.inv() * r).magnitude() ** 2)))
-    return mean.as_matrix(), float(np.rad2deg(spread))
+    delta = (mean.inv() * r).as_rotvec()
+    spread = float(np.sqrt(np.mean(np.sum(delta ** 2, axis=1))))
+    cov = np.cov(delta.T) / len(delta) if len(delta) > 3 else np.full((3, 3), np.nan)
+    return mean.as_matrix(), float(np.rad2deg(spread)), cov
 
 
 def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
-                     ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+                     ) -> tuple[dict[str, np.ndarray], dict[str, float],
+                                dict[str, np.ndarray]]:
+    """Every non-base link's mean rotation ``0R_j`` over the frames where it and the base
+    link are seen, its RMS spread (degrees) and the covariance of the mean (see
+    :func:`_mean_rotation`)."""
     base = tree.links[0].name
     rb = trajs[base]
-    rotations, spread = {}, {}
+    rotations, spread, cov = {}, {}, {}
     for link in tree.links[1:]:
         tj = trajs[link.name]
         ok = rb.valid & tj.valid
@@ -126,8 +139,8 @@ def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
                              f"{int(ok.sum())} frames; expected the whole posture in view",
                              path=path)
         rel = np.swapaxes(rb.rotation[ok], -1, -2) @ tj.rotation[ok]
-        rotations[link.name], spread[link.name] = _mean_rotation(rel)
-    return rotations, spread
+        rotations[link.name], spread[link.name], cov[link.name] = _mean_rotation(rel)
+    return rotations, spread, cov
 
 
 def _calibration_std(rigfile: RigFile) -> dict | None:
@@ -198,7 +211,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     r_pb, t_pb, wobble = relative_pose(plat_traj, trajs[base], cap.valid)
     # a base link or a joint that moves during the capture is judged by the report
     # (rigtool.report.checks), once for every posture
-    rotations, spread = _child_rotations(tree, trajs, capture)
+    rotations, spread, rotation_cov = _child_rotations(tree, trajs, capture)
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                       base_position_platform=t_pb, total_mass_kg=total_mass_kg,
                       spring_model=spring_model, weighting=weighting, fit_mass=True)
@@ -235,14 +248,16 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
-                          marker_scatter_mm=scatter, notes=list(cap.warnings))
+                          marker_scatter_mm=scatter, notes=list(cap.warnings),
+                          rotation_cov=rotation_cov)
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:
     """What the subset fit needs of one posture (with the posture fit's covariance)."""
     r = p.result
     return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
-                          p.rotations, covariance9=r.covariance9)
+                          p.rotations, covariance9=r.covariance9,
+                          rotation_cov=p.rotation_cov or None)
 
 
 __all__ = ["PostureOutcome", "MotionTraces", "motion_traces", "fit_one_posture",

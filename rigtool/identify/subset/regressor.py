@@ -50,6 +50,10 @@ class PostureOverall:
         Link name -> ``0R_j`` (link axes -> base axes) for every non-base link.
     covariance9 : ndarray (9, 9) or None
         Covariance of ``[h(3), J0 six]`` when the posture fit provides it (overrides the stds).
+    rotation_cov : dict or None
+        Link name -> covariance (3, 3, rad^2) of the error of ``rotations[link]``, as the
+        rotation vector ``delta`` of ``R = R_est exp([delta x])``; the subset fit then
+        carries it into the rows' covariance (:func:`rotation_row_covariance`).
     """
 
     name: str
@@ -59,6 +63,7 @@ class PostureOverall:
     inertia_std: np.ndarray | float | None
     rotations: dict[str, np.ndarray]
     covariance9: np.ndarray | None = None
+    rotation_cov: dict[str, np.ndarray] | None = None
 
 
 # ----------------------------------------------------------------------------- regressors
@@ -207,13 +212,46 @@ def reference_radius(postures: list[PostureOverall], total_mass_kg: float) -> fl
 # ----------------------------------------------------------------------------- result
 
 
+def rotation_row_covariance(tree: Tree, p: PostureOverall, phi_s: np.ndarray,
+                            step_rad: float = 1e-6) -> np.ndarray | None:
+    """Covariance (9, 9) that the errors of a posture's link rotations add to its row
+    ``y - Z_s(R) Phi_s``: ``G C_R G^T`` with ``G = d(Z_s(R exp([delta x])) Phi_s) / d delta``
+    (central differences, one triple per link) at an estimate ``phi_s``, ``C_R`` the
+    rotations' covariance (``p.rotation_cov``, links independent). None when the posture
+    gives none. The regressor holds the measured rotations as exact; each posture's mean
+    rotation carries the marker noise of its frames (~6e-5 rad at 0.2 mm on the demo's
+    links), which on the two-link object raised Phi_s's chi^2 from 20.0 to 22.3 for 17
+    numbers (benchmarks/RESULTS.md, stop 36)."""
+    if not p.rotation_cov:
+        return None
+    from scipy.spatial.transform import Rotation
+
+    cov = np.zeros((9, 9))
+    for link, c_r in p.rotation_cov.items():
+        if link not in p.rotations or not np.all(np.isfinite(c_r)):
+            continue
+        g = np.zeros((9, 3))
+        for a in range(3):
+            turn = Rotation.from_rotvec(step_rad * np.eye(3)[a]).as_matrix()
+            ys = []
+            for sign in (1.0, -1.0):
+                rots = dict(p.rotations)
+                rots[link] = np.asarray(p.rotations[link], float) @ (
+                    turn if sign > 0 else turn.T)
+                ys.append(regressor_phi_s(tree, rots) @ phi_s)
+            g[:, a] = (ys[0] - ys[1]) / (2.0 * step_rad)
+        cov += g @ np.asarray(c_r, float) @ g.T
+    return cov
+
+
 def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: float, *,
-                   weighting: str = "auto"):
+                   weighting: str = "auto", extra_cov: list | None = None):
     """``(A_w, b_w, A, b, given)``: whitened and raw Phi_s systems stacked over postures
-    (``weighting="plain"``: no whitening, ``given`` False)."""
+    (``weighting="plain"``: no whitening, ``given`` False). ``extra_cov``: per posture a
+    covariance (9, 9) added to its own before whitening, or None."""
     radius = reference_radius(postures, total_mass_kg)
     a_rows, b_rows, aw_rows, bw_rows, given = [], [], [], [], True
-    for p in postures:
+    for i, p in enumerate(postures):
         a = regressor_phi_s(tree, p.rotations)
         b = posture_target(p, total_mass_kg)
         if weighting == "plain":
@@ -221,6 +259,8 @@ def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: fl
         else:
             cov, g = posture_covariance(p, total_mass_kg, radius)
             given &= g
+            if extra_cov is not None and extra_cov[i] is not None:
+                cov = cov + extra_cov[i]
             w = whitener(cov)
         a_rows.append(a)
         b_rows.append(b)
@@ -232,4 +272,5 @@ def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: fl
 
 __all__ = ["PostureOverall", "six", "nearest_rotation", "rotation_error", "regressor_phi_b",
            "regressor_phi_s", "phi_s_selector", "posture_target", "posture_covariance",
-           "whitener", "structural_whitener", "reference_radius", "stacked_system"]
+           "whitener", "structural_whitener", "reference_radius", "stacked_system",
+           "rotation_row_covariance"]
