@@ -6,7 +6,8 @@ at the start gives None (the caller keeps its converged fit)."""
 import numpy as np
 
 from rigtool.engine.lm import Normal
-from rigtool.identify.common.output_error import final_substeps_of, gauss_newton_polish
+from rigtool.identify.common.output_error import (final_substeps_of, gauss_newton_polish,
+                                                  integrator_offset)
 
 RNG = np.random.default_rng(7)
 A = RNG.normal(size=(40, 5)) * np.array([1.0, 10.0, 0.1, 3.0, 1e3])   # badly scaled columns
@@ -54,3 +55,22 @@ def test_model_that_cannot_be_simulated_gives_none():
 def test_final_substeps_default_is_half_the_step():
     assert final_substeps_of(1, None) == 2 and final_substeps_of(3, None) == 6
     assert final_substeps_of(1, 1) == 1
+
+
+def test_integrator_offset_is_the_finer_minus_the_coarse_states():
+    states = {1: np.arange(6.0).reshape(3, 2), 2: np.arange(6.0).reshape(3, 2) + 0.5}
+    np.testing.assert_array_equal(integrator_offset(states.__getitem__, 1, 2),
+                                  np.full((3, 2), 0.5))
+    # the coarse states the caller has are used, not simulated again
+    np.testing.assert_array_equal(
+        integrator_offset(states.__getitem__, 1, 2, coarse=np.zeros((3, 2))), states[2])
+
+
+def test_integrator_offset_is_none_when_the_finer_model_diverges():
+    def diverges(substeps):
+        if substeps == 2:
+            raise FloatingPointError("the simulated motion diverged")
+        return np.zeros((3, 2))
+
+    assert integrator_offset(diverges, 1, 2) is None
+    assert integrator_offset(lambda n: np.full((3, 2), np.nan if n == 2 else 0.0), 1, 2) is None
