@@ -248,9 +248,6 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     rank = int(np.sum(s_rel > rtol))
     v_id, v_null = vt[:rank].T, vt[rank:].T
     basis = v_id / scale[:, None]                      # x = basis @ z
-    bw = a_w @ basis
-    bscale = np.linalg.norm(bw, axis=0)
-    bscale[bscale == 0] = 1.0
     x, cov = _solve_in(basis, a_w, b_w)
     if weighting != "plain" and any(p.rotation_cov for p in postures):
         # the rotations' errors into each posture's rows at this estimate, then again
