@@ -29,6 +29,7 @@ from rigtool.identify.subset.fit import PostureOverall
 from rigtool.engine.whiten import MarkerCovariance
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
+from rigtool.kinematics.rotation_mean import mean_rotation, rms_angle
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.methods import check_method
 from rigtool.tree import Tree
@@ -114,12 +115,9 @@ def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
     the frames' scatter over their number, frames independent as the marker noise is white
     (a locked joint's wobble that is real motion, correlated over frames, would make it
     too small; the report's "Postures held still" check judges the wobble)."""
-    r = Rotation.from_matrix(rot)
-    mean = r.mean()
-    delta = (mean.inv() * r).as_rotvec()
-    spread = float(np.sqrt(np.mean(np.sum(delta ** 2, axis=1))))
+    mean, delta = mean_rotation(rot)
     cov = np.cov(delta.T) / len(delta) if len(delta) > 3 else np.full((3, 3), np.nan)
-    return mean.as_matrix(), float(np.rad2deg(spread)), cov
+    return mean, float(np.rad2deg(rms_angle(delta))), cov
 
 
 def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path

@@ -15,6 +15,7 @@ from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.errors import InputError
 from rigtool.identify.posture.equation_error import transform_matrix
 from rigtool.identify.posture.problem import z_to_params
+from rigtool.kinematics.rotation_mean import mean_rotation
 from rigtool.mocap import MarkerData
 
 
@@ -42,11 +43,10 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     rt = np.swapaxes(platform_rotation[ok], -1, -2)
     r_pb = rt @ base_rotation[ok]
     t_pb = np.einsum("tij,tj->ti", rt, base_position_m[ok] - platform_position_m[ok])
-    mean = Rotation.from_matrix(r_pb).mean()
-    delta = (mean.inv() * Rotation.from_matrix(r_pb)).as_rotvec()
+    mean, delta = mean_rotation(r_pb)
     dev = np.concatenate([t_pb - t_pb.mean(0), delta], axis=1)
     cov = np.cov(dev.T) / ok.sum()
-    return mean.as_matrix(), t_pb.mean(0), cov
+    return mean, t_pb.mean(0), cov
 
 
 def object_in_base_frame(v: np.ndarray, base_rotation: np.ndarray, base_position_m: np.ndarray,

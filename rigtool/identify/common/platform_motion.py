@@ -29,6 +29,7 @@ from rigtool.errors import InputError
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.filtering import fill_gaps, motion_from_pose
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
+from rigtool.kinematics.rotation_mean import mean_rotation, rms_angle
 from rigtool.mocap import MarkerData
 from rigtool.rig import DOF_NAMES, Rig
 
@@ -234,10 +235,8 @@ def relative_pose(platform: BodyTrajectory, body: BodyTrajectory,
     rt = np.swapaxes(platform.rotation[ok], -1, -2)
     r_pb = rt @ body.rotation[ok]
     t_pb = np.einsum("tij,tj->ti", rt, body.position_m[ok] - platform.position_m[ok])
-    mean = Rotation.from_matrix(r_pb).mean()
-    spread = float(np.sqrt(np.mean(
-        (mean.inv() * Rotation.from_matrix(r_pb)).magnitude() ** 2)))
-    return mean.as_matrix(), t_pb.mean(axis=0), spread
+    mean, delta = mean_rotation(r_pb)
+    return mean, t_pb.mean(axis=0), rms_angle(delta)
 
 
 def equation_rows(rig: Rig, rotation: np.ndarray, rows_body: np.ndarray) -> np.ndarray:
