@@ -7,6 +7,8 @@
   finite-difference derivatives (plain arrays, time first).
 - :mod:`rigtool.kinematics.motion`: :class:`Motion` (pose, velocities, accelerations, the one
   place that knows body vs lab angular velocity) from a :class:`BodyTrajectory`.
+- :mod:`rigtool.kinematics.rotation_mean`: the mean of a still body's rotations over its
+  frames and each frame's deviation from it (spread, covariance of the mean).
 """
 
 from rigtool.kinematics.filtering import ZeroPhaseFilter, derivative, design_fir, fill_gaps
