@@ -10,7 +10,10 @@ covariance, the posture fit perturbs the calibration along its principal axes in
 Parameter order (``names``): per spring ``springs.NAME.stiffness`` (N/m), then per spring
 ``springs.NAME.free_length`` (m), then per spring ``springs.NAME.damping`` (N s/m), then
 ``platform.mass`` (kg), ``platform.com.x|y|z`` (m, platform frame) and
-``platform.inertia_com.xx|xy|xz|yy|yz|zz`` (kg m^2, about the COM, platform axes).
+``platform.inertia_com.xx|xy|xz|yy|yz|zz`` (kg m^2, about the COM, platform axes); when the
+calibration fitted the measured lab frame (rigtool.engine.lab_frame), then
+``lab_frame.rx|ry|rz`` (rad, a rotation vector) and ``lab_frame.tx|ty|tz`` (m): a
+perturbation ``x -> exp([r]x) x + t`` of the whole rig in the measured frame.
 """
 
 from __future__ import annotations
@@ -25,13 +28,19 @@ _AXES = ("x", "y", "z")
 _INERTIA = (("xx", 0, 0), ("xy", 0, 1), ("xz", 0, 2), ("yy", 1, 1), ("yz", 1, 2), ("zz", 2, 2))
 
 
-def parameter_names(spring_names: list[str] | tuple[str, ...]) -> list[str]:
-    """Names of the calibration vector's entries, in order (see the module docstring)."""
+#: the lab frame's entries, after the physical ones when the calibration fitted it
+FRAME_PARAMETERS = tuple(f"lab_frame.{q}" for q in ("rx", "ry", "rz", "tx", "ty", "tz"))
+
+
+def parameter_names(spring_names: list[str] | tuple[str, ...], *,
+                    frame: bool = False) -> list[str]:
+    """Names of the calibration vector's entries, in order (see the module docstring);
+    ``frame``: with the lab frame's six."""
     out = [f"springs.{n}.{q}" for q in ("stiffness", "free_length", "damping")
            for n in spring_names]
     out += ["platform.mass"] + [f"platform.com.{a}" for a in _AXES]
     out += [f"platform.inertia_com.{lab}" for lab, _, _ in _INERTIA]
-    return out
+    return out + (list(FRAME_PARAMETERS) if frame else [])
 
 
 def calibration_vector(rig: Rig, platform: InertialParams) -> np.ndarray:
@@ -54,28 +63,38 @@ def calibration_members(rig: Rig, platform: InertialParams, covariance: np.ndarr
                         ) -> list[tuple[str, float, tuple]]:
     """One perturbed calibration per principal axis of ``covariance``.
 
-    Returns ``(label, step, (platform_pi, stiffness, free_length, damping))`` with the
-    calibration moved by ``sqrt(lambda_j) v_j``: the form ``refine_posture(calibration_std=
-    {"members": ...})`` takes. Summing the squared first-order effects over the axes gives
-    ``J C J^T`` exactly, correlations included.
+    Returns ``(label, step, (platform_pi, stiffness, free_length, damping), frame)`` with
+    the calibration moved by ``sqrt(lambda_j) v_j``: the form ``refine_posture(
+    calibration_std={"members": ...})`` takes. Summing the squared first-order effects over
+    the axes gives ``J C J^T`` exactly, correlations included. ``frame``: the member's move
+    of the lab frame (``[rotvec rad, t m]``, see the module docstring) when ``covariance``
+    has the lab frame's six entries, else None.
     """
     x0 = calibration_vector(rig, platform)
+    n_phys = x0.size
+    with_frame = covariance.shape[0] == n_phys + len(FRAME_PARAMETERS)
+    x0 = np.concatenate([x0, np.zeros(len(FRAME_PARAMETERS))]) if with_frame else x0
     lam, vec = np.linalg.eigh(0.5 * (covariance + covariance.T))
     n = len(rig.springs)
     members = []
     for lj, vj in zip(lam, vec.T):
         if lj <= 0:
             continue
-        k, l0, c, plat = _split(x0 + np.sqrt(lj) * vj, n)
-        members.append((f"axis {len(members)}", float(np.sqrt(lj)), (plat.pi, k, l0, c)))
+        x = x0 + np.sqrt(lj) * vj
+        k, l0, c, plat = _split(x[:n_phys], n)
+        members.append((f"axis {len(members)}", float(np.sqrt(lj)), (plat.pi, k, l0, c),
+                        x[n_phys:].copy() if with_frame else None))
     return members
 
 
 def covariance_table(spring_names: list[str], covariance: np.ndarray, digits: int = 8) -> dict:
     """The ``[calibration.covariance]`` table of a calibrated rig file."""
     names = parameter_names(spring_names)
+    if covariance.shape[0] == len(names) + len(FRAME_PARAMETERS):
+        names = parameter_names(spring_names, frame=True)
     cov = 0.5 * (covariance + covariance.T)
-    return {"units": "SI (N/m, m, N s/m, kg, m, kg m^2); see 'parameters' for the order",
+    return {"units": "SI (N/m, m, N s/m, kg, m, kg m^2; the lab frame's rad and m); see "
+                     "'parameters' for the order",
             "parameters": names,
             "matrix": [[float(f"{v:.{digits}g}") for v in row] for row in cov]}
 
@@ -102,6 +121,8 @@ def covariance_from_raw(raw: dict, rig: Rig, *, path=None) -> np.ndarray | None:
         raise ConfigError("expected a table with 'parameters' and 'matrix'", path=path,
                           field=field)
     expected = parameter_names([sp.name for sp in rig.springs])
+    if list(table.get("parameters", [])) == expected + list(FRAME_PARAMETERS):
+        expected = expected + list(FRAME_PARAMETERS)
     if list(table.get("parameters", [])) != expected:
         raise ConfigError(f"expected parameters {expected[0]!r} ... {expected[-1]!r} "
                           f"({len(expected)} names, the order rigtool calibrate writes)",
@@ -125,7 +146,7 @@ def covariance_from_raw(raw: dict, rig: Rig, *, path=None) -> np.ndarray | None:
     return 0.5 * (cov + cov.T)
 
 
-__all__ = ["parameter_names", "calibration_vector", "calibration_members", "covariance_table",
+__all__ = ["FRAME_PARAMETERS", "parameter_names", "calibration_vector", "calibration_members", "covariance_table",
            "covariance_from_raw"]
 
 
@@ -163,7 +184,7 @@ def calibration_std_from_rigfile(raw: dict, rig: Rig, *, path=None
 
 def calibration_members_of(rig: Rig, platform: InertialParams, cal_std: dict):
     """One perturbed calibration per principal axis: ``(label, step, (platform_pi, k, L0,
-    c))`` (:func:`rigtool.calibration_uncertainty.calibration_members`).
+    c), frame)`` (:func:`rigtool.calibration_uncertainty.calibration_members`).
 
     With a full covariance the members are given (``cal_std["members"]``). With standard
     errors alone (a rig file without ``[calibration.covariance]``) the covariance is taken

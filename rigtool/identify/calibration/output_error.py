@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
@@ -33,11 +33,12 @@ from rigtool.engine.columns import engine_threads
 from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import RigidModel, simulate, theta_of
-from rigtool.calibration_uncertainty import calibration_members
 from rigtool.identify.common.output_error import (final_substeps_of, gauss_newton_polish,
                                                   integrator_offset, start_state,
                                                   unpolished_warning, window_frames)
-from rigtool.identify.posture.problem import object_to_z, z_to_params
+from rigtool.engine.lab_frame import FRAME_NAMES, framed_rows, rig_in_frame
+from rigtool.identify.calibration.oe_result import (CalibrationRefinement, _platform_pi,
+                                                   _platform_z)
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
@@ -64,71 +65,6 @@ class OECapture:
     window: tuple[float, float] | None = None
 
 
-@dataclass(frozen=True)
-class CalibrationRefinement:
-    """Refined rig; standard errors from the Gauss-Newton covariance (marker noise)."""
-
-    rig: Rig                                   # springs and platform params refined
-    platform: InertialParams
-    stiffness_std: np.ndarray
-    free_length_std: np.ndarray
-    damping_std: np.ndarray
-    platform_mass_std: float
-    platform_com_std: np.ndarray
-    platform_inertia_std: np.ndarray           # of the inertia about the COM, 3x3
-    covariance: np.ndarray                     # [k, L0, c, m, com, Sigma_c log-Cholesky]
-    initial_states: dict[str, np.ndarray]      # capture -> [p, rotvec about ref, v, omega]
-    residual_rms_mm: dict[str, float]
-    marker_sigma_mm: float
-    iterations: int
-    elapsed_s: float
-    warnings: list[str] = field(default_factory=list)
-
-    def physical_covariance(self) -> np.ndarray:
-        """Covariance of the calibration in physical parameters, in the order of
-        rigtool.calibration_uncertainty.parameter_names (springs' stiffness, free
-        length, damping; platform mass, COM, inertia about the COM), by the delta method from
-        the fit's log-Cholesky parameters."""
-        n_spr = len(self.rig.springs)
-
-        def physical(s: np.ndarray) -> np.ndarray:
-            p = InertialParams(_platform_pi(s[3 * n_spr:]))
-            ic = p.inertia_com
-            return np.concatenate([s[:3 * n_spr], [p.mass], p.com,
-                                   ic[np.triu_indices(3)]])
-
-        _, cov = propagate(physical, self._shared(), self.covariance)
-        return 0.5 * (cov + cov.T)
-
-    def _shared(self) -> np.ndarray:
-        return np.concatenate([self.rig.stiffness, self.rig.free_length, self.rig.damping,
-                               _platform_z(self.platform)])
-
-    def as_calibration_std(self) -> dict:
-        """Uncertainty in the form ``refine_posture(calibration_std=...)`` takes.
-
-        Besides the standard errors, ``"members"`` holds one perturbed calibration per
-        principal axis of the full covariance (``x + sqrt(lambda_j) v_j``, physical
-        parameters), so the posture fit propagates the calibration's correlations too
-        (stiffness and free length are strongly correlated; their standard errors alone
-        overstate the effect). A rig file written by ``rigtool calibrate`` stores the same
-        covariance (``[calibration.covariance]``) and gives the same members.
-        """
-        members = calibration_members(self.rig, self.platform, self.physical_covariance())
-        return {"stiffness": self.stiffness_std, "free_length": self.free_length_std,
-                "damping": self.damping_std, "platform_mass": self.platform_mass_std,
-                "platform_com": self.platform_com_std,
-                "platform_inertia_com": self.platform_inertia_std, "members": members}
-
-
-def _platform_z(platform: InertialParams) -> np.ndarray:
-    return np.concatenate([[platform.mass], object_to_z(platform.com, platform.inertia_com)])
-
-
-def _platform_pi(zp: np.ndarray) -> np.ndarray:
-    return z_to_params(zp[1:], zp[0])
-
-
 def _each(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
     """``[function(item) for item in items]``, the items on parallel threads (the captures are
     independent simulations; the engine's compiled code runs without the interpreter lock,
@@ -152,7 +88,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
                        substeps: int = 1, final_substeps: int | None = None,
                        first_horizon_s: float = 2.0,
                        horizon_factor: float = 4.0, max_iterations: int = 12,
-                       ftol: float = 1e-8) -> CalibrationRefinement:
+                       ftol: float = 1e-8, fit_frame: bool = False) -> CalibrationRefinement:
     """Refine springs (stiffness, free length, damping) and platform parameters jointly
     over calibration captures, from the equation-error calibration ``rig``/``platform``.
 
@@ -175,6 +111,11 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         errors (benchmarks/RESULTS.md, stop 36).
     max_iterations : int
         Levenberg-Marquardt iterations per horizon stage.
+    fit_frame : bool
+        Fit the measured lab frame against the rig's too (six more shared unknowns,
+        :mod:`rigtool.engine.lab_frame`); the refined rig then has its anchors
+        and gravity in the measured frame. For a camera's lab frame, set by a board on the
+        floor; optical motion capture that measured the anchors needs none.
 
     Returns
     -------
@@ -187,9 +128,11 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     names = list(markers_platform)
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
     n_spr = len(rig.springs)
+    n_fr = len(FRAME_NAMES) if fit_frame else 0
     shared = np.concatenate([rig.stiffness, rig.free_length, rig.damping,
-                             _platform_z(platform)])
+                             _platform_z(platform), np.zeros(n_fr)])
     n_sh = shared.size
+    n_ph = n_sh - n_fr              # the physical unknowns (springs, platform)
     model = RigidModel.of(rig)
     def prepared(cap: OECapture):
         """The capture's engine view, its reference rotation, its initial state fitted alone
@@ -220,10 +163,10 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     def shared_inputs(s: np.ndarray, load: InertialParams):
         """``(theta, d theta / d shared)`` of the shared unknowns with a known load."""
         k, l0, c = s[:n_spr], s[n_spr:2 * n_spr], s[2 * n_spr:3 * n_spr]
-        zp = s[3 * n_spr:]
+        zp = s[3 * n_spr:n_ph]
         pi_p, dpi_dz, dpi_dm = body_params(zp[1:], zp[0])
         theta = theta_of(pi_p + load.pi, k, l0, c)
-        d = np.zeros((theta.size, n_sh))
+        d = np.zeros((theta.size, n_ph))
         eye = np.eye(n_spr)
         d[10:10 + n_spr, :n_spr] = eye
         d[10 + n_spr:10 + 2 * n_spr, :n_spr] = np.diag(l0)
@@ -238,14 +181,25 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         def one(i: int) -> CaptureRows:
             theta, d_theta = shared_inputs(s, captures[i].load)
             y0, dy0 = initial_state(xs[i], rot_refs[i])
-            return caps[i].rows(theta, y0, mk,
+            rows = caps[i].rows(theta, y0, mk,
                                 tangent_theta=np.hstack([d_theta, np.zeros((theta.size, 12))]),
-                                tangent_y0=np.hstack([np.zeros((18, n_sh)), dy0]))
+                                tangent_y0=np.hstack([np.zeros((18, n_ph)), dy0]))
+            if not (fit_frame and rows.ok):
+                return rows
+            r, jac = framed_rows(rows.r, rows.jac, measured_rows(i), s[n_ph:])
+            # columns: physical, frame, the capture's initial state
+            return CaptureRows(r, np.hstack([jac[:, :n_ph], jac[:, n_ph + 12:],
+                                             jac[:, n_ph:n_ph + 12]]), rows.states)
 
         rows = _each(one, range(len(caps)))
         if not all(r.ok for r in rows):
             return None
         return [(r.r, r.jac) for r in rows]
+
+    def measured_rows(i: int) -> np.ndarray:
+        """The measured coordinates (m) of capture ``i``'s residual rows."""
+        n = caps[i].n_frames
+        return caps[i].measured_m[:n][caps[i].mask[:n]].ravel()
 
     def normal(blocks):
         n_c = len(blocks)
@@ -284,7 +238,10 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         def one(i: int) -> float:
             rows = caps[i].rows(shared_inputs(s, captures[i].load)[0],
                                 initial_state(xs[i], rot_refs[i])[0], mk)
-            return float(rows.r @ rows.r) if rows.ok else np.inf
+            if not rows.ok:
+                return np.inf
+            r = framed_rows(rows.r, None, measured_rows(i), s[n_ph:])[0] if fit_frame else rows.r
+            return float(r @ r)
 
         return _each(one, range(len(caps)))
 
@@ -348,9 +305,9 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     dof = max(n_res - len(grad), 1)
     s2 = cost / dof
     cov = s2 * np.linalg.pinv(mat)
-    cov_sh = cov[:n_sh, :n_sh]
+    cov_sh = cov[:n_ph, :n_ph]
     std_sh = np.sqrt(np.clip(np.diag(cov_sh), 0, None))
-    zp = shared[3 * n_spr:]
+    zp = shared[3 * n_spr:n_ph]
 
     def plat_props(v):
         p = InertialParams(_platform_pi(v))
@@ -363,6 +320,11 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
                             damping=float(shared[2 * n_spr + i]))
                     for i, sp in enumerate(rig.springs))
     new_rig = replace(rig, springs=springs, platform=replace(rig.platform, params=plat))
+    frame, frame_cov, frame_cross = None, None, None
+    if fit_frame:
+        frame, frame_cov = shared[n_ph:].copy(), cov[n_ph:n_sh, n_ph:n_sh]
+        frame_cross = cov[:n_ph, n_ph:n_sh]
+        new_rig = rig_in_frame(new_rig, frame)
     rms = {cap.name: float(np.sqrt(np.mean(b[0] ** 2))) for cap, b in zip(captures, blocks)}
     warnings = [] if unpolished is None else [unpolished]
     if np.any(shared[2 * n_spr:3 * n_spr] < 0):
@@ -374,7 +336,8 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         platform_inertia_std=pstd[4:].reshape(3, 3), covariance=cov_sh,
         initial_states={c.name: x for c, x in zip(captures, states)}, residual_rms_mm=rms,
         marker_sigma_mm=float(np.sqrt(s2)), iterations=iterations,
-        elapsed_s=time.perf_counter() - t0, warnings=warnings)
+        elapsed_s=time.perf_counter() - t0, warnings=warnings, frame=frame,
+        frame_covariance=frame_cov, frame_cross=frame_cross)
 
 
 __all__ = ["OECapture", "CalibrationRefinement", "refine_calibration"]

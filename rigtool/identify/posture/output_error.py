@@ -89,7 +89,7 @@ from rigtool.identify.posture.cluster_covariance import (frame_clustered,
 from rigtool.identify.posture.object_estimate import object_estimate
 from rigtool.identify.posture.oe_result import (OutputErrorResult, PlatformMarkerFit,
                                                platform_marker_fit)
-from rigtool.identify.posture.problem import PostureProblem, object_to_z
+from rigtool.identify.posture.problem import PostureProblem, fold_frame_columns, object_to_z
 from rigtool.identify.posture.vibration_mass import mass_theta_direction, vibration_mass
 from rigtool.inertia import InertialParams
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
@@ -294,8 +294,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     extra_dirs = np.stack([prob.inputs(x, m[2])[0] - theta_nom for m in members]
                           + [mass_theta_direction(x[:9], total_mass_kg, prob.tmat,
                                                   theta_nom.size)], axis=1)
-    ne = prob.normal(x, extra_theta=extra_dirs, scores=se_model == "frame")
+    # a calibrated lab frame's uncertainty: six columns of the rig's rigid move, last; each
+    # member's column is its theta direction plus its frame move (F [6, members])
+    moves = [m[3] for m in members if len(m) > 3 and m[3] is not None]
+    frame_move = np.stack(moves, axis=1) if moves and len(moves) == len(members) else None
+    ne = prob.normal(x, extra_theta=extra_dirs, scores=se_model == "frame",
+                     frame_columns=frame_move is not None)
     n_cal, m_col = len(members), n_x + len(members)
+    if frame_move is not None:
+        ne = fold_frame_columns(ne, n_x, n_cal, frame_move)
     jtj = ne.jtj_raw[:n_x, :n_x]
     jtj_extra = ne.jtj_raw[:n_x, n_x:]                 # J^T [J_cal, j_mass]
     if att is not None and prob.n_attached:

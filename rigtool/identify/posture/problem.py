@@ -16,7 +16,7 @@ the rows are the residuals in mm, as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from rigtool.engine.lm import Normal
 from rigtool.engine.markers import marker_rows
 from rigtool.engine.params import body_params, initial_state
 from rigtool.engine.rigid import STATE, RigidModel, simulate, theta_of
+from rigtool.engine.lab_frame import framed_rows
 from rigtool.engine.whiten import whiten_rows
 from rigtool.identify.posture.cluster_covariance import frame_sums, position_scores
 from rigtool.identify.posture.attached_markers import (joint_information, nuisance_products,
@@ -237,7 +238,7 @@ class PostureProblem:
         return float(out.r @ out.r) if out.ok else np.inf
 
     def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None,
-               scores: bool = False) -> "PostureNormal":
+               scores: bool = False, frame_columns: bool = False) -> "PostureNormal":
         """Cost and normal equations at ``x`` on the current horizon, accumulated chunk by
         chunk (nothing of size frames x unknowns is kept, but for ``scores``; nothing of size
         frames x markers x unknowns ever). With attached markers their
@@ -246,7 +247,10 @@ class PostureProblem:
         Kaufman's projected Jacobian gives). ``extra_theta [n_theta, C]``: more directions
         (calibration members), carried as extra columns. ``scores``: keep each frame's
         score ``J_t^T r_t`` (``[T, n]``) and the attached markers' (``[T, E, 3]``) for a
-        cluster-robust covariance (rigtool.identify.posture.cluster_covariance)."""
+        cluster-robust covariance (rigtool.identify.posture.cluster_covariance).
+        ``frame_columns``: six more columns last, the rows' change when the whole rig moves
+        by ``x -> exp([r]x) x + t`` (a calibrated lab frame's uncertainty,
+        rigtool.engine.lab_frame); closed form on the predicted markers."""
         full = x if self.fit_object else np.concatenate([self.z_obj, x])
         fit_object, self.fit_object = self.fit_object, True
         try:
@@ -262,7 +266,7 @@ class PostureProblem:
         if self.project:
             # the markers are placed from the whole horizon's motion before any row is formed
             body = self._placed(self._primal_states(theta, y0))
-        n_c = keep.size
+        n_c = keep.size + (6 if frame_columns else 0)
         e_n = self.n_attached
         k_n = self.mask.shape[1]
         att = np.arange(k_n - e_n, k_n)
@@ -278,6 +282,10 @@ class PostureProblem:
             mask_c = self.mask[k0:k0 + m]
             r, jac = marker_rows(st, tan, body, self.measured[k0:k0 + m], mask_c)
             jac = jac[:, keep]
+            if frame_columns:
+                meas = self.measured[k0:k0 + m][mask_c].ravel()
+                jac = np.hstack([jac, framed_rows(r, None, meas, np.zeros(6),
+                                                  frame_columns=True)[1]])
             res = np.zeros(mask_c.shape + (3,))
             res[mask_c] = r.reshape(-1, 3)
             acc["ss"][k0:k0 + m] = (res ** 2).sum((1, 2))
@@ -374,4 +382,21 @@ class PostureNormal:
         return Normal(self.cost, self.jtj, self.jtr)
 
 
-__all__ = ["PostureProblem", "PostureNormal", "object_to_z", "z_to_params"]
+def fold_frame_columns(ne: PostureNormal, n_x: int, n_members: int,
+                       frame_move: np.ndarray) -> PostureNormal:
+    """``ne`` of columns ``[x (n_x), members, mass, frame (6)]`` (``normal(extra_theta=...,
+    frame_columns=True)``) with each member's column completed by its lab-frame move and the
+    frame columns dropped: member ``j`` becomes ``J_theta_j + J_frame frame_move[:, j]``.
+    The map is linear in the columns, so every product transforms by it."""
+    n_c = ne.jtj_raw.shape[0]
+    keep = n_c - frame_move.shape[0]
+    t = np.zeros((n_c, keep))
+    t[:keep, :keep] = np.eye(keep)
+    t[keep:, n_x:n_x + n_members] = frame_move
+    prods = None if ne.prods is None else ne.prods @ t
+    scores = None if ne.scores is None else ne.scores @ t
+    return replace(ne, jtj=t.T @ ne.jtj @ t, jtr=t.T @ ne.jtr, jtj_raw=t.T @ ne.jtj_raw @ t,
+                   jtr_raw=t.T @ ne.jtr_raw, prods=prods, scores=scores)
+
+
+__all__ = ["PostureProblem", "PostureNormal", "fold_frame_columns", "object_to_z", "z_to_params"]
