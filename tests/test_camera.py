@@ -411,3 +411,45 @@ def test_print_sheets_are_a4_pdfs(tmp_path, capsys):
     assert main(["camera", "print-board", "--board", "5x7", "--square-m", "0.3",
                  "--marker-m", "0.22", "-o", str(tmp_path / "big.pdf")]) == 2
     assert "does not fit on A4" in capsys.readouterr().err
+
+
+def test_track_reuses_another_tracks_lab_frame(clip, tmp_path, capsys):
+    """``--lab-frame OTHER.track.json``: the capture is placed in that track's lab frame
+    exactly (a lab frame moved by 1 mm and 0.01 deg moves every marker by that rigid map),
+    and the side file says where it came from; a side file without a board's lab frame, or
+    of another camera file, is refused with exit status 2."""
+    folder, scene, video, cam_file, tags_file = clip
+    first = tmp_path / "first.csv"
+    assert main(["track", str(video), "--camera", str(cam_file), "--tags", str(tags_file),
+                 "-o", str(first)]) == 0
+    doc = json.loads((tmp_path / "first.track.json").read_text())
+    lab = doc["lab_frame"]
+    turn = Rotation.from_rotvec(np.radians([0.01, 0.0, 0.0])).as_matrix()
+    lab["rotation_cam_lab"] = (np.array(lab["rotation_cam_lab"]) @ turn).tolist()
+    lab["translation_cam_lab_m"] = (np.array(lab["translation_cam_lab_m"]) + 1e-3).tolist()
+    moved = tmp_path / "moved.track.json"
+    moved.write_text(json.dumps(doc))
+    second = tmp_path / "second.csv"
+    capsys.readouterr()
+    assert main(["track", str(video), "--camera", str(cam_file), "--tags", str(tags_file),
+                 "-o", str(second), "--lab-frame", str(moved)]) == 0
+    assert f"from {moved}" in capsys.readouterr().out
+    used = json.loads((tmp_path / "second.track.json").read_text())["lab_frame"]
+    assert used["from"] == str(moved) and used["rotation_cam_lab"] == lab["rotation_cam_lab"]
+    # x_cam = R1 a + t1 = R2 b + t2, so b = R2^T (R1 a + t1 - t2)
+    first_lab = json.loads((tmp_path / "first.track.json").read_text())["lab_frame"]
+    r1, t1 = np.array(first_lab["rotation_cam_lab"]), np.array(first_lab["translation_cam_lab_m"])
+    r2, t2 = np.array(lab["rotation_cam_lab"]), np.array(lab["translation_cam_lab_m"])
+    a, b = read_capture(first).xyz_m, read_capture(second).xyz_m
+    np.testing.assert_allclose(b, (a @ r1.T + t1 - t2) @ r2, atol=1e-9)
+    camera_frame = tmp_path / "camera.track.json"
+    camera_frame.write_text(json.dumps({**doc, "lab_frame": {"frame": "camera"}}))
+    for bad, expected in ((camera_frame, "lab board"), (tmp_path / "nothing.json", "cannot read")):
+        assert main(["track", str(video), "--camera", str(cam_file), "--tags", str(tags_file),
+                     "-o", str(tmp_path / "third.csv"), "--lab-frame", str(bad)]) == 2
+        assert expected in capsys.readouterr().err
+    other_cam = tmp_path / "other_camera.toml"
+    other_cam.write_text(cam_file.read_text() + "\n# another calibration\n")
+    assert main(["track", str(video), "--camera", str(other_cam), "--tags", str(tags_file),
+                 "-o", str(tmp_path / "fourth.csv"), "--lab-frame", str(moved)]) == 2
+    assert "another camera file" in capsys.readouterr().err

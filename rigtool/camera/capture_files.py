@@ -13,6 +13,7 @@ import numpy as np
 from rigtool import __version__
 from rigtool.camera.tags import TagLayout
 from rigtool.config import sha256_of
+from rigtool.errors import InputError
 from rigtool.mocap._textblock import format_rows
 from rigtool.tomlwrite import dumps
 
@@ -117,3 +118,55 @@ def write_summaries(out: Path, result, video: Path, camera_file: Path | None,
                         f"{layout.source}; paste them into the rig file ([platform]) or the "
                         "session manifest ([[links]])"), encoding="utf-8")
     return [js, mt]
+
+
+def read_lab_frame(track_json: str | Path, *, camera_file: Path | None = None) -> dict:
+    """The lab frame an earlier ``rigtool track`` set from the lab board (its
+    ``OUT.track.json``), to film a session's captures in one lab frame.
+
+    Parameters
+    ----------
+    track_json : path
+        The side file of a track of the same set-up (camera and lab board unmoved).
+    camera_file : Path, optional
+        This track's camera file: it must be the one the earlier track used (same sha256).
+
+    Returns
+    -------
+    dict
+        That track's ``lab_frame`` entry, with ``from`` (the file) and its ``sha256``.
+
+    Raises
+    ------
+    InputError
+        An unreadable file, one without a lab board's frame, or another camera's.
+    """
+    path = Path(track_json)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read this track side file ({exc})", path=path) from None
+    lab = doc.get("lab_frame") if isinstance(doc, dict) else None
+    if not isinstance(lab, dict) or lab.get("frame") != "body":
+        raise InputError("expected the OUT.track.json of a track whose lab frame was set by a "
+                         "lab board (tags.toml: lab = \"<board>\"); this one has "
+                         f"{'none' if not isinstance(lab, dict) else lab.get('frame')!r}",
+                         path=path, field="lab_frame")
+    try:
+        rot = np.asarray(lab["rotation_cam_lab"], float).reshape(3, 3)
+        trans = np.asarray(lab["translation_cam_lab_m"], float).reshape(3)
+    except (KeyError, TypeError, ValueError):
+        raise InputError("expected rotation_cam_lab (3x3) and translation_cam_lab_m (3)",
+                         path=path, field="lab_frame") from None
+    if not (np.all(np.isfinite(rot)) and np.allclose(rot @ rot.T, np.eye(3), atol=1e-9)
+            and np.all(np.isfinite(trans))):
+        raise InputError("rotation_cam_lab is not a rotation matrix", path=path,
+                         field="lab_frame")
+    if camera_file is not None:
+        used = [i.get("sha256") for i in doc.get("inputs", [])
+                if Path(str(i.get("path", ""))).suffix == ".toml"]
+        if used and sha256_of(camera_file) not in used:
+            raise InputError(f"that track used another camera file than {camera_file}; a lab "
+                             "frame carries over only with the same camera calibration",
+                             path=path, field="inputs")
+    return {**lab, "from": str(path), "sha256": sha256_of(path)}

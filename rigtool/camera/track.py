@@ -107,7 +107,8 @@ def _place_chunk(fits: list[dict[str, PoseFit]], tracker: FrameTracker, bodies: 
 
 def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: str | Path, *,
                 camera_file: Path | None = None, rate_hz: float | None = None,
-                detect_every: int = 30, lab_frames_s: float = 2.0, progress: Callable[[str], None] | None = None
+                detect_every: int = 30, lab_frames_s: float = 2.0,
+                lab_frame: dict | None = None, progress: Callable[[str], None] | None = None
                 ) -> TrackResult:
     """Track every tagged body of ``layout`` through ``video`` and write the capture.
 
@@ -129,6 +130,11 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
         Full tag detection every this many frames (see :class:`FrameTracker`).
     lab_frames_s : float
         Length of the start of the video over which the lab body's pose is averaged, s.
+    lab_frame : dict, optional
+        The lab frame of an earlier track of the same set-up (camera and lab board unmoved:
+        the ``lab_frame`` entry of its side file, :func:`read_lab_frame`), used instead of
+        this video's own. Every capture of a session then shares one lab frame, and a lab
+        frame fitted with the rig's calibration (``rigtool calibrate``) holds for all.
     progress : callable, optional
         Called with a status line about every 2 s.
 
@@ -156,7 +162,11 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
     bodies = layout.moving_bodies
     lab_rot, lab_trans = np.eye(3), np.zeros(3)
     lab_info: dict = {"frame": "camera"}
-    if layout.lab_body is not None:
+    if lab_frame is not None:
+        lab_rot = np.asarray(lab_frame["rotation_cam_lab"], float)
+        lab_trans = np.asarray(lab_frame["translation_cam_lab_m"], float)
+        lab_info = dict(lab_frame)
+    elif layout.lab_body is not None:
         lab_rot, lab_trans, lab_info = lab_frame_from_video(
             frames, tracker, n_frames=max(1, int(round(lab_frames_s * rate))))
         frames.close()

@@ -32,11 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="full tag detection every N frames; tags are followed from "
                              "frame to frame in between (default 30; 1: detect in every "
                              "frame)")
+    parser.add_argument("--lab-frame", type=Path, default=None, metavar="OTHER.track.json",
+                        help="use the lab frame an earlier track of the same set-up set "
+                             "(camera and lab board unmoved) instead of this video's own: "
+                             "every capture of a session in one lab frame")
     parser.add_argument("--force", action="store_true", help="replace existing outputs")
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, track, and print what was measured."""
+    from rigtool.camera.capture_files import read_lab_frame
     from rigtool.camera.model import load_camera
     from rigtool.camera.tags import load_tags
     from rigtool.camera.track import output_paths, track_video
@@ -60,10 +65,12 @@ def run(args: argparse.Namespace) -> int:
                          path=existing[0])
     camera = load_camera(args.camera)
     layout = load_tags(args.tags)
+    lab_frame = (read_lab_frame(args.lab_frame, camera_file=args.camera)
+                 if args.lab_frame is not None else None)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = track_video(args.video, camera, layout, out, camera_file=args.camera,
                          rate_hz=args.rate_hz, detect_every=args.detect_every,
-                         progress=progress_printer())
+                         lab_frame=lab_frame, progress=progress_printer())
     print(f"wrote {out}: {result.n_frames} frames at {result.rate_hz:g} Hz in "
           f"{result.time_s:.1f} s; image noise {result.sigma_px:.3f} px "
           f"(RMS reprojection residual, pooled)")
@@ -73,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
               f"{result.depth_std_m[body] * 1e3:.4f} mm along it (median)")
     lab = result.lab_frame
     print("  lab frame: " + (f"the frame of '{lab['body']}' (tags {lab['tags']}, averaged "
-                             f"over {lab['frames_averaged']} frames)"
+                             f"over {lab['frames_averaged']} frames"
+                             + (f", from {lab['from']})" if "from" in lab else ")")
                              if lab.get("frame") == "body" else "the camera's (x right, "
                              "y down, z along the view): give gravity in it in the rig file"))
     print("  side files: " + ", ".join(p.name for p in result.files[1:]))
