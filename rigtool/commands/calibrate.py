@@ -32,6 +32,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stopband", type=float, default=10.0, help="filter stopband edge, Hz")
     p.add_argument("--filter", choices=("fir", "butterworth"), default="fir")
     p.add_argument("--order", type=int, default=50, help="filter order")
+    p.add_argument("--lab-frame", choices=("auto", "fit", "fixed"), default="auto",
+                   help="fit the measured lab frame against the rig file's (anchors and "
+                        "gravity) with the output-error refinement: 'auto' (default) does for "
+                        "captures from `rigtool track`, whose lab frame a floor board sets")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     job = run_calibration(rigfile, settings=settings, consistent=not args.no_consistency,
                           residual_stiffness=args.residual_stiffness,
                           compensate=not args.no_compensation, method=args.method,
-                          progress=progress_printer())
+                          lab_frame=args.lab_frame, progress=progress_printer())
     doc = calibrated_rig_document(rigfile, job, out, settings)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(doc, header=f"calibrated by rigtool from {args.rig.name}"),
@@ -68,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {s.name}: k = {res.stiffness[i]:.1f} +- {res.stiffness_std[i]:.1f} N/m, "
               f"L0 = {res.free_length[i]:.5f} +- {res.free_length_std[i]:.5f} m, "
               f"c = {res.damping[i]:.2f} +- {res.damping_std[i]:.2f} N s/m")
+    frame = job.refinement.frame if job.refinement is not None else None
+    if frame is not None:
+        sd = np.sqrt(np.clip(np.diag(job.refinement.frame_covariance), 0, None))
+        print(f"  lab frame fitted: turned {np.array2string(np.degrees(frame[:3]), precision=5)}"
+              f" +- {np.array2string(np.degrees(sd[:3]), precision=5)} deg, shifted "
+              f"{np.array2string(1e3 * frame[3:], precision=4)} +- "
+              f"{np.array2string(1e3 * sd[3:], precision=4)} mm from the rig file's; anchors "
+              "and gravity written in the measured frame")
     for h in res.holdout:
         mass = ("mass known" if job.method == "output-error"
                 else f"mass error {h.mass_error_kg:+.4f} kg")

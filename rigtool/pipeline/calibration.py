@@ -34,6 +34,8 @@ from rigtool.identify.common.platform_motion import (CaptureMotion, capture_moti
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
 from rigtool.mocap import MarkerData, read_capture
+from rigtool.pipeline.lab_frames import (SAME_SHIFT_M, SAME_TURN_RAD, lab_frame_spread,
+                                         track_lab_frame)
 from rigtool.pipeline.methods import check_method
 from rigtool.rig import Rig
 
@@ -52,6 +54,7 @@ class CalibrationJob:
     inputs: list[dict]
     equation_error: CalibrationResult | None = None
     refinement: CalibrationRefinement | None = None
+    lab_frame: dict | None = None        # the lab frame the captures were tracked in
 
     @property
     def method(self) -> str:
@@ -129,18 +132,40 @@ def _load_calibration_code(model: RigidModel) -> None:
     load_executables(model, widths=(), substeps=final_substeps_of(1, None))
 
 
+#: ``rigtool calibrate --lab-frame``: fit the measured lab frame against the rig file's
+#: ("fit"), keep them one ("fixed"), or fit it for captures ``rigtool track`` wrote ("auto")
+LAB_FRAME_CHOICES = ("auto", "fit", "fixed")
+
+
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),
                     consistent: bool = True, residual_stiffness: bool = False,
                     compensate: bool = True, method: str = "output-error",
+                    lab_frame: str = "auto",
                     progress: Callable[[str], None] | None = None) -> CalibrationJob:
     """Calibrate the rig of ``rigfile`` from its calibration captures.
 
     ``compensate`` (default) removes the errors-in-variables bias of the equation-error fit
     with noise probes (rigtool.identify.common.platform_motion.with_noise_probes). ``method``
     ``"output-error"`` (default) refines that fit by simulating every capture and fitting the
-    raw platform markers (rigtool.identify.calibration.output_error).
+    raw platform markers (rigtool.identify.calibration.output_error). ``lab_frame`` (one of
+    :data:`LAB_FRAME_CHOICES`): whether that refinement fits the measured lab frame against
+    the rig file's too (rigtool.engine.lab_frame); "auto" does for captures
+    from ``rigtool track`` (a camera's lab frame comes from a board on the floor).
     """
     check_method(method)
+    if lab_frame not in LAB_FRAME_CHOICES:
+        raise InputError(f"expected one of {', '.join(LAB_FRAME_CHOICES)}", field="--lab-frame",
+                         found=lab_frame)
+    # the lab frame each capture was tracked in (named by the track that set it)
+    tracked = [{"from": str(c.capture.with_name(c.capture.stem + ".track.json")), **f}
+               for c, f in ((c, track_lab_frame(c.capture)) for c in rigfile.captures)
+               if f is not None]
+    fit_frame = lab_frame == "fit" or (lab_frame == "auto" and bool(tracked))
+    if fit_frame and method != "output-error":
+        if lab_frame == "fit":
+            raise InputError("the lab frame is fitted by the output-error refinement; use "
+                             "--method output-error", field="--lab-frame", found=lab_frame)
+        fit_frame = False
     if method == "output-error":
         # the refinement's compiled chunks load on the spare core while the captures are
         # read, filtered and fitted by equation error
@@ -156,8 +181,17 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
         return CalibrationJob(result, caps, inputs)
     if progress:
         progress("output-error refinement over the calibration captures")
-    refined, refinement = refine_with_holdouts(rigfile, caps, datas, result)
-    return CalibrationJob(refined, caps, inputs, result, refinement)
+    refined, refinement = refine_with_holdouts(rigfile, caps, datas, result,
+                                               fit_frame=fit_frame)
+    turn, shift = lab_frame_spread(tracked) if tracked else (0.0, 0.0)
+    if fit_frame and (turn > SAME_TURN_RAD or shift > SAME_SHIFT_M):
+        refined = replace(refined, warnings=list(refined.warnings) + [
+            f"the captures were tracked in lab frames up to {np.degrees(turn):.5f} deg and "
+            f"{1e3 * shift:.4f} mm apart (each video set its own from the floor board); one "
+            "lab frame is fitted for all: track them with `rigtool track --lab-frame "
+            "FIRST.track.json` so that they share one, and the postures too"])
+    return CalibrationJob(refined, caps, inputs, result, refinement,
+                          lab_frame=tracked[0] if tracked and fit_frame else None)
 
 
 def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
@@ -170,7 +204,7 @@ def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
 
 
 def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData],
-                         ee: CalibrationResult
+                         ee: CalibrationResult, *, fit_frame: bool = False
                          ) -> tuple[CalibrationResult, CalibrationRefinement]:
     """Output-error refinement of ``ee`` and the hold-out checks redone with its rig.
 
@@ -178,12 +212,13 @@ def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: lis
     ``rigfile.captures`` (hold-outs included), as :func:`prepare_captures` returns them.
 
     The hold-out bodies are identified as unknowns (mass known) exactly as a posture is:
-    equation-error fit, then its output-error refinement.
+    equation-error fit, then its output-error refinement. ``fit_frame``: fit the measured
+    lab frame too (:func:`refine_calibration`); the rig returned is then in that frame.
     """
     oe_caps = [OECapture(cap.name, data, cap.load, c.window)
                for c, cap, data in zip(rigfile.captures, caps, datas) if not c.holdout]
     start = _rig_with(rigfile.rig, ee)
-    ref = refine_calibration(start, ee.platform, oe_caps)
+    ref = refine_calibration(start, ee.platform, oe_caps, fit_frame=fit_frame)
     rig = replace(ref.rig, platform=replace(ref.rig.platform, params=ref.platform))
     cal_std = ref.as_calibration_std()
     checks = []
@@ -240,6 +275,12 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
         s["stiffness"] = float(f"{res.stiffness[i]:.9g}")
         s["free_length"] = float(f"{res.free_length[i]:.9g}")
         s["damping"] = float(f"{max(res.damping[i], 0.0):.6g}")
+    frame = job.refinement.frame if job.refinement is not None else None
+    if frame is not None:
+        # the rig moved into the measured lab frame (rigtool.engine.lab_frame)
+        for s, sp in zip(doc["springs"], job.refinement.rig.springs):
+            s["anchor"] = _vector(sp.anchor_lab)
+        doc.setdefault("rig", {})["gravity"] = _vector(job.refinement.rig.gravity_lab)
     for c, cap in zip(doc.get("calibration_captures", []), rigfile.captures):
         c["capture"] = os.path.relpath(cap.capture, out_path.parent).replace(os.sep, "/")
     spring_names = [s.name for s in rigfile.rig.springs]
@@ -286,6 +327,21 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
             "marker_sigma_mm": float(f"{oe.marker_sigma_mm:.4g}"),
             "iterations": oe.iterations, "time_s": float(f"{oe.elapsed_s:.3g}")}
         cal["covariance"] = covariance_table(spring_names, oe.physical_covariance())
+        if oe.frame is not None:
+            sd = np.sqrt(np.clip(np.diag(oe.frame_covariance), 0, None))
+            cal["lab_frame"] = {
+                "fitted": True,
+                "meaning": "the measured lab frame against the source rig file's: x_measured "
+                           "= R x_rig + t; the anchors and gravity above are in the measured "
+                           "frame",
+                "rotation_vector_deg": _vector(np.degrees(frame[:3]), 6),
+                "rotation_std_deg": _vector(np.degrees(sd[:3]), 3),
+                "translation_mm": _vector(1e3 * frame[3:], 6),
+                "translation_std_mm": _vector(1e3 * sd[3:], 3)}
+            if job.lab_frame is not None and job.lab_frame.get("frame") == "body":
+                cal["lab_frame"]["camera_lab_frame"] = {
+                    k: job.lab_frame[k] for k in ("rotation_cam_lab", "translation_cam_lab_m",
+                                                  "from", "body") if k in job.lab_frame}
     if res.residual_stiffness is not None:
         cal["residual_stiffness"] = _matrix(res.residual_stiffness, 6)
         cal["residual_stiffness_std"] = _matrix(res.residual_stiffness_std, 4)

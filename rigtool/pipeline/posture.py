@@ -31,6 +31,7 @@ from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
 from rigtool.kinematics.rotation_mean import mean_rotation, rms_angle
 from rigtool.mocap import MarkerData, read_capture
+from rigtool.pipeline.lab_frames import posture_lab_frame_warning
 from rigtool.pipeline.methods import check_method
 from rigtool.tree import Tree
 
@@ -242,6 +243,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                            marker_scatter_mm(t, data.select(list(t.marker_names))).tolist()))
                for k, t in bodies.items()}
     warnings = list(res.warnings) if refinement is None else list(refinement.warnings)
+    other_lab = posture_lab_frame_warning(rigfile.raw, capture)
+    warnings += [f"{name}: {other_lab}"] if other_lab else []
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms, warnings,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
