@@ -57,7 +57,8 @@ def test_members_reproduce_the_covariance(calibrated):
     x0 = calibration_vector(rf.rig, rf.rig.platform.params)
     from rigtool.inertia import InertialParams
     rebuilt = np.zeros((x0.size, x0.size))
-    for _, _, (pi, k, l0, c) in members:
+    for _, _, (pi, k, l0, c), frame in members:
+        assert frame is None              # the lab frame was not fitted (optical mocap)
         p = InertialParams(pi)
         x = np.concatenate([k, l0, c, [p.mass], p.com, p.inertia_com[np.triu_indices(3)]])
         rebuilt += np.outer(x - x0, x - x0)
