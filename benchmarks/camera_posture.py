@@ -28,7 +28,10 @@
    error per body and frame applied to all its corners, benchmarks/_camera_correlated.py):
    coverage of the Gauss-Newton standard errors (independent markers) and of the
    frame-clustered sandwich, for the isotropic and the per-corner whitened fit.
-4. ``--part offsets``: what a constant error of every marker does (noise-free mocap of the
+4. ``--part calibrated``: the posture from video on a rig calibrated from video of the
+   same camera set-up (the lab frame fitted with it), against mocap on a rig calibrated
+   from mocap (benchmarks/_camera_calibrated.py).
+5. ``--part offsets``: what a constant error of every marker does (noise-free mocap of the
    posture of part 1 at 120 Hz, shifted by 0.05 mm along x or z or turned by 0.008 deg about
    the lab's x: the floor board's lab-frame error and the corners' constant errors).
 
@@ -36,6 +39,7 @@
     nice python3 benchmarks/camera_posture.py --part video [--seconds 10] [--keep DIR]
     nice python3 benchmarks/camera_posture.py --part offsets
     nice python3 benchmarks/camera_posture.py --part correlated [--draws 20] [--pose-ar1 0.5]
+    nice python3 benchmarks/camera_posture.py --part calibrated [--seconds 10] [--keep DIR]
 
 The video (1.3 MB a frame) goes to a temporary folder, deleted unless ``--keep`` (reused).
 """
@@ -331,7 +335,7 @@ def part_offsets(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("noise", "video", "offsets", "correlated"),
+    ap.add_argument("--part", choices=("noise", "video", "offsets", "correlated", "calibrated"),
                     required=True)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--noise-seconds", type=float, default=6.0)
@@ -342,6 +346,14 @@ def main() -> int:
     ap.add_argument("--mocap-draws", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None)
+    ap.add_argument("--jobs", type=int, default=2, help="calibrated: videos rendered at once")
+    ap.add_argument("--video-draws", type=int, default=1,
+                    help="calibrated: noise draws of the whole set of videos (each rendered "
+                         "with its own sensor noise; the first in --keep, the others in "
+                         "--keep/drawK)")
+    ap.add_argument("--per-video-lab-frame", dest="one_lab_frame", action="store_false",
+                    help="calibrated: each video sets its own lab frame (default: the first "
+                         "sets it for all, rigtool track --lab-frame)")
     ap.add_argument("--image-noise-px", type=float, default=0.033,
                     help="correlated: image noise per corner coordinate (the video's)")
     ap.add_argument("--corner-mm", type=float, default=0.0,
@@ -367,6 +379,9 @@ def main() -> int:
     elif args.part == "correlated":
         from _camera_correlated import part_correlated
         part_correlated(args, posture_system, fit, errors, summary, OFFSET, VELOCITY)
+    elif args.part == "calibrated":
+        from _camera_calibrated import part_calibrated
+        part_calibrated(args, posture_system, fit, errors, summary, OFFSET, VELOCITY, _fmt)
     else:
         part_video(args)
     return 0

@@ -221,3 +221,39 @@ def test_a_posture_tracked_in_another_lab_frame_is_flagged(tmp_path):
     side.write_text(json.dumps({"lab_frame": {**cal_frame, "rotation_cam_lab": turned.tolist()}}))
     note = posture_lab_frame_warning(raw, capture)
     assert "0.00200 deg" in note and "--lab-frame empty.track.json" in note
+
+
+def test_frame_clustered_calibration_covariance(turned_captures):
+    """Each frame's markers moved together (one rigid error per frame, as a camera's pose
+    places a body's corners): the Gauss-Newton covariance, which counts every coordinate as
+    independent, is too small (by up to sqrt(4) with the rig's four markers); the
+    frame-clustered one is the size of the estimates' spread over noise draws (Monte Carlo
+    of 12 draws, whose standard deviation is itself uncertain by about 20 %)."""
+    from rigtool.identify.calibration.output_error import OECapture, refine_calibration
+    rig, plat, captures = turned_captures
+    rng = np.random.default_rng(11)
+    est, sd_gn, sd_fc = [], [], []
+    mk = np.array(list(rig.platform.markers_platform.values()))
+    centre = mk.mean(0)
+    for _ in range(12):
+        caps = []
+        for i, (d, load) in enumerate(captures):
+            t_n = d.n_frames
+            # per frame one small rigid move of all markers (3e-5 m, 3e-5 rad)
+            shift = rng.normal(0, 3e-5, (t_n, 1, 3))
+            turn = rng.normal(0, 3e-5, (t_n, 1, 3))
+            xyz = d.xyz_m + shift + np.cross(turn, d.xyz_m - centre)
+            caps.append(OECapture(f"c{i}", replace(d, xyz_m=xyz), load))
+        gn = refine_calibration(rig, plat, caps, fit_frame=True)
+        fc = refine_calibration(rig, plat, caps, fit_frame=True, standard_errors="frame")
+        np.testing.assert_allclose(fc.frame, gn.frame)               # the estimate is the same
+        est.append(gn.frame)
+        sd_gn.append(np.sqrt(np.diag(gn.frame_covariance)))
+        sd_fc.append(np.sqrt(np.diag(fc.frame_covariance)))
+    spread = np.std(est, axis=0, ddof=1)
+    ratio_gn = spread / np.mean(sd_gn, axis=0)
+    ratio_fc = spread / np.mean(sd_fc, axis=0)
+    # four markers moving together: Gauss-Newton is too small by up to sqrt(4) = 2
+    assert ratio_gn.mean() > 1.4, ratio_gn
+    assert 0.7 < ratio_fc.mean() < 1.4 and np.all((ratio_fc > 0.5) & (ratio_fc < 2.0)), \
+        ratio_fc

@@ -181,8 +181,11 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
         return CalibrationJob(result, caps, inputs)
     if progress:
         progress("output-error refinement over the calibration captures")
-    refined, refinement = refine_with_holdouts(rigfile, caps, datas, result,
-                                               fit_frame=fit_frame)
+    # tracked corners: one pose per body and frame places them, so their errors are
+    # correlated within a frame and the standard errors are clustered by frame
+    refined, refinement = refine_with_holdouts(
+        rigfile, caps, datas, result, fit_frame=fit_frame,
+        standard_errors="frame" if tracked else "independent")
     turn, shift = lab_frame_spread(tracked) if tracked else (0.0, 0.0)
     if fit_frame and (turn > SAME_TURN_RAD or shift > SAME_SHIFT_M):
         refined = replace(refined, warnings=list(refined.warnings) + [
@@ -204,7 +207,8 @@ def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
 
 
 def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData],
-                         ee: CalibrationResult, *, fit_frame: bool = False
+                         ee: CalibrationResult, *, fit_frame: bool = False,
+                         standard_errors: str = "independent"
                          ) -> tuple[CalibrationResult, CalibrationRefinement]:
     """Output-error refinement of ``ee`` and the hold-out checks redone with its rig.
 
@@ -214,11 +218,13 @@ def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: lis
     The hold-out bodies are identified as unknowns (mass known) exactly as a posture is:
     equation-error fit, then its output-error refinement. ``fit_frame``: fit the measured
     lab frame too (:func:`refine_calibration`); the rig returned is then in that frame.
+    ``standard_errors``: the refinement's covariance ("independent" or "frame").
     """
     oe_caps = [OECapture(cap.name, data, cap.load, c.window)
                for c, cap, data in zip(rigfile.captures, caps, datas) if not c.holdout]
     start = _rig_with(rigfile.rig, ee)
-    ref = refine_calibration(start, ee.platform, oe_caps, fit_frame=fit_frame)
+    ref = refine_calibration(start, ee.platform, oe_caps, fit_frame=fit_frame,
+                             standard_errors=standard_errors)
     rig = replace(ref.rig, platform=replace(ref.rig.platform, params=ref.platform))
     cal_std = ref.as_calibration_std()
     checks = []
@@ -325,7 +331,8 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
             "marker_residual_rms_mm": {k: float(f"{v:.4g}")
                                        for k, v in oe.residual_rms_mm.items()},
             "marker_sigma_mm": float(f"{oe.marker_sigma_mm:.4g}"),
-            "iterations": oe.iterations, "time_s": float(f"{oe.elapsed_s:.3g}")}
+            "iterations": oe.iterations, "time_s": float(f"{oe.elapsed_s:.3g}"),
+            "standard_errors": oe.standard_errors}
         cal["covariance"] = covariance_table(spring_names, oe.physical_covariance())
         if oe.frame is not None:
             sd = np.sqrt(np.clip(np.diag(oe.frame_covariance), 0, None))

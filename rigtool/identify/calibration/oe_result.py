@@ -36,6 +36,7 @@ class CalibrationRefinement:
     frame: np.ndarray | None = None            # measured <- rig [rotvec rad, t m], if fitted
     frame_covariance: np.ndarray | None = None  # its 6x6 (not in ``covariance``)
     frame_cross: np.ndarray | None = None      # covariance of ``covariance``'s entries with it
+    standard_errors: str = "independent"        # or "frame": clustered by frame
 
     def physical_covariance(self) -> np.ndarray:
         """Covariance of the calibration in physical parameters, in the order of

@@ -40,6 +40,7 @@ from rigtool.engine.lab_frame import FRAME_NAMES, framed_rows, rig_in_frame
 from rigtool.identify.calibration.oe_result import (CalibrationRefinement, _platform_pi,
                                                    _platform_z)
 from rigtool.identify.common.propagate import propagate
+from rigtool.identify.posture.cluster_covariance import cluster_covariance, frame_sums
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -79,6 +80,21 @@ def _each(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return list(pool.map(function, items))
 
 
+def _frame_clustered(mat: np.ndarray, blocks: list, caps: list[RigidCapture], n_sh: int,
+                     n_rows: int) -> np.ndarray:
+    """The frame-clustered sandwich covariance of the calibration's unknowns from every
+    capture's rows (``blocks``: ``(r, jac)``, columns shared then the capture's state)."""
+    size = mat.shape[0]
+    scores = []
+    for i, (r, jac) in enumerate(blocks):
+        n = caps[i].n_frames
+        per_frame = frame_sums(jac * r[:, None], caps[i].mask[:n])
+        full = np.zeros((n, size))
+        full[:, np.r_[np.arange(n_sh), n_sh + 12 * i + np.arange(12)]] = per_frame
+        scores.append(full)
+    return cluster_covariance(np.linalg.pinv(mat), np.vstack(scores), n_rows=n_rows).cov
+
+
 def _jac_or_zero(rows: CaptureRows, n: int) -> np.ndarray:
     return rows.jac if rows.jac is not None else np.zeros((rows.r.size, n))
 
@@ -88,7 +104,8 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
                        substeps: int = 1, final_substeps: int | None = None,
                        first_horizon_s: float = 2.0,
                        horizon_factor: float = 4.0, max_iterations: int = 12,
-                       ftol: float = 1e-8, fit_frame: bool = False) -> CalibrationRefinement:
+                       ftol: float = 1e-8, fit_frame: bool = False,
+                       standard_errors: str = "independent") -> CalibrationRefinement:
     """Refine springs (stiffness, free length, damping) and platform parameters jointly
     over calibration captures, from the equation-error calibration ``rig``/``platform``.
 
@@ -116,6 +133,11 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         :mod:`rigtool.engine.lab_frame`); the refined rig then has its anchors
         and gravity in the measured frame. For a camera's lab frame, set by a board on the
         floor; optical motion capture that measured the anchors needs none.
+    standard_errors : {"independent", "frame"}
+        The covariance: Gauss-Newton (every marker coordinate independent), or clustered by
+        frame (the sandwich of rigtool.identify.posture.cluster_covariance over every
+        capture's frames), for markers placed by one pose per body and frame (``rigtool
+        track``'s corners), whose errors within a frame are correlated.
 
     Returns
     -------
@@ -124,6 +146,9 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     t0 = time.perf_counter()
     if not captures:
         raise InputError("expected at least one calibration capture")
+    if standard_errors not in ("independent", "frame"):
+        raise ValueError(f"standard_errors must be 'independent' or 'frame', got "
+                         f"{standard_errors!r}")
     markers_platform = markers_platform or rig.platform.markers_platform
     names = list(markers_platform)
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
@@ -305,6 +330,8 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     dof = max(n_res - len(grad), 1)
     s2 = cost / dof
     cov = s2 * np.linalg.pinv(mat)
+    if standard_errors == "frame":
+        cov = _frame_clustered(mat, blocks, caps, n_sh, n_res)
     cov_sh = cov[:n_ph, :n_ph]
     std_sh = np.sqrt(np.clip(np.diag(cov_sh), 0, None))
     zp = shared[3 * n_spr:n_ph]
@@ -337,7 +364,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         initial_states={c.name: x for c, x in zip(captures, states)}, residual_rms_mm=rms,
         marker_sigma_mm=float(np.sqrt(s2)), iterations=iterations,
         elapsed_s=time.perf_counter() - t0, warnings=warnings, frame=frame,
-        frame_covariance=frame_cov, frame_cross=frame_cross)
+        frame_covariance=frame_cov, frame_cross=frame_cross, standard_errors=standard_errors)
 
 
 __all__ = ["OECapture", "CalibrationRefinement", "refine_calibration"]
