@@ -154,7 +154,7 @@ def part_calibrated(args, posture_system, fit, errors, summary, offset, velocity
     rig0, plat0 = start_rig(rig, platform)
     i_max = np.linalg.eigvalsh(obj.params.inertia_com)[-1]
     results: dict[str, list] = {}
-    sigmas = []
+    sigmas, sigmas_px = [], []
     for draw in range(args.video_draws):
         root = args.keep or Path(tempfile.mkdtemp(prefix="rigtool-camera-calibrated-"))
         work = root if draw == 0 else root / f"draw{draw}"
@@ -167,7 +167,8 @@ def part_calibrated(args, posture_system, fit, errors, summary, offset, velocity
         layout, tracked = got["layout"], got["tracked"]
         plat = {f"platform:{m}": v for m, v in layout.body_markers("platform").items()}
         base = {f"obj:{m}": v for m, v in layout.body_markers("obj").items()}
-        data, cov, _, _ = tracked["posture"]
+        data, cov, tr_post, _ = tracked["posture"]
+        sigmas_px.append(float(np.mean([v[2].sigma_px for v in tracked.values()])))
         seen = np.isfinite(data.xyz_m).all(-1)
         sigmas.append(float(np.sqrt(np.mean(np.trace(cov.cov_m2, axis1=-2,
                                                        axis2=-1)[seen]) / 3)))
@@ -176,7 +177,9 @@ def part_calibrated(args, posture_system, fit, errors, summary, offset, velocity
         for label, frame in (("video-calibrated rig, lab frame fitted", True),
                              ("video-calibrated rig, frame not fitted", False)):
             t0 = time.perf_counter()
-            ref = refine_calibration(rig0, plat0, caps, markers_platform=plat, fit_frame=frame)
+            # tracked corners: standard errors clustered by frame, as rigtool calibrate does
+            ref = refine_calibration(rig0, plat0, caps, markers_platform=plat, fit_frame=frame,
+                                     standard_errors=args.calibration_standard_errors)
             print(f"  calibration ({label}): {time.perf_counter() - t0:.0f} s, marker residual "
                   f"{ref.marker_sigma_mm:.4f} mm; platform COM error "
                   f"{fmt(1e3 * (ref.platform.com - platform.com))} mm")
@@ -227,10 +230,69 @@ def part_calibrated(args, posture_system, fit, errors, summary, offset, velocity
               f"{fmt(1e3 * errs_true[-1][:3])})", flush=True)
     mocap = summary(f"mocap, calibrated, {args.mocap_draws} draws", errs, sds, i_max)
     summary(f"mocap, true rig, {args.mocap_draws} draws", errs_true, sds, i_max)
-    print("ratios (video RMS error / mocap RMS error, both on rigs calibrated from their own "
-          "captures):")
-    for label, v in figures.items():
-        ratio = v["rms"] / mocap["rms"]
-        print(f"  {label}: COM {fmt(ratio[:3], 2)}, inertia {fmt(ratio[3:], 2)}; COM |error| "
-              f"{np.linalg.norm(v['rms'][:3]):.4f} mm vs mocap RMS "
-              f"{np.linalg.norm(mocap['rms'][:3]):.4f} mm")
+    own = camera_noise_reference(args, scenes, cal, post, system, obj, pm, bm, rig0, plat0,
+                                 float(np.mean(sigmas_px)), fit, errors, summary, i_max, n)
+    for label, ref_fig in (("optical mocap", mocap), ("the camera's own noise", own)):
+        print(f"ratios (video RMS error / RMS error of {label}):")
+        for vl, v in figures.items():
+            ratio = v["rms"] / ref_fig["rms"]
+            print(f"  {vl}: COM {fmt(ratio[:3], 2)}, inertia {fmt(ratio[3:], 2)}; COM |error| "
+                  f"{np.linalg.norm(v['rms'][:3]):.4f} mm vs "
+                  f"{np.linalg.norm(ref_fig['rms'][:3]):.4f} mm")
+
+
+def camera_noise_reference(args, scenes, cal, post, system, obj, pm, bm, rig0, plat0,
+                           sigma_px: float, fit, errors, summary, i_max: float, n: int) -> dict:
+    """The same captures with the camera's own error structure and nothing else: per body
+    and frame one pose error from the tracker's pose covariance at the videos' image noise
+    (rigtool.camera.pose_noise) on every corner, in the true lab frame, no rendering; the
+    rig calibrated from them (standard errors clustered by frame) and the posture fitted
+    whitened by the corners' marginal covariance, as for the video."""
+    from rigtool.camera.pose_noise import body_pose_noise, draw_corner_errors
+    from rigtool.engine.whiten import MarkerCovariance
+    from rigtool.identify.calibration.output_error import OECapture, refine_calibration
+
+    def noisy_maker(name, traj, bodies):
+        scene = scenes[name]
+        cp = scene.camera_pose
+        sets = [MarkerSet(b, m) for b, m in bodies]
+        clean = synthesize_markers(traj, sets, noise_sigma_m=0.0, rate_hz=RATE_HZ)
+        clean = replace(clean, time_s=clean.time_s[:n], xyz_m=clean.xyz_m[:n])
+        noise, start = [], 0
+        cov = np.empty(clean.xyz_m.shape + (3,))
+        for b, m in bodies:
+            nz = body_pose_noise(scene.camera, cp.rotation_cam_lab, cp.translation_cam_lab_m,
+                                 traj.rotation[b][:n], traj.position_m[b][:n],
+                                 np.array(list(m.values())), sigma_px=sigma_px)
+            cols = start + np.arange(len(m))
+            cov[:, cols] = nz.corner_cov_lab_m2
+            noise.append((cols, nz))
+            start += len(m)
+
+        def draw(rng):
+            err = np.zeros_like(clean.xyz_m)
+            for cols, nz in noise:
+                err[:, cols] = draw_corner_errors(nz, rng)
+            return replace(clean, xyz_m=clean.xyz_m + err)
+        return draw, MarkerCovariance(clean.names, cov, "simulated", correlated_in_frame=True)
+
+    makers = [(name, noisy_maker(name, traj, [("platform", pm)])[0], load)
+              for name, traj, load in cal]
+    post_draw, post_cov = noisy_maker("posture", post, [("platform", pm), ("obj", bm)])
+    out = {"isotropic": ([], []), "whitened": ([], [])}
+    for draw in range(args.mocap_draws):
+        rng = np.random.default_rng(1700 + draw)
+        caps = [OECapture(name, make(rng), load) for name, make, load in makers]
+        ref = refine_calibration(rig0, plat0, caps, markers_platform=pm,
+                                 standard_errors="frame")
+        data = post_draw(rng)
+        sys_cal = replace(system, rig=ref.rig, platform_params=ref.platform)
+        for weights, c in (("isotropic", None), ("whitened", post_cov)):
+            e, sd = errors(fit(sys_cal, obj, data, pm, bm, c, standard_errors="frame",
+                               calibration_std=ref.as_calibration_std()), obj)
+            out[weights][0].append(e)
+            out[weights][1].append(sd)
+    print(f"the camera's own noise (pose errors at {sigma_px:.3f} px, true lab frame, no "
+          f"video), {args.mocap_draws} draws:")
+    summary("camera noise, isotropic", *out["isotropic"], i_max)
+    return summary("camera noise, whitened", *out["whitened"], i_max)

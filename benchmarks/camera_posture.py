@@ -347,6 +347,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None)
     ap.add_argument("--jobs", type=int, default=2, help="calibrated: videos rendered at once")
+    ap.add_argument("--calibration-standard-errors", choices=("independent", "frame"),
+                    default="frame", help="calibrated: the video calibrations' (rigtool "
+                    "calibrate clusters them by frame for tracked captures)")
     ap.add_argument("--video-draws", type=int, default=1,
                     help="calibrated: noise draws of the whole set of videos (each rendered "
                          "with its own sensor noise; the first in --keep, the others in "
