@@ -13,7 +13,10 @@ comparison, without it. The posture is then fitted on each calibrated rig and on
 one. Against it: ``--mocap-draws`` draws of optical mocap of the same points (the platform
 corners and the object's) with isotropic noise at the camera's measured noise, each
 calibrating the rig from its own noisy calibration captures (in the rig's own frame, as a
-mocap system that measured the anchors) and fitting the posture on it.
+mocap system that measured the anchors) and fitting the posture on it; and the camera's own
+error structure without video (:func:`camera_noise_reference`): what the video could reach
+if rendering, corner detection and the floor board added nothing. ``--video-draws``: noise
+draws of the whole set of videos (the first in ``--keep``, the others in ``--keep/drawK``).
 """
 
 from __future__ import annotations

@@ -307,7 +307,15 @@ def calibrated_rig_document(rigfile: RigFile, job: CalibrationJob, out_path: Pat
                         "(bias-compensated least squares)"
                         + ("; then output error: every capture simulated from its own "
                            "initial state, raw platform markers fitted (maximum likelihood for "
-                           "white marker noise), Gauss-Newton standard errors"
+                           "white marker noise), "
+                           + ("standard errors clustered by frame (tracked corners: one pose "
+                              "per body and frame places them)"
+                              if job.refinement is not None
+                              and job.refinement.standard_errors == "frame"
+                              else "Gauss-Newton standard errors")
+                           + ("; the measured lab frame fitted against the rig file's"
+                              if job.refinement is not None and job.refinement.frame is not None
+                              else "")
                            if job.method == "output-error" else "")),
         "marker_sigma_m": [float(f"{c.marker_sigma_m:.4g}") for c in job.captures],
         "n_frames": res.n_frames,
