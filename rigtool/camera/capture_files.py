@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rigtool import __version__
+from rigtool.camera.side_files import markers_file_of, residuals_file_of, summary_file_of
 from rigtool.camera.tags import TagLayout
 from rigtool.config import sha256_of
 from rigtool.errors import InputError
@@ -26,9 +27,7 @@ COV_NAMES = ("xx", "yy", "zz", "yz", "zx", "xy")
 def output_paths(out: str | Path) -> list[Path]:
     """The capture and its side files: ``OUT.csv``, ``OUT.residuals.csv``,
     ``OUT.track.json``, ``OUT.markers.toml``."""
-    out = Path(out)
-    return [out] + [out.with_name(out.stem + s)
-                    for s in (".residuals.csv", ".track.json", ".markers.toml")]
+    return [Path(out), residuals_file_of(out), summary_file_of(out), markers_file_of(out)]
 
 
 class CaptureWriters:
@@ -37,7 +36,7 @@ class CaptureWriters:
 
     def __init__(self, out: Path, bodies: list[str], marker_names: list[str]) -> None:
         self.out = out
-        self.side = out.with_name(out.stem + ".residuals.csv")
+        self.side = residuals_file_of(out)
         self.cov_tmp = out.with_name(out.stem + ".cov.partial")
         self.parts = [out.with_name(out.name + ".partial"),
                       self.side.with_name(self.side.name + ".partial")]
@@ -108,12 +107,12 @@ def write_summaries(out: Path, result, video: Path, camera_file: Path | None,
         "capture": out.name, "residuals": out.stem + ".residuals.csv",
         "covariance_order": list(COV_NAMES),
     }
-    js = out.with_name(out.stem + ".track.json")
+    js = summary_file_of(out)
     js.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     markers = {b: {"markers": {m: [round(float(v), 9) for v in xyz]
                                for m, xyz in layout.body_markers(b).items()}}
                for b in layout.moving_bodies}
-    mt = out.with_name(out.stem + ".markers.toml")
+    mt = markers_file_of(out)
     mt.write_text(dumps(markers, header=f"markers of {out.name} in each body's frame (m), from "
                         f"{layout.source}; paste them into the rig file ([platform]) or the "
                         "session manifest ([[links]])"), encoding="utf-8")

@@ -17,18 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.camera.capture_files import COV_NAMES
+from rigtool.camera.side_files import RESIDUALS_SUFFIX, residuals_file_of
 from rigtool.engine.whiten import MarkerCovariance
 from rigtool.errors import InputError
 
 _INDEX = ((0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1))
 #: Suffix of the side file next to a capture ``NAME.csv``.
-SIDE_SUFFIX = ".residuals.csv"
+SIDE_SUFFIX = RESIDUALS_SUFFIX
 
 
 def side_file_of(capture: str | Path) -> Path:
     """The covariance side file that ``rigtool track`` writes next to ``capture``."""
-    capture = Path(capture)
-    return capture.with_name(capture.stem + SIDE_SUFFIX)
+    return residuals_file_of(capture)
 
 
 def read_marker_covariance(path: str | Path, /, *, n_frames: int | None = None

@@ -157,8 +157,7 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
         raise InputError(f"expected one of {', '.join(LAB_FRAME_CHOICES)}", field="--lab-frame",
                          found=lab_frame)
     # the lab frame each capture was tracked in (named by the track that set it)
-    tracked = [{"from": str(c.capture.with_name(c.capture.stem + ".track.json")), **f}
-               for c, f in ((c, track_lab_frame(c.capture)) for c in rigfile.captures)
+    tracked = [f for f in (track_lab_frame(c.capture) for c in rigfile.captures)
                if f is not None]
     fit_frame = lab_frame == "fit" or (lab_frame == "auto" and bool(tracked))
     if fit_frame and method != "output-error":

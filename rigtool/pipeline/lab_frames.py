@@ -15,20 +15,23 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.camera.side_files import summary_file_of
+
 #: a lab frame counts as the same within this turn (rad) and shift (m)
 SAME_TURN_RAD, SAME_SHIFT_M = 1e-7, 1e-7
 
 
 def track_lab_frame(capture: str | Path) -> dict | None:
     """The ``lab_frame`` entry of the ``rigtool track`` side file beside ``capture``
-    (``NAME.track.json``), or None for a capture without one (optical mocap)."""
-    capture = Path(capture)
-    side = capture.with_name(capture.stem + ".track.json")
+    (``NAME.track.json``), or None for a capture without one (optical mocap). ``from``
+    names the track that set the frame: that side file itself unless its track reused
+    another's (``rigtool track --lab-frame``)."""
+    side = summary_file_of(capture)
     try:
         lab = json.loads(side.read_text(encoding="utf-8")).get("lab_frame")
     except (OSError, ValueError, AttributeError):
         return None
-    return lab if isinstance(lab, dict) else None
+    return {"from": str(side), **lab} if isinstance(lab, dict) else None
 
 
 def frame_difference(a: dict, b: dict) -> tuple[float, float]:
