@@ -453,3 +453,23 @@ def test_track_reuses_another_tracks_lab_frame(clip, tmp_path, capsys):
     assert main(["track", str(video), "--camera", str(other_cam), "--tags", str(tags_file),
                  "-o", str(tmp_path / "fourth.csv"), "--lab-frame", str(moved)]) == 2
     assert "another camera file" in capsys.readouterr().err
+
+
+def test_read_lab_frame_with_a_damaged_inputs_list(tmp_path):
+    """A side file whose ``inputs`` is not rigtool track's list of tables: the camera file
+    cannot be checked against it, so the frame is read (no traceback); one that names
+    another camera file's sha256 is refused."""
+    from rigtool.camera.capture_files import read_lab_frame
+    from rigtool.errors import InputError
+    lab = {"frame": "body", "rotation_cam_lab": np.eye(3).tolist(),
+           "translation_cam_lab_m": [0.0, 0.0, 1.5]}
+    cam = tmp_path / "camera.toml"
+    cam.write_text("fx = 1\n")
+    side = tmp_path / "first.track.json"
+    for inputs in (["junk", 3], "not a list", None):
+        side.write_text(json.dumps({"lab_frame": lab, "inputs": inputs}))
+        assert read_lab_frame(side, camera_file=cam)["from"] == str(side)
+    side.write_text(json.dumps({"lab_frame": lab,
+                                "inputs": [{"path": "other.toml", "sha256": "00"}]}))
+    with pytest.raises(InputError, match="another camera file"):
+        read_lab_frame(side, camera_file=cam)

@@ -162,8 +162,9 @@ def read_lab_frame(track_json: str | Path, *, camera_file: Path | None = None) -
         raise InputError("rotation_cam_lab is not a rotation matrix", path=path,
                          field="lab_frame")
     if camera_file is not None:
-        used = [i.get("sha256") for i in doc.get("inputs", [])
-                if Path(str(i.get("path", ""))).suffix == ".toml"]
+        inputs = doc.get("inputs")
+        used = [i.get("sha256") for i in (inputs if isinstance(inputs, list) else [])
+                if isinstance(i, dict) and Path(str(i.get("path", ""))).suffix == ".toml"]
         if used and sha256_of(camera_file) not in used:
             raise InputError(f"that track used another camera file than {camera_file}; a lab "
                              "frame carries over only with the same camera calibration",
