@@ -264,20 +264,22 @@ def test_calibration_start_is_raised_off_a_singular_second_moment():
     second moment (rendered camera captures: Sigma_zz 5e-6 instead of 3e-3 kg m^2, the
     other moments within 0.2 %), where the log-Cholesky parameters have no gradient along
     it; the refinement then stopped at 0.029 mm instead of the 0.009 mm it reaches from a
-    raised start (benchmarks/RESULTS.md, stop 38). The raise: eigenvalues of Sigma below
-    1e-3 of the largest lifted to it, mass and COM kept, a good start left alone."""
-    from rigtool.identify.calibration.output_error import start_off_the_boundary
+    raised start (benchmarks/RESULTS.md, stop 38). The raise (object_to_z's floor at the
+    calibration's START_SIGMA_FLOOR): eigenvalues of Sigma below 1e-3 of the largest lifted
+    to it, mass and COM kept, a good start left alone."""
+    from rigtool.identify.calibration.oe_result import _platform_pi, _platform_z
+    from rigtool.identify.calibration.output_error import START_SIGMA_FLOOR
     _, plat = demo_rig()
-    ic = plat.inertia_com.copy()
-    sigma = 0.5 * np.trace(ic) * np.eye(3) - ic
     turn = Rotation.from_rotvec([0.1, -0.2, 0.3]).as_matrix()
     sigma = turn @ np.diag([3.0, 0.75, 5e-6]) @ turn.T           # a flat plate, turned
     flat = InertialParams.from_com(plat.mass, plat.com, np.trace(sigma) * np.eye(3) - sigma)
-    raised = start_off_the_boundary(flat)
+    raised = InertialParams(_platform_pi(_platform_z(flat, floor=START_SIGMA_FLOOR)))
     s_r = 0.5 * np.trace(raised.inertia_com) * np.eye(3) - raised.inertia_com
     lam, vec = np.linalg.eigh(s_r)
     np.testing.assert_allclose(lam, [3e-3, 0.75, 3.0], rtol=1e-9)
     assert abs(abs(vec[:, 0] @ turn[:, 2]) - 1) < 1e-9           # along the plate's normal
-    assert raised.mass == flat.mass and np.allclose(raised.com, flat.com)
+    assert raised.mass == pytest.approx(flat.mass, rel=1e-12)
+    assert np.allclose(raised.com, flat.com, rtol=0, atol=1e-12)
     assert raised.is_physically_consistent()
-    assert start_off_the_boundary(plat) is plat                  # 4 cm plate: Sigma_zz 1.1e-3
+    kept = InertialParams(_platform_pi(_platform_z(plat, floor=START_SIGMA_FLOOR)))
+    np.testing.assert_allclose(kept.pi, plat.pi, rtol=1e-12, atol=1e-14)   # 4 cm: 1.1e-3

@@ -83,8 +83,9 @@ class CalibrationRefinement:
                 "platform_inertia_com": self.platform_inertia_std, "members": members}
 
 
-def _platform_z(platform: InertialParams) -> np.ndarray:
-    return np.concatenate([[platform.mass], object_to_z(platform.com, platform.inertia_com)])
+def _platform_z(platform: InertialParams, floor: float = 1e-6) -> np.ndarray:
+    return np.concatenate([[platform.mass], object_to_z(platform.com, platform.inertia_com,
+                                                        floor=floor)])
 
 
 def _platform_pi(zp: np.ndarray) -> np.ndarray:

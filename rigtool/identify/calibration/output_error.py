@@ -80,25 +80,13 @@ def _each(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return list(pool.map(function, items))
 
 
-def start_off_the_boundary(platform: InertialParams, floor: float = 1e-3) -> InertialParams:
-    """The start's platform with its COM-centred second moment ``Sigma`` kept off singular:
-    eigenvalues below ``floor`` times the largest are raised to it.
-
-    A thin plate sits next to that boundary (the demo camera rig's 4 cm platform: Sigma_zz is
-    1e-3 of Sigma_xx), and an equation-error start can land on it (measured: 5e-6 instead of
-    3e-3, with the other moments within 0.2 %). The fit's log-Cholesky parameters then have a
-    vanishing gradient along that axis and the refinement stopped at 3x the markers' noise
-    (0.029 against 0.009 mm) instead of moving it; from the raised start it converges.
-    """
-    ic = platform.inertia_com
-    sigma = 0.5 * np.trace(ic) * np.eye(3) - ic
-    lam, vec = np.linalg.eigh(sigma)
-    raised = np.maximum(lam, floor * lam[-1])
-    if np.array_equal(raised, lam):
-        return platform
-    sigma = (vec * raised) @ vec.T
-    return InertialParams.from_com(platform.mass, platform.com,
-                                   np.trace(sigma) * np.eye(3) - sigma)
+#: the platform start's second moment about its COM, eigenvalues floored at this fraction of
+#: the largest (object_to_z's floor). A thin plate sits next to singular (the demo camera
+#: rig's 4 cm platform: Sigma_zz is 1e-3 of Sigma_xx), and an equation-error start can land
+#: on it (measured: 5e-6 instead of 3e-3 kg m^2, the other moments within 0.2 %), where the
+#: log-Cholesky parameters have almost no gradient along that axis: the refinement stopped
+#: at 3x the markers' noise (0.029 against 0.009 mm); from the raised start it converges.
+START_SIGMA_FLOOR = 1e-3
 
 
 def _frame_clustered(mat: np.ndarray, blocks: list, caps: list[RigidCapture], n_sh: int,
@@ -175,9 +163,11 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     mk = np.array([np.asarray(markers_platform[n], float) for n in names])
     n_spr = len(rig.springs)
     n_fr = len(FRAME_NAMES) if fit_frame else 0
-    platform = start_off_the_boundary(platform)
-    shared = np.concatenate([rig.stiffness, rig.free_length, rig.damping,
-                             _platform_z(platform), np.zeros(n_fr)])
+    z_platform = _platform_z(platform, floor=START_SIGMA_FLOOR)
+    if not np.array_equal(z_platform, _platform_z(platform)):
+        platform = InertialParams(_platform_pi(z_platform))    # the raised start, as fitted
+    shared = np.concatenate([rig.stiffness, rig.free_length, rig.damping, z_platform,
+                             np.zeros(n_fr)])
     n_sh = shared.size
     n_ph = n_sh - n_fr              # the physical unknowns (springs, platform)
     model = RigidModel.of(rig)
@@ -389,4 +379,4 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         frame_covariance=frame_cov, frame_cross=frame_cross, standard_errors=standard_errors)
 
 
-__all__ = ["OECapture", "CalibrationRefinement", "refine_calibration", "start_off_the_boundary"]
+__all__ = ["OECapture", "CalibrationRefinement", "refine_calibration", "START_SIGMA_FLOOR"]

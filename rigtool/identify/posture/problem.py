@@ -36,16 +36,20 @@ from rigtool.rig import Rig
 _TRIL = np.tril_indices(3)
 
 
-def object_to_z(com_m: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
+def object_to_z(com_m: np.ndarray, inertia_com: np.ndarray, *,
+                floor: float = 1e-6) -> np.ndarray:
     """``[c (3), log-Cholesky of Sigma_c (6)]`` from a COM and an inertia about it.
 
     A start that is not physically consistent is moved to the nearest consistent one
-    (eigenvalues of ``Sigma_c`` clipped to 1e-6 of the largest).
+    (eigenvalues of ``Sigma_c`` clipped to ``floor`` times the largest). A start that is
+    consistent but next to singular sits where the log-Cholesky parameters have almost no
+    gradient along that axis; a fit's start may raise ``floor`` to keep off it (the
+    calibration's platform start: rigtool.identify.calibration.output_error).
     """
     i_c = 0.5 * (np.asarray(inertia_com, float) + np.asarray(inertia_com, float).T)
     sigma = 0.5 * np.trace(i_c) * np.eye(3) - i_c
     ev, vec = np.linalg.eigh(sigma)
-    ev = np.maximum(ev, 1e-6 * max(ev[-1], 1e-12))
+    ev = np.maximum(ev, floor * max(ev[-1], 1e-12))
     chol = np.linalg.cholesky((vec * ev) @ vec.T)
     low = chol[_TRIL].copy()
     diag = _TRIL[0] == _TRIL[1]
