@@ -16,7 +16,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from rigtool.engine.lab_frame import framed_rows, rig_in_frame, rotation_of
-from rigtool.inertia import InertialParams, transform_params
+from rigtool.inertia import InertialParams
 from rigtool.sim.dynamics import FixedBody, System, simulate
 from rigtool.sim.markers import MarkerSet, synthesize_markers
 from rigtool.sim.rigs import box_inertia, demo_rig
@@ -76,25 +76,10 @@ def turned_captures():
     """Noise-free calibration captures of the demo rig (empty, a block in two places), seen
     in a lab frame off by ``FRAME``."""
     rig, plat = demo_rig(spring_damping_n_s_m=4.0)
-    block = InertialParams.from_com(20.0, np.array([0.0, 0.0, 0.1]),
-                                    box_inertia(20.0, (0.4, 0.3, 0.2)))
-    mounts = [None, (block, np.eye(3), np.array([0.3, 0.1, 0.04])),
-              (block, Rotation.from_euler("z", 90, degrees=True).as_matrix(),
-               np.array([-0.35, -0.1, 0.04]))]
-    rng = np.random.default_rng(5)
+    from _calibration_sim import block_captures
     rot = rotation_of(FRAME)
-    out = []
-    for m in mounts:
-        fixed = () if m is None else (FixedBody("ref", *m),)
-        off = np.r_[rng.normal(0, 0.008, 3), rng.normal(0, 0.02, 3)]
-        vel = np.r_[rng.normal(0, 0.03, 3), rng.normal(0, 0.05, 3)]
-        traj = simulate(System(rig=rig, platform_params=plat, fixed=fixed), 4.0, RATE,
-                        platform_offset=off, platform_velocity=vel)
-        data = synthesize_markers(traj, [MarkerSet("platform", rig.platform.markers_platform)],
-                                  noise_sigma_m=0.0, rate_hz=RATE)
-        load = (InertialParams(np.zeros(10)) if m is None
-                else InertialParams(transform_params(m[0].pi, m[1], m[2])))
-        out.append((replace(data, xyz_m=data.xyz_m @ rot.T + FRAME[3:]), load))
+    out = [(replace(data, xyz_m=data.xyz_m @ rot.T + FRAME[3:]), load) for data, load in
+           block_captures(rig, plat, seconds=4.0, seed=5, rate_hz=RATE)]
     return rig, plat, out
 
 

@@ -220,26 +220,10 @@ def test_calibration_refinement_recovers_the_rig():
     mass 0.01 %, inertia 0.1 %). Measured: 3e-4 %, 4e-4 %, 0.02 %."""
     from dataclasses import replace
     from rigtool.identify.calibration.output_error import OECapture, refine_calibration
-    from rigtool.inertia import transform_params
     rig, plat = demo_rig(spring_damping_n_s_m=6.0)
-    block = InertialParams.from_com(20.0, np.array([0.0, 0.0, 0.1]),
-                                    box_inertia(20.0, (0.4, 0.3, 0.2)))
-    mounts = [None, (block, np.eye(3), np.array([0.3, 0.1, 0.04])),
-              (block, Rotation.from_euler("z", 90, degrees=True).as_matrix(),
-               np.array([-0.35, -0.1, 0.04]))]
-    rng = np.random.default_rng(3)
-    caps = []
-    for i, m in enumerate(mounts):
-        fixed = () if m is None else (FixedBody("ref", *m),)
-        off = np.r_[rng.normal(0, 0.008, 3), rng.normal(0, 0.02, 3)]
-        vel = np.r_[rng.normal(0, 0.03, 3), rng.normal(0, 0.05, 3)]
-        traj = simulate(System(rig=rig, platform_params=plat, fixed=fixed), 5.0, RATE,
-                        platform_offset=off, platform_velocity=vel)
-        data = synthesize_markers(traj, [MarkerSet("platform", rig.platform.markers_platform)],
-                                  noise_sigma_m=0.0, rng=rng, rate_hz=RATE)
-        load = (InertialParams(np.zeros(10)) if m is None
-                else InertialParams(transform_params(m[0].pi, m[1], m[2])))
-        caps.append(OECapture(f"c{i}", data, load))
+    from _calibration_sim import block_captures
+    caps = [OECapture(f"c{i}", data, load) for i, (data, load) in
+            enumerate(block_captures(rig, plat, seconds=5.0, seed=3, rate_hz=RATE))]
     start_rig = replace(rig, springs=tuple(
         replace(s, stiffness=s.stiffness * 1.003, free_length=s.free_length + 5e-4,
                 damping=s.damping * 1.1) for s in rig.springs))
