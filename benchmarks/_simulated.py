@@ -119,7 +119,7 @@ def simulate_object(scenario_path: Path, kinds: tuple[str, ...] = ("posture", "r
         sc=sc, jobs=jobs, postures=postures,
         relative=next((j for j in jobs if j.kind == "relative"), None), trajs=trajs,
         tree=tree, phi_b=phi_b, phi_s=phi_s_from_phi_b(phi_b), rig=rig,
-        rigfile=SimpleNamespace(rig=rig), mass=float(sc.obj.total_mass),
+        rigfile=SimpleNamespace(rig=rig, raw={}), mass=float(sc.obj.total_mass),
         markers={l.name: l.markers_link for l in tree.links}, truth=truth,
         i_max=max((t[2] for t in truth.values()), default=float("nan")), sim_s=sim_s)
 

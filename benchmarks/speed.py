@@ -269,6 +269,8 @@ def child_links(n_links: int, posture_s: float, oe: bool = False,
                 rel = refine_relative(tree, rig, sc.platform_params, rdata, markers, start=rel,
                                       phi_s_cov=sub.covariance, phi_s=sub.values,
                                       total_mass_kg=mass, window=rel_job.settings.window)
+            out["relative_horizons_s"] = [round(float(h), 2) for h in rel.horizons_s]
+            out["relative_rms_mm"] = float(rel.marker_sigma_mm)
         err = rel.values - phi_b_vector(minimal_parameters(tree))
         out["phi_b_max_ms_err_mm"] = float(np.abs(err.reshape(-1, 9)[:, :3]).max() / mass * 1e3)
     except Exception as exc:        # reported, not hidden: the timing up to here still counts
@@ -379,6 +381,9 @@ def main() -> None:
                 gw = lambda k: (f"{st[k]:.1f} / {sw[k]:.1f}" if k in sw  # noqa: E731
                                 else g(k))
                 note = f" ({r['error']})" if "error" in r else ""
+                if "relative_horizons_s" in r:
+                    note += (f" (horizons {r['relative_horizons_s']} s, "
+                             f"{r['relative_rms_mm']:.4f} mm)")
                 print(f"| {n} | {swing_s:g} | {r.get('postures', '-')} | {g('read')} | "
                       f"{g('pose')} | {g('filter')} | {g('posture EE')} | {gw('posture OE')} | "
                       f"{g('subset')} | {g('relative')} | {gw('relative OE')} | "

@@ -3,7 +3,9 @@ toy problem: the residual cache and the growing-horizon schedule."""
 
 import numpy as np
 
-from rigtool.identify.relative.fit_common import PriorRowsFit, fit_growing_horizon
+from rigtool.identify.relative import fit_common as fc
+from rigtool.identify.relative.fit_common import (PriorRowsFit, fit_growing_horizon,
+                                                  predicts_whole_window)
 
 T = np.linspace(0.0, 10.0, 1001)
 
@@ -65,3 +67,56 @@ def test_growing_horizon_fits_every_stage_up_to_the_window():
                                                             0.01, 1e-10, 100)
     assert horizons == [8.0, 10.01] and len(stages) == 2 and converged
     assert np.allclose(x, truth, rtol=0, atol=1e-8)
+
+
+def _noisy_sine(truth, sigma_m=1e-3, seed=0):
+    prob = DampedSine(truth)
+    prob.measured = prob.measured + sigma_m * np.random.default_rng(seed).standard_normal(
+        prob.measured.shape)
+    return prob
+
+
+def test_the_whole_window_is_predicted_by_a_good_estimate_only():
+    """One simulation over the window tells a stage's estimate that already predicts the
+    frames beyond its horizon (the truth: only the noise is left) from one whose frequency
+    error becomes a phase error there (0.2 % of the frequency: 0.04 rad after 10 s, about a
+    quarter of the noise in the mean square over the window's later frames)."""
+    truth = np.array([1.0, 0.1, 2.0, 0.2])
+    prob = _noisy_sine(truth)
+    prob.n_frames = 200
+    assert predicts_whole_window(prob, truth, T.size)
+    assert prob.n_frames == 200                            # its horizon is left as it was
+    off = truth * np.array([1.0, 1.0, 1.002, 1.0])
+    assert not predicts_whole_window(prob, off, T.size)
+    assert predicts_whole_window(prob, off, T.size, excess=np.inf)
+
+
+def test_growing_horizon_goes_to_the_window_once_it_is_predicted():
+    """From a 1 s stage the frequency is not yet known well enough to predict 10 s; from the
+    2 s stage it is, and the schedule skips 4 and 8 s. It ends where the full schedule does:
+    the same least-squares optimum."""
+    truth = [1.0, 0.1, 2.0, 0.2]
+    lo, hi = np.full(4, -np.inf), np.full(4, np.inf)
+    x0 = np.array([1.02, 0.102, 2.01, 0.19])
+    ends = {}
+    for excess in (fc.WHOLE_WINDOW_EXCESS, -np.inf):
+        prob = _noisy_sine(truth)
+        prob.n_frames = 50
+        jump = fc.predicts_whole_window
+
+        def check(p, x, n, _excess=excess):
+            return jump(p, x, n, excess=_excess)
+
+        fc_check = fc.predicts_whole_window
+        fc.predicts_whole_window = check
+        try:
+            x, _, stages, horizons, converged = fit_growing_horizon(
+                prob, x0, lo, hi, T.size, 2.0, 0.01, 1e-12, 100)
+        finally:
+            fc.predicts_whole_window = fc_check
+        assert converged
+        ends[excess] = (x, horizons)
+    (x_jump, h_jump), (x_all, h_all) = ends[fc.WHOLE_WINDOW_EXCESS], ends[-np.inf]
+    assert h_all == [1.0, 2.0, 4.0, 8.0, 10.01]
+    assert h_jump[-1] == 10.01 and len(h_jump) < len(h_all)
+    assert np.allclose(x_jump, x_all, rtol=0, atol=1e-9)

@@ -29,6 +29,14 @@ DIVERGED_MM = 1e6
 # the caller's ftol. Measured on the speed benchmark's draws (RESULTS.md, stop 33): the same
 # end points at 2, 8 and 15 links as with 1e-8 throughout, 6.7 / 38 / 97 s -> 4.7 / 34 / 78 s.
 INTERMEDIATE_FTOL = 1e-3
+#: a stage's estimate that predicts the frames beyond its horizon with a mean square marker
+#: residual at most this much above its own goes straight to the whole window: the phase
+#: error the growing horizon guards against would show there first. A statistical error of
+#: the estimate raises that excess by the same fraction at any marker noise (both scale with
+#: it); a blind jump from the initial state's fit, which this check would refuse, ended at
+#: other optima in 4 of 20 four-link draws (benchmarks/RESULTS.md, "Fewer evaluations per
+#: fit").
+WHOLE_WINDOW_EXCESS = 0.05
 
 
 def checked_phi_s(n: int, start_phi_b: np.ndarray, phi_s: np.ndarray | None,
@@ -272,17 +280,20 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
                         factor: float, dt: float, ftol: float, max_nfev: int):
     """Fit every unknown on horizons growing by ``factor`` up to the whole window (each stage
     started from the last; a phase error cannot build up before the frequencies are fitted).
-    Jumping to the whole window from 3/4 of it (the demo's swing at 2 then 10 s instead of 2,
-    8 and 10 s: 1.4x faster, the same optimum there) was tried and left out: on the four-link
-    object at 0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage
-    falling from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per
-    fit"). The stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at
-    ``ftol``.
+    After each stage one simulation over the whole window checks the estimate's prediction
+    of the frames beyond the horizon: when it is already at the stage's own residual
+    (:func:`predicts_whole_window`), the next stage is the whole window. A blind jump to the
+    whole window from 3/4 of it (the demo's swing at 2 then 10 s instead of 2, 8 and 10 s:
+    1.4x faster, the same optimum there) was tried and left out: on the four-link object at
+    0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage falling
+    from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per fit"). The
+    stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at ``ftol``.
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s, converged)``,
     ``converged`` the whole window's stage's (:func:`solve_bounded`)."""
     iterations, stages, horizons = 0, [], []
+    jump = False
     while True:
-        prob.n_frames = next_horizon(prob.n_frames, n_total, factor, dt)
+        prob.n_frames = n_total if jump else next_horizon(prob.n_frames, n_total, factor, dt)
         horizons.append(prob.n_frames * dt)
         stage_ftol = ftol if prob.n_frames >= n_total else max(ftol, INTERMEDIATE_FTOL)
         x, nfev, njev, converged = solve_bounded(prob, x, lo, hi, stage_ftol, max_nfev)
@@ -290,6 +301,32 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
         stages.append((prob.n_frames * dt, nfev, njev))
         if prob.n_frames >= n_total:
             return x, iterations, stages, horizons, converged
+        jump = predicts_whole_window(prob, x, n_total)
+        iterations += 1
+
+
+def predicts_whole_window(prob, x: np.ndarray, n_total: int,
+                          excess: float = WHOLE_WINDOW_EXCESS) -> bool:
+    """Whether the estimate ``x`` of the current horizon's stage predicts the frames beyond it
+    as well as it fits its own: their mean square marker residual at most ``1 + excess``
+    times the horizon's (one simulation over ``n_total`` frames, no sensitivities)."""
+    n_h = prob.n_frames
+    r_h = prob.residual(x)                         # the stage's rows (cached), markers first
+    if prob.prior_rows is not None and prob.fit_params:
+        r_h = r_h[:r_h.size - prob.prior_rows.shape[0]]
+    rows_h = r_h.size
+    try:
+        prob.n_frames = n_total
+        with np.errstate(all="ignore"):
+            r_all = prob._marker_residual(prob._full(x))
+    except (FloatingPointError, np.linalg.LinAlgError):
+        return False
+    finally:
+        prob.n_frames = n_h
+    beyond = r_all[rows_h:]
+    if beyond.size == 0 or not np.all(np.isfinite(r_all)):
+        return False
+    return bool(np.mean(beyond ** 2) <= (1.0 + excess) * np.mean(r_h ** 2))
 
 
 def unconverged_warning(max_nfev: int, horizon_s: float) -> str:
@@ -346,4 +383,5 @@ def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
 
 
 __all__ = ["checked_phi_s", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
-           "phi_b_covariance", "fit_growing_horizon"]
+           "phi_b_covariance", "fit_growing_horizon",
+           "predicts_whole_window", "WHOLE_WINDOW_EXCESS"]
