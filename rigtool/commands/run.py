@@ -20,17 +20,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigtool.pipeline.preflight import check_session
-    from rigtool.pipeline.run_job import (check_results_dir, default_results_dir,
-                                          options_from_args, run_to_directory)
+    from rigtool.pipeline.workers import run_pool
 
-    # every file named, checked in seconds, before the fitting code is even imported
-    check_session(args.session, rig=args.rig)
-    out_dir = args.output or default_results_dir(args.session)
-    check_results_dir(args.session, out_dir)
-    outcome, written = run_to_directory(args.session, out_dir, options=options_from_args(args),
-                                        rig=args.rig, progress=progress_printer(),
-                                        preflight=False)
+    with run_pool() as pool:
+        # the fork server imports the workers' code (fits, figures) on a spare core while
+        # this process imports its own and checks the session
+        pool.prestart()
+        from rigtool.pipeline.preflight import check_session
+        from rigtool.pipeline.run_job import (check_results_dir, default_results_dir,
+                                              options_from_args, run_to_directory)
+
+        # every file named, checked in seconds, before the fitting code is even imported
+        check_session(args.session, rig=args.rig)
+        out_dir = args.output or default_results_dir(args.session)
+        check_results_dir(args.session, out_dir)
+        outcome, written = run_to_directory(args.session, out_dir,
+                                            options=options_from_args(args), rig=args.rig,
+                                            progress=progress_printer(), preflight=False,
+                                            pool=pool)
     doc = json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
     print(summary_text(doc))
     for note in doc.get("notes", []):

@@ -9,12 +9,16 @@ options. This module imports the fitting pipeline (and with it JAX) only inside
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rigtool.errors import InputError
 from rigtool.pipeline.methods import FIT_METHODS, add_method_argument
+
+if TYPE_CHECKING:
+    from rigtool.process_pool import LazyPool
 
 SPRING_MODELS = ("exact", "linear")
 WEIGHTINGS = ("noise", "plain", "dual-metric")
@@ -73,7 +77,7 @@ def check_results_dir(session_path: Path, out_dir: Path) -> None:
 def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
                      rig: Path | None = None, workers: int | None = None,
                      progress: Callable[[str], None] | None = None,
-                     preflight: bool = True):
+                     preflight: bool = True, pool: LazyPool | None = None):
     """Run a session's pipeline and write its report into ``out_dir``.
 
     Parameters
@@ -92,6 +96,9 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
         ``progress(message)`` for long steps.
     preflight : bool
         Check every input first (off when the caller has just done so).
+    pool : LazyPool, optional
+        The run's worker processes, already prestarted by the caller (``rigtool run`` starts
+        them before its own imports); default: started here and stopped at the end.
 
     Returns
     -------
@@ -106,7 +113,7 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     check_results_dir(session_path, out_dir)
     progress = progress or (lambda message: None)
     # one set of worker processes for the posture fits and then the figures
-    with run_pool(workers) as pool:
+    with (nullcontext(pool) if pool is not None else run_pool(workers)) as pool:
         pool.prestart()             # the workers' imports run on a spare core meanwhile
         early = []                  # the posture figures, drawn while the later stages run
 

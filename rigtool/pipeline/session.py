@@ -47,6 +47,7 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
+from rigtool.pipeline.workers import CORES_PER_FIT, PARALLEL_POSTURES, run_pool
 from rigtool.process_pool import LazyPool, usable_cpus
 from rigtool.tree import Tree
 
@@ -83,29 +84,6 @@ def _noop(message: str) -> None:
 def _rel(path: Path, root: Path) -> str:
     """``path`` relative to ``root`` when inside it (as report.json lists inputs)."""
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-
-
-PARALLEL_POSTURES = 4   # from this many output-error postures on, fit them in processes
-#: cores one output-error posture fit keeps busy (XLA's threads and the engine's column
-#: threads: 4.7 s of CPU in 2.6 s wall for a whole-body posture), so one process per this
-#: many cores. Measured on 2 cores, the 19 postures of the whole-body session: 49 s one after
-#: another in one process, 154 s in two processes (start-up ~15 s, then each fit ~3x slower:
-#: the processes' thread pools fight over the cores)
-CORES_PER_FIT = 2
-
-
-#: what a run's workers import once, in the fork server (rigtool.process_pool): the fits,
-#: the types their results are made of, and the report's drawing code
-WORKER_PRELOAD = ("rigtool.pipeline.session", "rigtool.report.figures",
-                  "rigtool.identify.relative.equation_error", "matplotlib.pyplot")
-
-
-def run_pool(workers: int | None = None) -> LazyPool:
-    """A run's worker processes (started on first use): posture fits in them keep to their
-    share of the cores (``RIGTOOL_ENGINE_THREADS``), the report's figures use every worker.
-    ``workers``: at most this many (default: every usable CPU)."""
-    return LazyPool(workers, {"RIGTOOL_ENGINE_THREADS": str(CORES_PER_FIT)},
-                    preload=WORKER_PRELOAD)
 
 
 def _load_run_code(model: RigidModel, relative: bool) -> None:
