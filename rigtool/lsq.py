@@ -44,7 +44,29 @@ def hac_covariance(a_w: np.ndarray, e_w: np.ndarray, block: np.ndarray, max_lag:
 def hac_from_scores(scores: np.ndarray, block: np.ndarray, max_lag: int,
                     bread_inv: np.ndarray) -> np.ndarray:
     """Newey-West sandwich from per-frame scores ``[T, P]`` (Bartlett kernel, lags counted
-    only within a block)."""
+    only within a block).
+
+    The meat ``sum_t sum_u w(t - u) s_t s_u^T`` (``w`` the Bartlett weights, zero across
+    blocks) is ``S^T (W S)``: where every block is one run of frames, ``W S`` is one
+    convolution per block along the frames (``T P L`` operations, against ``T P^2 L`` for a
+    product per lag: the calibration's 5600 frames x 43 parameters at 100 lags took 0.3 s
+    that way). A block split over several runs keeps the product per lag.
+    """
+    block = np.asarray(block)
+    if max_lag <= 0:
+        return bread_inv @ (scores.T @ scores) @ bread_inv
+    edges = np.flatnonzero(block[1:] != block[:-1]) + 1
+    starts, stops = np.r_[0, edges], np.r_[edges, block.size]
+    if np.unique(block[starts]).size == starts.size:
+        from scipy.ndimage import convolve1d
+        lags = np.arange(-max_lag, max_lag + 1)
+        kernel = 1.0 - np.abs(lags) / (max_lag + 1.0)
+        meat = np.zeros((scores.shape[1], scores.shape[1]))
+        for a, b in zip(starts, stops):
+            seg = scores[a:b]
+            meat += seg.T @ convolve1d(seg, kernel, axis=0, mode="constant", cval=0.0)
+        meat = 0.5 * (meat + meat.T)           # symmetric up to round-off
+        return bread_inv @ meat @ bread_inv
     meat = scores.T @ scores
     for lag in range(1, max_lag + 1):
         same = block[lag:] == block[:-lag]

@@ -1,0 +1,35 @@
+"""The HAC (Newey-West) sandwich of rigtool.lsq against its definition, written out as a
+double sum over frame pairs."""
+
+import numpy as np
+import pytest
+
+from rigtool.lsq import hac_from_scores
+
+
+def _meat_by_definition(scores, block, max_lag):
+    """``sum_t sum_u w(t - u) s_t s_u^T``, ``w`` the Bartlett weights ``1 - |t - u| / (L + 1)``
+    for pairs at most ``L`` frames apart in the same block, 0 otherwise."""
+    t = np.arange(len(scores))
+    lag = np.abs(t[:, None] - t[None, :])
+    w = np.where((lag <= max_lag) & (block[:, None] == block[None, :]),
+                 1.0 - lag / (max_lag + 1.0), 0.0)
+    return scores.T @ w @ scores
+
+
+@pytest.mark.parametrize("sizes, labels, max_lag", [
+    ([400], [0], 30),                    # one capture
+    ([120, 250, 90], [3, 1, 2], 40),     # stacked captures, one run each
+    ([60, 80, 50], [0, 1, 0], 25),       # a block in two runs (the per-lag products)
+    ([50], [0], 80),                     # a window longer than the block
+    ([200, 100], [0, 1], 0),             # no lags: the plain sandwich
+])
+def test_hac_meat_equals_its_definition(sizes, labels, max_lag):
+    rng = np.random.default_rng(7)
+    # serially correlated scores, as filtered equation-error rows give them
+    scores = np.cumsum(rng.standard_normal((sum(sizes), 4)), axis=0)
+    block = np.repeat(labels, sizes)
+    bread_inv = np.linalg.inv(np.cov(rng.standard_normal((4, 50))) + np.eye(4))
+    expected = bread_inv @ _meat_by_definition(scores, block, max_lag) @ bread_inv
+    got = hac_from_scores(scores, block, max_lag, bread_inv)
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
