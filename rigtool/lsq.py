@@ -58,7 +58,7 @@ def hac_from_scores(scores: np.ndarray, block: np.ndarray, max_lag: int,
     edges = np.flatnonzero(block[1:] != block[:-1]) + 1
     starts, stops = np.r_[0, edges], np.r_[edges, block.size]
     if np.unique(block[starts]).size == starts.size:
-        from scipy.ndimage import convolve1d
+        from scipy.ndimage import convolve1d   # here: this module otherwise needs only numpy
         lags = np.arange(-max_lag, max_lag + 1)
         kernel = 1.0 - np.abs(lags) / (max_lag + 1.0)
         meat = np.zeros((scores.shape[1], scores.shape[1]))

@@ -302,7 +302,7 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
         if prob.n_frames >= n_total:
             return x, iterations, stages, horizons, converged
         jump = predicts_whole_window(prob, x, n_total)
-        iterations += 1
+        iterations += 1                    # the check's simulation, counted as an evaluation
 
 
 def predicts_whole_window(prob, x: np.ndarray, n_total: int,
