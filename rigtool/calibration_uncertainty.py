@@ -60,7 +60,7 @@ def _split(x: np.ndarray, n_springs: int):
 
 
 def calibration_members(rig: Rig, platform: InertialParams, covariance: np.ndarray
-                        ) -> list[tuple[str, float, tuple]]:
+                        ) -> list[tuple[str, float, tuple, np.ndarray | None]]:
     """One perturbed calibration per principal axis of ``covariance``.
 
     Returns ``(label, step, (platform_pi, stiffness, free_length, damping), frame)`` with

@@ -296,7 +296,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                                                   theta_nom.size)], axis=1)
     # a calibrated lab frame's uncertainty: six columns of the rig's rigid move, last; each
     # member's column is its theta direction plus its frame move (F [6, members])
-    moves = [m[3] for m in members if len(m) > 3 and m[3] is not None]
+    moves = [m[3] for m in members if m[3] is not None]
     frame_move = np.stack(moves, axis=1) if moves and len(moves) == len(members) else None
     ne = prob.normal(x, extra_theta=extra_dirs, scores=se_model == "frame",
                      frame_columns=frame_move is not None)
