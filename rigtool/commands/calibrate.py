@@ -9,7 +9,7 @@ import numpy as np
 
 from rigtool.config import FilterSettings
 from rigtool.errors import InputError
-from rigtool.pipeline.methods import add_method_argument
+from rigtool.pipeline.methods import LAB_FRAME_CHOICES, add_method_argument
 from rigtool.progress import progress_printer
 
 HELP = "spring stiffness, free length, damping and platform inertia from reference-body captures"
@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stopband", type=float, default=10.0, help="filter stopband edge, Hz")
     p.add_argument("--filter", choices=("fir", "butterworth"), default="fir")
     p.add_argument("--order", type=int, default=50, help="filter order")
-    p.add_argument("--lab-frame", choices=("auto", "fit", "fixed"), default="auto",
+    p.add_argument("--lab-frame", choices=LAB_FRAME_CHOICES, default=LAB_FRAME_CHOICES[0],
                    help="fit the measured lab frame against the rig file's (anchors and "
                         "gravity) with the output-error refinement: 'auto' (default) does for "
                         "captures from `rigtool track`, whose lab frame a floor board sets")

@@ -36,7 +36,7 @@ from rigtool.kinematics.pose import body_trajectory
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.lab_frames import (SAME_SHIFT_M, SAME_TURN_RAD, lab_frame_spread,
                                          track_lab_frame)
-from rigtool.pipeline.methods import check_method
+from rigtool.pipeline.methods import LAB_FRAME_CHOICES, check_method
 from rigtool.rig import Rig
 
 
@@ -132,11 +132,6 @@ def _load_calibration_code(model: RigidModel) -> None:
     load_executables(model, widths=(), substeps=final_substeps_of(1, None))
 
 
-#: ``rigtool calibrate --lab-frame``: fit the measured lab frame against the rig file's
-#: ("fit"), keep them one ("fixed"), or fit it for captures ``rigtool track`` wrote ("auto")
-LAB_FRAME_CHOICES = ("auto", "fit", "fixed")
-
-
 def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettings(),
                     consistent: bool = True, residual_stiffness: bool = False,
                     compensate: bool = True, method: str = "output-error",
@@ -148,9 +143,10 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     with noise probes (rigtool.identify.common.platform_motion.with_noise_probes). ``method``
     ``"output-error"`` (default) refines that fit by simulating every capture and fitting the
     raw platform markers (rigtool.identify.calibration.output_error). ``lab_frame`` (one of
-    :data:`LAB_FRAME_CHOICES`): whether that refinement fits the measured lab frame against
-    the rig file's too (rigtool.engine.lab_frame); "auto" does for captures
-    from ``rigtool track`` (a camera's lab frame comes from a board on the floor).
+    :data:`rigtool.pipeline.methods.LAB_FRAME_CHOICES`): whether that refinement fits the
+    measured lab frame against the rig file's too (rigtool.engine.lab_frame); "auto" does
+    for captures from ``rigtool track`` (a camera's lab frame comes from a board on the
+    floor).
     """
     check_method(method)
     if lab_frame not in LAB_FRAME_CHOICES:

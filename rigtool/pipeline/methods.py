@@ -1,6 +1,6 @@
 """The fit methods a user chooses between (``--method`` of ``rigtool calibrate`` and
-``rigtool run``). Kept free of imports so the command line can offer them without loading
-the pipelines."""
+``rigtool run``, ``--lab-frame`` of ``rigtool calibrate``). Kept free of imports so the
+command line can offer them without loading the pipelines."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ import argparse
 #: Output-error (maximum-likelihood) refinement of the equation-error fit (default), or the
 #: equation-error fit alone (faster).
 FIT_METHODS = ("output-error", "equation-error")
+
+#: ``rigtool calibrate --lab-frame``: fit the measured lab frame against the rig file's
+#: ("fit"), keep them one ("fixed"), or fit it for captures ``rigtool track`` wrote ("auto",
+#: the default: a camera's lab frame comes from a board on the floor)
+LAB_FRAME_CHOICES = ("auto", "fit", "fixed")
 
 
 def add_method_argument(p: argparse.ArgumentParser, what: str) -> None:
