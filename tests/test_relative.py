@@ -234,3 +234,34 @@ def test_demo_dual_metric_weighting(demo):
     assert np.all(err < 4 * dual.std_phi_b + floor), err / dual.std_phi_b
     lo, hi = dual.bounds["link1.J_yy"]
     assert lo < dual.resolved["link1.J_yy"] < hi
+
+
+def test_figure_jobs_need_only_the_drawing_code(demo, tmp_path):
+    """The report's time-series figures go to worker processes with plain arrays
+    (rigtool.report.figure_inputs): unpickling a run's figure jobs imports none of the
+    fitting code (a worker drawing them needs numpy and matplotlib, not JAX, numba, cvxpy or
+    scipy), and what they draw is the outcome's own numbers."""
+    import pickle
+    import subprocess
+    import sys
+
+    from rigtool.report.figures import posture_figures
+    out, res, *_ = demo
+    figures = posture_figures(out.postures)
+    assert {f.file for f, _ in figures} >= {f"posture_{p.result.name}_{kind}.png"
+                                            for p in out.postures
+                                            for kind in ("motion", "wrench")}
+    wrench = dict((f.file, call) for f, call in figures)[
+        f"posture_{out.postures[0].result.name}_wrench.png"][1]
+    assert np.array_equal(wrench.measured, out.postures[0].result.measured_wrench,
+                          equal_nan=True)
+    jobs = tmp_path / "jobs.pkl"
+    jobs.write_bytes(pickle.dumps([call for _, call in figures] + [res.figure["rows"]]))
+    heavy = ("jax", "numba", "cvxpy", "scipy", "pandas", "rigtool.identify",
+             "rigtool.pipeline", "rigtool.engine")
+    code = ("import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read()); "
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} "
+            f"or any(m.startswith(h + '.') for h in {heavy!r})))")
+    done = subprocess.run([sys.executable, "-c", code, str(jobs)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -20,9 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigtool.pipeline.workers import run_pool
+    from rigtool.pipeline.workers import fits_in_workers, run_pool
 
-    with run_pool() as pool:
+    with run_pool(fits=fits_in_workers(args.session, args.method)) as pool:
         # the fork server imports the workers' code (fits, figures) on a spare core while
         # this process imports its own and checks the session
         pool.prestart()

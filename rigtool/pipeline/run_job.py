@@ -106,14 +106,17 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     written : list of Path
         The files written.
     """
-    from rigtool.pipeline.session import run_pool, run_session   # imports the fitting code
+    from rigtool.pipeline.session import run_session   # imports the fitting code
+    from rigtool.pipeline.workers import fits_in_workers, run_pool
     from rigtool.report.figures import start_posture_figures
     from rigtool.report.writer import write_report
 
     check_results_dir(session_path, out_dir)
     progress = progress or (lambda message: None)
     # one set of worker processes for the posture fits and then the figures
-    with (nullcontext(pool) if pool is not None else run_pool(workers)) as pool:
+    own = (run_pool(workers, fits=fits_in_workers(session_path, options.method, workers))
+           if pool is None else None)
+    with nullcontext(pool) if own is None else own as pool:
         pool.prestart()             # the workers' imports run on a spare core meanwhile
         early = []                  # the posture figures, drawn while the later stages run
 

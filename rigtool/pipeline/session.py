@@ -47,8 +47,8 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
-from rigtool.pipeline.workers import CORES_PER_FIT, PARALLEL_POSTURES, run_pool
-from rigtool.process_pool import LazyPool, usable_cpus
+from rigtool.pipeline.workers import posture_processes, run_pool
+from rigtool.process_pool import LazyPool
 from rigtool.tree import Tree
 
 Progress = Callable[[str], None]
@@ -115,13 +115,8 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
     ``workers`` processes without it)."""
     refs = list(session.postures)
     jobs = [(session, rigfile, tree, markers, ref, kwargs) for ref in refs]
-    if workers is None:
-        # worker processes pay from about four output-error postures on (each starts in
-        # ~3-4 s: interpreter, JAX, the engine's stored traces; a posture of 15-25 s is fitted
-        # in ~2-3 s in a process that has them loaded), and only with the cores to run them
-        many = len(refs) >= PARALLEL_POSTURES and kwargs["method"] == "output-error"
-        workers = min(len(refs), usable_cpus() // CORES_PER_FIT) if many else 1
-    if workers <= 1 or len(refs) == 1:
+    workers = posture_processes(len(refs), kwargs["method"], workers)
+    if workers <= 1:
         out = []
         for i, job in enumerate(jobs):
             progress(f"posture {i + 1}/{len(refs)}: {refs[i].name}")

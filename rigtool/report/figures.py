@@ -5,7 +5,7 @@ section each belongs to; drawing is done by rigtool.report.plots_*.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigtool.process_pool import LazyPool
+from rigtool.report.figure_inputs import (marker_fit_panel, motion_panel, residual_panel,
+                                          wrench_panel)
 from rigtool.report.plots_fit import (motion_figure, output_error_figure, relative_figure,
                                       residual_figure, wrench_figure)
 from rigtool.report.plots_inertia import ellipsoid_figure
@@ -38,35 +40,37 @@ class Figure:
 
 def posture_figures(postures: Sequence[PostureOutcome]) -> list[tuple[Figure, tuple]]:
     """The figures of the posture fits alone, in report order: ``(figure, (drawing function,
-    its arguments but the path))``. They need nothing of the later stages, so a run can draw
+    its arguments but the path))``, the arguments plain arrays
+    (rigtool.report.figure_inputs). They need nothing of the later stages, so a run can draw
     them while the relative-motion fit runs (:func:`start_posture_figures`)."""
     out: list[tuple[Figure, tuple]] = []
-    if any(p.refinement is not None and p.refinement.platform_markers is not None
-           for p in postures):
+    fits = [f for f in (marker_fit_panel(p) for p in postures) if f is not None]
+    if fits:
         out.append((Figure("output_error_fit.png",
                            "Output-error fit per posture: the platform marker coordinate that "
                            "moves most, measured (dots) and simulated by the fitted rig "
                            "(line), mm about its mean; below, their difference against the "
                            "±2σ band of the marker noise (rigid fits): a fit that describes "
                            "the capture stays in the band all along.", "postures"),
-                    (output_error_figure, list(postures))))
-    traced = [p for p in postures if p.traces is not None]
-    if traced:
+                    (output_error_figure, fits)))
+    residuals = [r for r in (residual_panel(p) for p in postures) if r is not None]
+    if residuals:
         out.append((Figure("marker_residuals.png",
                            "Rigid-cluster fit residual of every body per frame (RMS distance "
                            "of its markers from their fitted places, mm): the marker noise, "
                            "or a marker that moves on its body.", "postures"),
-                    (residual_figure, traced)))
+                    (residual_figure, residuals)))
     for p in postures:
         name = p.result.name
-        if p.traces is not None:
+        motion = motion_panel(p)
+        if motion is not None:
             out.append((Figure(f"posture_{name}_motion.png",
                                f"{name}: filtered platform motion (paper 002 Fig. 5).",
-                               "postures"), (motion_figure, p)))
+                               "postures"), (motion_figure, motion)))
         out.append((Figure(f"posture_{name}_wrench.png",
                            f"{name}: equation-error fit (the output-error fit's start): spring "
                            "and gravity wrench from the filtered motion against the model, "
-                           "platform axes.", "postures"), (wrench_figure, p)))
+                           "platform axes.", "postures"), (wrench_figure, wrench_panel(p))))
     return out
 
 
@@ -151,7 +155,8 @@ def write_figures(out: SessionOutcome, doc: dict, out_dir: Path,
         jobs.append((subset_values_figure, doc["subset"]))
         figs.append(Figure("subset.png", "Φ_s with ±2 standard-error bars.", "subset"))
     if out.relative is not None:
-        jobs.append((relative_figure, out))
+        eq16 = out.relative.figure
+        jobs.append((relative_figure, {k: eq16[k] for k in ("time_s", "lhs", "rhs", "rows")}))
         figs.append(Figure("relative_motion.png",
                            "Relative motion: both sides of eq. 16 over the capture (paper 002 "
                            "Fig. 6) with the reported Φ_B.", "relative"))

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.report.figure_inputs import MarkerFitPanel, MotionPanel, ResidualPanel, WrenchPanel
+
 
 def _plt():
     import matplotlib
@@ -21,40 +23,25 @@ def _plt():
     return plt
 
 
-def _moving_coordinate(fit) -> tuple[int, int]:
-    """``(marker, axis)`` of the platform marker coordinate that moves most (its motion is
-    what the fit follows; the clearest to show)."""
-    spread = np.nanstd(fit.measured_m, axis=0)                  # [K, 3]
-    spread = np.where(np.isfinite(spread), spread, -1.0)
-    k, a = np.unravel_index(int(np.argmax(spread)), spread.shape)
-    return int(k), int(a)
-
-
-def output_error_figure(postures, path: Path) -> None:
+def output_error_figure(panels: list[MarkerFitPanel], path: Path) -> None:
     """Per posture: one platform marker coordinate measured (dots) and simulated (line), and
     below it their difference with the ±2 sigma marker-noise band."""
     plt = _plt()
-    fitted = [p for p in postures if p.refinement is not None
-              and p.refinement.platform_markers is not None]
-    fig, axes = plt.subplots(2 * len(fitted), 1, figsize=(8, 2.6 * len(fitted) + 0.6),
-                             squeeze=False, gridspec_kw={"height_ratios": [2, 1] * len(fitted)})
-    for i, p in enumerate(fitted):
-        fit = p.refinement.platform_markers
-        k, a = _moving_coordinate(fit)
-        t = fit.time_s
-        meas = 1e3 * fit.measured_m[:, k, a]
-        sim = 1e3 * fit.simulated_m[:, k, a]
+    fig, axes = plt.subplots(2 * len(panels), 1, figsize=(8, 2.6 * len(panels) + 0.6),
+                             squeeze=False, gridspec_kw={"height_ratios": [2, 1] * len(panels)})
+    for i, fit in enumerate(panels):
+        t, meas, sim = fit.time_s, fit.measured_mm, fit.simulated_mm
         mean = np.nanmean(meas)
+        axis = "xyz"[fit.axis]
         ax, axr = axes[2 * i, 0], axes[2 * i + 1, 0]
         ax.plot(t, sim - mean, lw=0.9, color="tab:blue", label="simulated (fit)", zorder=2)
         ax.plot(t, meas - mean, ".", ms=1.5, color="0.2", label="measured", zorder=3)
-        ax.set_ylabel(f"{fit.names[k]} {'xyz'[a]}\n[mm]", fontsize=8)
-        ax.set_title(f"{p.result.name}: platform marker {fit.names[k]}, lab {'xyz'[a]}, about "
-                     f"its mean; residual RMS {p.refinement.marker_sigma_mm:.3f} mm over all "
-                     "fitted markers", fontsize=8, loc="left")
+        ax.set_ylabel(f"{fit.marker} {axis}\n[mm]", fontsize=8)
+        ax.set_title(f"{fit.posture}: platform marker {fit.marker}, lab {axis}, about its "
+                     f"mean; residual RMS {fit.residual_rms_mm:.3f} mm over all fitted "
+                     "markers", fontsize=8, loc="left")
         ax.legend(fontsize=7, loc="upper right", ncol=2)
-        sigma = p.marker_noise_mm if np.isfinite(p.marker_noise_mm) else \
-            p.refinement.marker_sigma_mm
+        sigma = fit.noise_mm
         axr.fill_between(t, -2 * sigma, 2 * sigma, color="tab:green", alpha=0.2, lw=0,
                          label=f"±2σ marker noise ({sigma:.3f} mm)")
         axr.plot(t, meas - sim, lw=0.5, color="0.2", label="measured − simulated")
@@ -72,51 +59,54 @@ def output_error_figure(postures, path: Path) -> None:
     plt.close(fig)
 
 
-def wrench_figure(p, path: Path) -> None:
+def wrench_figure(panel: WrenchPanel, path: Path) -> None:
     """The equation-error fit of one posture: spring + gravity wrench, measured vs model."""
     plt = _plt()
     fig, ax = plt.subplots(6, 1, sharex=True, figsize=(8, 9))
-    res = p.equation_error if p.equation_error is not None else p.result
-    res.plot(ax)
-    fig.suptitle(f"{p.result.name}: spring + gravity wrench, measured vs fitted "
+    for j, a in enumerate(ax):
+        a.plot(panel.time_s, panel.measured[:, j], lw=1.0, label="springs (measured)")
+        a.plot(panel.time_s, panel.fitted[:, j], lw=0.8, ls="--", label="model (fit)")
+        a.set_ylabel(f"{panel.rows[j]} [{'N' if j < 3 else 'N m'}]")
+    ax[0].legend(loc="upper right", fontsize=7)
+    ax[-1].set_xlabel("time [s]")
+    fig.suptitle(f"{panel.posture}: spring + gravity wrench, measured vs fitted "
                  "(platform axes, about its origin)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
-def motion_figure(p, path: Path) -> None:
+def motion_figure(panel: MotionPanel, path: Path) -> None:
     """Filtered platform motion of one posture capture (like paper 002 Fig. 5)."""
     plt = _plt()
-    tr = p.traces
     fig, axes = plt.subplots(4, 1, sharex=True, figsize=(8, 7.5))
-    panels = [(1e3 * tr.displacement_m, "displacement [mm]"),
-              (np.rad2deg(tr.rotation_rad), "rotation [deg]"),
-              (tr.accel_lab, "acceleration [m/s²]"),
-              (tr.alpha_body, "angular accel. [rad/s²]\n(platform axes)")]
+    panels = [(1e3 * panel.displacement_m, "displacement [mm]"),
+              (np.rad2deg(panel.rotation_rad), "rotation [deg]"),
+              (panel.accel_lab, "acceleration [m/s²]"),
+              (panel.alpha_body, "angular accel. [rad/s²]\n(platform axes)")]
     for ax, (y, label) in zip(axes, panels):
         for k, c in enumerate("xyz"):
-            ax.plot(tr.time_s, np.where(tr.valid, y[:, k], np.nan), lw=0.7, label=c)
+            ax.plot(panel.time_s, y[:, k], lw=0.7, label=c)
         ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
     axes[0].legend(ncol=3, fontsize=7, loc="upper right")
     axes[-1].set_xlabel("time [s]")
-    fig.suptitle(f"{p.result.name}: filtered platform motion (lab axes unless noted)",
+    fig.suptitle(f"{panel.posture}: filtered platform motion (lab axes unless noted)",
                  fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
 
-def residual_figure(postures, path: Path) -> None:
+def residual_figure(panels: list[ResidualPanel], path: Path) -> None:
     """Per-frame rigid-cluster fit residual of every body in every posture capture."""
     plt = _plt()
-    fig, axes = plt.subplots(len(postures), 1, sharex=True, squeeze=False,
-                             figsize=(8, 1.8 * len(postures) + 0.8))
-    for ax, p in zip(axes[:, 0], postures):
-        for body, res in p.traces.marker_residual_m.items():
-            ax.plot(p.traces.time_s, 1e3 * res, lw=0.6, label=body)
-        ax.set_ylabel(f"{p.result.name}\nRMS [mm]", fontsize=8)
+    fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
+                             figsize=(8, 1.8 * len(panels) + 0.8))
+    for ax, panel in zip(axes[:, 0], panels):
+        for body, res in panel.residual_m.items():
+            ax.plot(panel.time_s, 1e3 * res, lw=0.6, label=body)
+        ax.set_ylabel(f"{panel.posture}\nRMS [mm]", fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper right", ncol=4)
     axes[-1, 0].set_xlabel("time [s]")
@@ -134,17 +124,22 @@ def plot_relative(result, ax=None):
     ``result``: a rigtool.identify.relative.equation_error.RelativeResult (its ``figure``
     data). Returns the matplotlib Figure.
     """
+    return draw_relative(result.figure, ax)
+
+
+def draw_relative(data: dict, ax=None):
+    """:func:`plot_relative` from a RelativeResult's ``figure`` data (``time_s``, ``lhs``,
+    ``rhs`` ``[T, R]``, ``rows``); returns the matplotlib Figure."""
     plt = _plt()
-    fig = result.figure
-    rows = fig["rows"]
+    rows = data["rows"]
     if ax is None:
         f, ax = plt.subplots(len(rows), 1, sharex=True, figsize=(8, 1.5 * len(rows) + 1))
     else:
         f = np.atleast_1d(ax)[0].figure
     axes = np.atleast_1d(ax)
     for k, a in enumerate(axes):
-        a.plot(fig["time_s"], fig["lhs"][:, k], lw=1.0, label="left side (springs)")
-        a.plot(fig["time_s"], fig["rhs"][:, k], lw=1.0, ls=":", label="right side (Phi_B)")
+        a.plot(data["time_s"], data["lhs"][:, k], lw=1.0, label="left side (springs)")
+        a.plot(data["time_s"], data["rhs"][:, k], lw=1.0, ls=":", label="right side (Phi_B)")
         a.set_ylabel(f"{rows[k]} [{'N' if rows[k].startswith('f') else 'N m'}]")
     axes[0].legend(loc="upper right", fontsize=7)
     axes[0].set_title("Relative motion: both sides of eq. 16")
@@ -153,13 +148,14 @@ def plot_relative(result, ax=None):
     return f
 
 
-def relative_figure(out, path: Path) -> None:
-    """Both sides of eq. 16 over time (paper 002 Fig. 6)."""
+def relative_figure(data: dict, path: Path) -> None:
+    """Both sides of eq. 16 over time (paper 002 Fig. 6), from a RelativeResult's
+    ``figure`` data."""
     plt = _plt()
-    fig = plot_relative(out.relative)
+    fig = draw_relative(data)
     fig.savefig(path, dpi=80)
     plt.close(fig)
 
 
 __all__ = ["output_error_figure", "wrench_figure", "motion_figure", "residual_figure",
-           "relative_figure", "plot_relative"]
+           "relative_figure", "plot_relative", "draw_relative"]
