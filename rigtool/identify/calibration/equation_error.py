@@ -33,8 +33,8 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.errors import IdentifiabilityError
 from rigtool.identify.common.consistency import consistency_constraints, solve_triangle
-from rigtool.lsq import (LsqResult, compensated_triangle, noise_moments,
-                                  reduce_to_triangle, solve_compensated, solve_wls)
+from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
+                         solve_compensated, solve_wls)
 from rigtool.identify.common.propagate import propagate
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows, row_names
 from rigtool.inertia import InertialParams, regressor_body
@@ -75,7 +75,7 @@ def equation_terms(rig: Rig, cap: CaptureMotion, *,
     passed through the same filter; the damping columns from the filtered velocities. With
     ``stiffness_reference`` (a pose), 21 more columns model a residual symmetric 6x6
     stiffness ``w = -K q`` (lab components, q from that pose) for effects the axial springs
-    lack (lateral spring stiffness, cable bending).
+    lack (lateral spring stiffness, cable bending): :func:`residual_stiffness_terms`.
     """
     rt = np.swapaxes(cap.rotation, -1, -2)
     a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
@@ -86,12 +86,20 @@ def equation_terms(rig: Rig, cap: CaptureMotion, *,
     w_damp = spring_wrench_regressor(rig, cap.rotation, cap.position, cap.velocity_lab,
                                      cap.omega_lab)[..., 2 * n_spr:]
     cols.append(_body_rows(cap.rotation, w_damp))
+    w = equation_rows(rig, cap.rotation, np.concatenate(cols, axis=2))
     if stiffness_reference is not None:
-        q = pose_deviation(cap.rotation_raw, cap.position_raw, stiffness_reference)
-        w_k = -np.einsum("kij,tj->tik", _sym6_basis(), q)            # [T, 6, 21], lab, about p
-        cols.append(cap.filt(_body_rows(cap.rotation_raw, w_k)))
-    w = np.concatenate(cols, axis=2)
-    return equation_rows(rig, cap.rotation, y), equation_rows(rig, cap.rotation, w)
+        w = np.concatenate([w, residual_stiffness_terms(rig, cap, stiffness_reference)],
+                           axis=2)
+    return equation_rows(rig, cap.rotation, y), w
+
+
+def residual_stiffness_terms(rig: Rig, cap: CaptureMotion, reference: tuple) -> np.ndarray:
+    """The 21 residual-stiffness columns ``[T, r, 21]`` that :func:`equation_terms` appends
+    to ``W`` with a ``stiffness_reference`` (each column is filtered and turned to rows on
+    its own, so the others need not be formed again)."""
+    q = pose_deviation(cap.rotation_raw, cap.position_raw, reference)
+    w_k = -np.einsum("kij,tj->tik", _sym6_basis(), q)            # [T, 6, 21], lab, about p
+    return equation_rows(rig, cap.rotation, cap.filt(_body_rows(cap.rotation_raw, w_k)))
 
 
 def parameter_names(rig: Rig, *, residual_stiffness: bool = False) -> list[str]:
@@ -150,18 +158,26 @@ class CalibrationResult:
     stiffness_reference: tuple | None = None
 
 
-def _capture_rows(rig: Rig, cap: CaptureMotion, reference: tuple | None):
-    y, w = equation_terms(rig, cap, stiffness_reference=reference)
+def _rows_of(cap: CaptureMotion, y: np.ndarray, w: np.ndarray):
     ok = cap.valid & np.all(np.isfinite(y), axis=(1, 2)) & np.all(np.isfinite(w), axis=(1, 2))
     return np.concatenate([y, -w], axis=2), -(y @ cap.load.pi), ok
 
 
-def _probe_noise(rig: Rig, cap: CaptureMotion, reference: tuple | None, n_fit: int):
-    """Noise samples ``(dA [K, M, R, P], db [K, M, R], n_fit)`` from the capture's probes."""
-    if not cap.noise_probes:
-        return None
-    rows = [_capture_rows(rig, pr, reference) for pr in cap.noise_probes]
-    ok = cap.valid.copy()
+def _capture_rows(rig: Rig, cap: CaptureMotion, reference: tuple | None):
+    """``(A [T, r, P], b [T, r], ok [T])`` of one capture: the design without the residual
+    stiffness and, with ``reference``, with it (else None)."""
+    y, w = equation_terms(rig, cap)
+    base = _rows_of(cap, y, w)
+    if reference is None:
+        return base, None
+    w_k = np.concatenate([w, residual_stiffness_terms(rig, cap, reference)], axis=2)
+    return base, _rows_of(cap, y, w_k)
+
+
+def _probe_noise(rows: list, valid: np.ndarray, n_fit: int):
+    """Noise samples ``(dA [K, M, R, P], db [K, M, R], n_fit)`` from the rows of a capture's
+    probes (``rows``: :func:`_rows_of` of each)."""
+    ok = valid.copy()
     for _, _, o in rows:
         ok &= o
     if ok.sum() < 10:
@@ -173,18 +189,31 @@ def _probe_noise(rig: Rig, cap: CaptureMotion, reference: tuple | None, n_fit: i
 
 
 def _stack(rig: Rig, captures: list[CaptureMotion], reference: tuple | None):
-    a_all, b_all, blk, probes = [], [], [], []
+    """The stacked design ``(A, b, block, probes)`` of ``captures`` without the residual
+    stiffness and, with ``reference``, with it (else None): every capture's and every noise
+    probe's terms are formed once for both."""
+    parts = {False: ([], [], [], []), True: ([], [], [], [])}
     for i, cap in enumerate(captures):
-        a, b, ok = _capture_rows(rig, cap, reference)
-        a_all.append(a[ok])
-        b_all.append(b[ok])
-        blk.append(np.full(int(ok.sum()), i))
-        pr = _probe_noise(rig, cap, reference, int(ok.sum()))
-        if pr is not None:
-            probes.append(pr)
-    if probes and len(probes) < len(captures):
-        probes = []                     # all or nothing: a partial correction would bias
-    return np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk), probes
+        rows = _capture_rows(rig, cap, reference)
+        probe_rows = [_capture_rows(rig, pr, reference) for pr in cap.noise_probes]
+        for extended in ((False, True) if reference is not None else (False,)):
+            a, b, ok = rows[extended]
+            a_all, b_all, blk, probes = parts[extended]
+            a_all.append(a[ok])
+            b_all.append(b[ok])
+            blk.append(np.full(int(ok.sum()), i))
+            if probe_rows:
+                pr = _probe_noise([r[extended] for r in probe_rows], cap.valid, int(ok.sum()))
+                if pr is not None:
+                    probes.append(pr)
+
+    def stacked(extended: bool):
+        a_all, b_all, blk, probes = parts[extended]
+        if probes and len(probes) < len(captures):
+            probes = []                 # all or nothing: a partial correction would bias
+        return np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk), probes
+
+    return stacked(False), (stacked(True) if reference is not None else None)
 
 
 def _explain_rank(names: list[str], a: np.ndarray) -> str:
@@ -256,12 +285,11 @@ def calibrate_motion(rig: Rig, captures: list[CaptureMotion], *, consistent: boo
                  c0.position_raw[ok0].mean(axis=0))
     warnings: list[str] = [w for c in captures for w in c.warnings]
 
-    a, b, blk, probes = _stack(rig, fit_caps, None)
+    (a, b, blk, probes), (a_k, b_k, blk_k, probes_k) = _stack(rig, fit_caps, reference)
     base_names = parameter_names(rig)
     fit, weights = _weighted_fit(a, b, blk, lag, rcond, base_names, probes)
     # Does the data show an effect the axial-spring model lacks? Fit the residual stiffness
     # and look at its significance and at how much of the residual it explains.
-    a_k, b_k, blk_k, probes_k = _stack(rig, fit_caps, reference)
     fit_k, weights_k = _weighted_fit(a_k, b_k, blk_k, lag, rcond,
                                      parameter_names(rig, residual_stiffness=True), probes_k)
     n_base = a.shape[2]
