@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.report.figure_inputs import MarkerFitPanel, MotionPanel, ResidualPanel, WrenchPanel
+from rigtool.report.png import save_png
 
 
 def _plt():
@@ -55,8 +56,7 @@ def output_error_figure(panels: list[MarkerFitPanel], path: Path) -> None:
             a_.tick_params(labelsize=7)
     axes[-1, 0].set_xlabel("time [s]")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_png(fig, path, dpi=90)
 
 
 def wrench_figure(panel: WrenchPanel, path: Path) -> None:
@@ -72,8 +72,7 @@ def wrench_figure(panel: WrenchPanel, path: Path) -> None:
     fig.suptitle(f"{panel.posture}: spring + gravity wrench, measured vs fitted "
                  "(platform axes, about its origin)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_png(fig, path, dpi=90)
 
 
 def motion_figure(panel: MotionPanel, path: Path) -> None:
@@ -94,8 +93,7 @@ def motion_figure(panel: MotionPanel, path: Path) -> None:
     fig.suptitle(f"{panel.posture}: filtered platform motion (lab axes unless noted)",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save_png(fig, path, dpi=80)
 
 
 def residual_figure(panels: list[ResidualPanel], path: Path) -> None:
@@ -113,8 +111,7 @@ def residual_figure(panels: list[ResidualPanel], path: Path) -> None:
     fig.suptitle("Marker fit residuals (RMS distance of each body's markers from its fitted "
                  "rigid cluster)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save_png(fig, path, dpi=80)
 
 
 def plot_relative(result, ax=None):
@@ -151,10 +148,8 @@ def draw_relative(data: dict, ax=None):
 def relative_figure(data: dict, path: Path) -> None:
     """Both sides of eq. 16 over time (paper 002 Fig. 6), from a RelativeResult's
     ``figure`` data."""
-    plt = _plt()
     fig = draw_relative(data)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save_png(fig, path, dpi=80)
 
 
 __all__ = ["output_error_figure", "wrench_figure", "motion_figure", "residual_figure",

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.report.png import save_png
+
 _COLOURS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
             "tab:cyan", "tab:gray")
 
@@ -125,8 +127,7 @@ def ellipsoid_figure(doc: dict, markers: dict[str, dict[str, np.ndarray]],
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8,
                frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_png(fig, path, dpi=90)
 
 
 __all__ = ["ellipsoid_figure", "ellipsoid_semi_axes", "link_poses"]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.report.png import save_png
+
 
 def _plt():
     import matplotlib
@@ -34,8 +36,7 @@ def subset_values_figure(sub: dict, path: Path) -> None:
     ax.set_xlabel("value (kg m or kg m²), error bars ±2 standard errors")
     ax.set_title("Subset of the minimal inertial parameters (Φ_s)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_png(fig, path, dpi=90)
 
 
 def _term_label(terms: list) -> str:
@@ -77,8 +78,7 @@ def identifiability_figure(sub: dict, path: Path) -> None:
                  f"{sub['condition_number']:.3g}; each direction named by its largest terms",
                  fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    save_png(fig, path, dpi=90)
 
 
 __all__ = ["subset_values_figure", "identifiability_figure"]
