@@ -57,13 +57,14 @@ def test_rigid_engine_matches_the_batched_model(locked):
 def test_loaded_rigid_executables_are_the_ones_a_fit_calls(monkeypatch):
     """load_executables (calibrate runs it on a thread while it reads the captures) loads
     the compiled chunks under the same argument types a simulation passes: a simulation
-    after it, primal and with 20 tangent columns (padded to 32), finds them and adds none
+    after it, primal and with 20 tangent columns (padded to 24), finds them and adds none
     (one more would be a second load, or a compilation, on the fit's path)."""
     rig, pi, y0 = _rigid_case(("rz", "x"))      # a locked rig: its own static free rows
     model = rigid.RigidModel.of(rig)
     for chunk in (rigid._chunk, rigid._chunk_tangents):    # as in a new process
         monkeypatch.setattr(chunk, "_loaded", {})
-    rigid.load_executables(model, widths=(32,))
+    assert rigid.padded_width(20) == 24
+    rigid.load_executables(model, widths=(24,))
     loaded = (set(rigid._chunk._loaded), set(rigid._chunk_tangents._loaded))
     th = rigid.theta_of(pi, rig.stiffness, rig.free_length, rig.damping)
     rigid.simulate(model, th, y0, 300, 1 / 120)

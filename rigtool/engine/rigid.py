@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.engine._jax import jax, jnp
 from rigtool.engine.columns import BLOCK
+from rigtool.engine._jax import jax, jnp
 from rigtool.engine.compiled import disk_jit
 from rigtool.rig import Rig
 
@@ -230,30 +230,48 @@ def _chunk_tangents(y, tan_y, theta, tan_theta, consts, h, *, free, substeps, n)
     return ys, tans, last, tan_last
 
 
-def _pad_columns(a: np.ndarray) -> np.ndarray:
-    """Tangent columns padded to a multiple of 16 (so a handful of compilations serve every
-    problem size: each costs ~3 s cold, ~0.7 s from the disk cache)."""
+#: the rigid engine's tangent columns are padded to a multiple of this, so that a handful of
+#: compiled widths serve every problem size (each costs ~3 s to compile, once per machine,
+#: and ~0.25 s to load, once per process). 8 rather than the other engines' 16
+#: (columns.BLOCK): a posture's 21 columns run at 24 instead of 32 (1500 frames: 0.037-0.048
+#: against 0.059-0.070 s) and the calibration's 34 at 40 instead of 48 (0.058-0.063 against
+#: 0.064-0.073 s); the padding's zero columns change no tangent (equal to the bit). Measured
+#: 2026-11-27 on this 2-core machine.
+PAD_COLUMNS = 8
+
+
+def padded_width(p: int, block: int = PAD_COLUMNS) -> int:
+    """The compiled width that carries ``p`` tangent columns: a multiple of ``block``
+    (default the rigid engine's, :data:`PAD_COLUMNS`)."""
+    return max(block, -(-int(p) // block) * block)
+
+
+def _pad_columns(a: np.ndarray, block: int) -> np.ndarray:
+    """Tangent columns padded with zeros to :func:`padded_width`."""
     p = a.shape[1]
-    width = max(BLOCK, -(-p // BLOCK) * BLOCK)
+    width = padded_width(p, block)
     return a if width == p else np.concatenate([a, np.zeros((a.shape[0], width - p))], 1)
 
 
 def tangent_start(n_theta: int, n_state: int, tangent_theta: np.ndarray | None,
-                  tangent_y0: np.ndarray | None, *, pad: bool = True
+                  tangent_y0: np.ndarray | None, *, pad: bool = True, block: int = BLOCK
                   ) -> tuple[int, np.ndarray, np.ndarray]:
     """``(P, d theta/d x, d y0/d x)`` with the missing one zero and, with ``pad`` (JAX's
-    compiled widths), both padded (:func:`_pad_columns`); ``P`` the caller's number of
-    directions (every engine's simulate starts its tangents here)."""
+    compiled widths), both padded to a multiple of ``block`` (default the column groups'
+    :data:`rigtool.engine.columns.BLOCK`; the rigid engine's own is :data:`PAD_COLUMNS`);
+    ``P`` the caller's number of directions (every engine's simulate starts its tangents
+    here)."""
     p = (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]
     t_th = np.asarray(np.zeros((n_theta, p)) if tangent_theta is None else tangent_theta, float)
     t_y = np.asarray(np.zeros((n_state, p)) if tangent_y0 is None else tangent_y0, float)
-    return (p, _pad_columns(t_th), _pad_columns(t_y)) if pad else (p, t_th, t_y)
+    return (p, _pad_columns(t_th, block), _pad_columns(t_y, block)) if pad else (p, t_th, t_y)
 
 
-def load_executables(model: RigidModel, widths: tuple[int, ...] = (16, 32, 48),
+def load_executables(model: RigidModel, widths: tuple[int, ...] = (16, 24, 40, 48),
                      substeps: int = 1) -> None:
     """Load the compiled chunks a fit of ``model`` will call (the primal one and the tangent
-    one per padded column width in ``widths``) by running each once on a rest state. A
+    one per compiled column width in ``widths``: :func:`padded_width`) by running each once
+    on a rest state. A
     process's first call of each otherwise pays its load from JAX's persistent cache, 0.15-0.3
     s apiece on the fit's path; the commands call this on a thread of their own while they
     read and prepare the captures (JAX releases the interpreter lock while it loads and runs
@@ -266,7 +284,8 @@ def load_executables(model: RigidModel, widths: tuple[int, ...] = (16, 32, 48),
     h = 1e-3 / substeps
     _chunk(y, theta, consts, h, free=model.free_rows, substeps=substeps, n=CHUNK_FRAMES)
     for width in widths:
-        p, t_th, t_y = tangent_start(theta.size, STATE, None, np.zeros((STATE, width)))
+        p, t_th, t_y = tangent_start(theta.size, STATE, None, np.zeros((STATE, width)),
+                                     block=PAD_COLUMNS)
         np.asarray(_chunk_tangents(y, t_y, theta, t_th, consts, h, free=model.free_rows,
                                    substeps=substeps, n=CHUNK_FRAMES)[0])
 
@@ -332,7 +351,8 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
         if offset is not None:
             states += offset[:n_frames]
         return states, None
-    p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0)
+    p, t_th, t_y = tangent_start(theta.size, STATE, tangent_theta, tangent_y0,
+                                 block=PAD_COLUMNS)
     keep = consume is None
     tangents = np.empty((n_frames, STATE, p)) if keep else None
     if offset is not None:

@@ -37,6 +37,7 @@ from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.lab_frames import (SAME_SHIFT_M, SAME_TURN_RAD, lab_frame_spread,
                                          track_lab_frame)
 from rigtool.pipeline.methods import LAB_FRAME_CHOICES, check_method
+from rigtool.pipeline.rigid_widths import calibration_widths
 from rigtool.rig import Rig
 
 
@@ -128,7 +129,7 @@ def _load_calibration_code(model: RigidModel) -> None:
     """What :func:`run_calibration` loads in the background: the refinement's rigid chunks,
     then the primal one with two RK4 steps per frame whose states correct the refinement's
     and the hold-out captures' posture fits at their end (their final_substeps)."""
-    load_executables(model)
+    load_executables(model, widths=calibration_widths(model.n_springs))
     load_executables(model, widths=(), substeps=final_substeps_of(1, None))
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.devices.weigh_json import resolve_total_mass, total_mass_std
 from rigtool.background import load_in_background
-from rigtool.engine.rigid import RigidModel, load_executables
+from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError, IdentifiabilityError
@@ -47,6 +47,7 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
+from rigtool.pipeline.rigid_widths import posture_covariance_columns
 from rigtool.pipeline.workers import posture_processes, run_pool
 from rigtool.process_pool import LazyPool
 from rigtool.tree import Tree
@@ -92,7 +93,8 @@ def _load_run_code(model: RigidModel, relative: bool) -> None:
     own, and the tangent one as wide as their covariance's columns), then, for a
     relative-motion capture, the tree kernels."""
     load_executables(model, widths=(), substeps=final_substeps_of(1, None))
-    load_executables(model, widths=(48,), substeps=1)
+    load_executables(model, widths=(padded_width(posture_covariance_columns(model.n_springs)),),
+                     substeps=1)
     if relative:
         load_kernels()
 
