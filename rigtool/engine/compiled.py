@@ -27,7 +27,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Callable
 
-from rigtool.engine._jax import CACHE_DIR, jax, jnp
+from rigtool.engine._jax import CACHE_DIR, jax
 
 _ENGINE_DIR = Path(__file__).resolve().parent
 
@@ -59,6 +59,14 @@ def _committed(a):
     if isinstance(a, jax.Array) and a.committed:
         return a
     return jax.device_put(a, _device())
+
+
+def committed(tree):
+    """``tree`` (an array, a number or a tuple of them) with every leaf committed to the
+    engine's device as a :class:`DiskJit` call commits it, so that a caller passing the same
+    inputs to many calls (a simulation's chunks) commits them once: a ``device_put`` of a
+    NumPy array costs ~0.1 ms, six per chunk without this."""
+    return jax.tree_util.tree_map(_committed, tree)
 
 
 class DiskJit:
@@ -133,4 +141,4 @@ def disk_jit(*, static_argnames: tuple[str, ...] = ()) -> Callable[[Callable], D
     return lambda fun: DiskJit(fun, static_argnames)
 
 
-__all__ = ["DiskJit", "disk_jit"]
+__all__ = ["DiskJit", "disk_jit", "committed"]
