@@ -65,13 +65,14 @@ def simulate_bundle(scenario_path: Path, prefix: str) -> SimulatedBundle:
 def calibrated_session(sim: SimulatedBundle) -> CalibratedSession:
     """Calibrate the bundle's rig (``rigtool calibrate`` defaults), write the calibrated rig
     file the session names, and load the session with its truth."""
-    from rigtool.config import FilterSettings, calibrated_rig_path, load_rig, load_session
-    from rigtool.pipeline.calibration import calibrated_rig_document, run_calibration
+    from rigtool.config import FilterSettings, load_rig, load_session
+    from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
+                                              run_calibration)
     from rigtool.pipeline.session import link_markers
     from rigtool.tomlwrite import dumps
 
     job = run_calibration(sim.rigfile)
-    cal_path = calibrated_rig_path(sim.rigfile.path)
+    cal_path = default_output(sim.rigfile.path)
     cal_path.write_text(dumps(calibrated_rig_document(sim.rigfile, job, cal_path,
                                                       FilterSettings())))
     session = load_session(sim.session_path)

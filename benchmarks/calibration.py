@@ -28,8 +28,7 @@ import numpy as np
 
 from rigtool.config import FilterSettings, load_rig
 from rigtool.identify.calibration.equation_error import calibrate_motion
-from rigtool.pipeline.calibration import refine_with_holdouts
-from rigtool.pipeline.calibration_captures import prepare_capture
+from rigtool.pipeline.calibration import prepare_capture, refine_with_holdouts
 from rigtool.pipeline.methods import FIT_METHODS
 from rigtool.sim.markers import synthesize_markers
 from rigtool.sim.scenario import load_scenario

@@ -173,7 +173,7 @@ def calibration_benchmark(args) -> None:
     from rigtool.config import FilterSettings
     from rigtool.identify.calibration.equation_error import calibrate_motion
     from rigtool.identify.calibration.output_error import OECapture, refine_calibration
-    from rigtool.pipeline.calibration_captures import prepare_capture
+    from rigtool.pipeline.calibration import prepare_capture
     from rigtool.sim.markers import synthesize_markers
     from rigtool.sim.session_writer import capture_jobs
 

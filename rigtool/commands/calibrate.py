@@ -7,11 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rigtool.config import FilterSettings, calibrated_rig_path
+from rigtool.config import FilterSettings
 from rigtool.errors import InputError
 from rigtool.pipeline.methods import LAB_FRAME_CHOICES, add_method_argument
 from rigtool.progress import progress_printer
-from rigtool.tomlwrite import dumps
 
 HELP = "spring stiffness, free length, damping and platform inertia from reference-body captures"
 
@@ -40,36 +39,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rigtool.pipeline.workers import CALIBRATION_PRELOAD
-    from rigtool.process_pool import LazyPool
+    from rigtool.pipeline.preflight import check_rig
+    from rigtool.tomlwrite import dumps
 
-    # a worker whose fork server imports only the captures' preparation reads and filters
-    # them on the spare core while this process imports the fitting code
-    with LazyPool(2, preload=CALIBRATION_PRELOAD) as pool:
-        pool.prestart()
-        from rigtool.pipeline.calibration_captures import start_preparing
-        from rigtool.pipeline.preflight import check_rig
-
-        rigfile = check_rig(args.rig)   # every capture checked, in seconds, before the fitting
-        out = args.output or calibrated_rig_path(args.rig)
-        if out.resolve() == args.rig.resolve():
-            raise InputError("refusing to write the calibrated rig over its input; choose "
-                             "another file with -o", path=out)
-        if out.exists() and not args.force:
-            raise InputError("output file exists; pass --force to replace it", path=out)
-        if not args.stopband > args.passband > 0:
-            raise InputError("expected 0 < passband < stopband", field="--passband/--stopband",
-                             found=f"{args.passband}, {args.stopband}")
-        settings = FilterSettings(args.filter, args.order, args.passband, args.stopband)
-        prepared = start_preparing(rigfile, settings, compensate=not args.no_compensation,
-                                   pool=pool)
-        from rigtool.pipeline.calibration import (calibrated_rig_document,
-                                                  run_calibration)   # the fitting code
-        job = run_calibration(rigfile, settings=settings, consistent=not args.no_consistency,
-                              residual_stiffness=args.residual_stiffness,
-                              compensate=not args.no_compensation, method=args.method,
-                              lab_frame=args.lab_frame, progress=progress_printer(),
-                              prepared=prepared)
+    rigfile = check_rig(args.rig)      # every capture checked, in seconds, before the fitting
+    from rigtool.pipeline.calibration import (calibrated_rig_document, default_output,
+                                              run_calibration)     # code is even imported
+    out = args.output or default_output(args.rig)
+    if out.resolve() == args.rig.resolve():
+        raise InputError("refusing to write the calibrated rig over its input; choose another "
+                         "file with -o", path=out)
+    if out.exists() and not args.force:
+        raise InputError("output file exists; pass --force to replace it", path=out)
+    if not args.stopband > args.passband > 0:
+        raise InputError("expected 0 < passband < stopband", field="--passband/--stopband",
+                         found=f"{args.passband}, {args.stopband}")
+    settings = FilterSettings(args.filter, args.order, args.passband, args.stopband)
+    job = run_calibration(rigfile, settings=settings, consistent=not args.no_consistency,
+                          residual_stiffness=args.residual_stiffness,
+                          compensate=not args.no_compensation, method=args.method,
+                          lab_frame=args.lab_frame, progress=progress_printer())
     doc = calibrated_rig_document(rigfile, job, out, settings)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dumps(doc, header=f"calibrated by rigtool from {args.rig.name}"),

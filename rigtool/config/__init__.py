@@ -7,15 +7,14 @@ The parts: rigtool.config.toml_fields (reading, hashing, shared field readers),
 rigtool.config.rig_file and rigtool.config.session_file.
 """
 
-from rigtool.config.rig_file import (CalibrationCapture, ReferenceBody, RigFile,
-                                     calibrated_rig_path, load_rig, rig_gravity_and_locks)
+from rigtool.config.rig_file import (CalibrationCapture, ReferenceBody, RigFile, load_rig,
+                                     rig_gravity_and_locks)
 from rigtool.config.session_file import (POSTURE_STANDARD_ERRORS, RELATIVE_MOTION_MODELS,
                                          CaptureRef, FilterSettings, LinkFrameSpec,
                                          LinkPriorSpec, Session, _link_prior, load_session)
 from rigtool.config.toml_fields import read_toml, sha256_of
 
 __all__ = ["sha256_of", "read_toml", "ReferenceBody", "CalibrationCapture", "RigFile",
-           "calibrated_rig_path",
            "rig_gravity_and_locks", "load_rig", "FilterSettings", "LinkFrameSpec",
            "CaptureRef", "RELATIVE_MOTION_MODELS", "POSTURE_STANDARD_ERRORS", "LinkPriorSpec",
            "Session", "load_session", "_link_prior"]

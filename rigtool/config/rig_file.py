@@ -176,13 +176,5 @@ def load_rig(path: str | Path) -> RigFile:
 # --------------------------------------------------------------------------- session
 
 
-def calibrated_rig_path(rig_path: Path) -> Path:
-    """Where ``rigtool calibrate`` writes a rig file's calibration by default:
-    ``NAME.calibrated.toml`` next to ``NAME.toml``."""
-    stem = rig_path.name[:-5] if rig_path.name.endswith(".toml") else rig_path.name
-    return rig_path.with_name(f"{stem}.calibrated.toml")
-
-
 __all__ = ["ReferenceBody", "CalibrationCapture", "RigFile", "rig_gravity_and_locks",
-           "calibrated_rig_path",
            "load_rig"]

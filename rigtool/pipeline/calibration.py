@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import os
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -23,19 +22,21 @@ from rigtool.config import FilterSettings, RigFile, sha256_of
 from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables
 from rigtool.identify.common.output_error import final_substeps_of
-from rigtool.errors import InputError
+from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibration.equation_error import CalibrationResult, HoldoutCheck, calibrate_motion
 from rigtool.calibration_uncertainty import covariance_table
 from rigtool.identify.posture.output_error import refine_posture
 from rigtool.identify.calibration.output_error import (CalibrationRefinement, OECapture,
                                                        refine_calibration)
 from rigtool.identify.posture.equation_error import fit_posture
-from rigtool.identify.common.platform_motion import CaptureMotion
-from rigtool.mocap import MarkerData
+from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion, relative_pose,
+                                             with_noise_probes)
+from rigtool.inertia import InertialParams, transform_params
+from rigtool.kinematics.pose import body_trajectory
+from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.lab_frames import (SAME_SHIFT_M, SAME_TURN_RAD, lab_frame_spread,
                                          track_lab_frame)
 from rigtool.pipeline.methods import LAB_FRAME_CHOICES, check_method
-from rigtool.pipeline.calibration_captures import prepared_captures
 from rigtool.pipeline.rigid_widths import calibration_widths
 from rigtool.rig import Rig
 
@@ -62,6 +63,68 @@ class CalibrationJob:
         return "equation-error" if self.refinement is None else "output-error"
 
 
+def _load_in_platform(rigfile: RigFile, names: tuple[str, ...], data, platform_traj,
+                      path: Path) -> InertialParams:
+    """Sum of the named reference bodies' parameters in the platform frame."""
+    total = np.zeros(10)
+    for name in names:
+        body = rigfile.reference_bodies[name]
+        if body.markers_body:
+            traj = body_trajectory(data, body.markers_body)
+            try:
+                rot, pos, spread = relative_pose(platform_traj, traj)
+            except InputError:
+                raise InputError(f"reference body '{name}' is not seen together with the "
+                                 "platform (expected its markers "
+                                 f"{', '.join(body.markers_body)} in the capture)",
+                                 path=path) from None
+            if spread > np.deg2rad(2.0):
+                raise InputError(f"reference body '{name}' moves relative to the platform by "
+                                 f"{np.rad2deg(spread):.1f} deg RMS; expected it bolted down",
+                                 path=path)
+        else:
+            rot, pos = body.mount_rotation, body.mount_position
+        total += transform_params(body.params.pi, rot, pos)
+    return InertialParams(total)
+
+
+def prepare_captures(rigfile: RigFile, settings: FilterSettings, *, compensate: bool = True,
+                     progress: Callable[[str], None] | None = None
+                     ) -> tuple[list[CaptureMotion], list[dict], list[MarkerData]]:
+    """Read and prepare every calibration capture of ``rigfile``.
+
+    Returns the prepared captures, the inputs' paths and sha256, and the raw marker data
+    (the output-error refinement fits it; read once).
+    """
+    if not rigfile.captures:
+        raise ConfigError("the rig file lists no [[calibration_captures]]; add the empty "
+                          "platform and reference-body captures", path=rigfile.path,
+                          field="calibration_captures")
+    caps, inputs, datas = [], [], []
+    for i, c in enumerate(rigfile.captures):
+        if progress:
+            progress(f"calibration capture {i + 1}/{len(rigfile.captures)}: {c.capture.name}")
+        data = read_capture(c.capture, units=c.units)
+        inputs.append({"path": os.path.relpath(c.capture, rigfile.path.parent),
+                       "sha256": sha256_of(c.capture)})
+        caps.append(prepare_capture(rigfile, c, data, settings, compensate=compensate, seed=i))
+        datas.append(data)
+    return caps, inputs, datas
+
+
+def prepare_capture(rigfile: RigFile, c, data, settings: FilterSettings, *,
+                    compensate: bool = True, seed: int = 0) -> CaptureMotion:
+    """One calibration capture (already read) -> platform motion with its known load."""
+    markers = rigfile.rig.platform.markers_platform
+    platform_traj = body_trajectory(data, markers)
+    load = _load_in_platform(rigfile, c.load, data, platform_traj, c.capture)
+    cap = capture_motion(data, markers, settings, name=c.capture.name, window=c.window,
+                         load=load, holdout=c.holdout)
+    if compensate:
+        cap = with_noise_probes(cap, markers, settings, seed=seed)
+    return cap
+
+
 def _load_calibration_code(model: RigidModel) -> None:
     """What :func:`run_calibration` loads in the background: the refinement's rigid chunks,
     then the primal one with two RK4 steps per frame whose states correct the refinement's
@@ -74,8 +137,7 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
                     consistent: bool = True, residual_stiffness: bool = False,
                     compensate: bool = True, method: str = "output-error",
                     lab_frame: str = "auto",
-                    progress: Callable[[str], None] | None = None,
-                    prepared: Future | None = None) -> CalibrationJob:
+                    progress: Callable[[str], None] | None = None) -> CalibrationJob:
     """Calibrate the rig of ``rigfile`` from its calibration captures.
 
     ``compensate`` (default) removes the errors-in-variables bias of the equation-error fit
@@ -85,9 +147,7 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
     :data:`rigtool.pipeline.methods.LAB_FRAME_CHOICES`): whether that refinement fits the
     measured lab frame against the rig file's too (rigtool.engine.lab_frame); "auto" does
     for captures from ``rigtool track`` (a camera's lab frame comes from a board on the
-    floor). ``prepared``: the captures' preparation already under way in a worker
-    (rigtool.pipeline.calibration_captures.start_preparing, with the same ``settings`` and
-    ``compensate``); default: prepared here.
+    floor).
     """
     check_method(method)
     if lab_frame not in LAB_FRAME_CHOICES:
@@ -107,8 +167,8 @@ def run_calibration(rigfile: RigFile, *, settings: FilterSettings = FilterSettin
         # read, filtered and fitted by equation error
         load_in_background(_load_calibration_code, RigidModel.of(rigfile.rig),
                            name="load_rigid_executables")
-    caps, inputs, datas = prepared_captures(prepared, rigfile, settings, compensate=compensate,
-                                            progress=progress)
+    caps, inputs, datas = prepare_captures(rigfile, settings, compensate=compensate,
+                                           progress=progress)
     if progress:
         progress("fitting springs and platform")
     result = calibrate_motion(rigfile.rig, caps, consistent=consistent,
@@ -326,3 +386,9 @@ def _holdout_entry(h) -> dict:
     if np.any(np.isfinite(z)):
         out["max_error_z"] = float(f"{np.nanmax(z):.4g}")
     return out
+
+
+def default_output(rig_path: Path) -> Path:
+    """``NAME.calibrated.toml`` next to ``NAME.toml``."""
+    stem = rig_path.name[:-5] if rig_path.name.endswith(".toml") else rig_path.name
+    return rig_path.with_name(f"{stem}.calibrated.toml")

@@ -1,6 +1,6 @@
-"""A command's worker processes (and, for a run, how many fits share them): light enough
-to import first, so that ``rigtool run`` and ``rigtool calibrate`` start the fork server
-(and its imports, on a spare core) before they import the fitting code themselves."""
+"""A run's worker processes and how many fits share them: light enough to import first,
+so that ``rigtool run`` starts the fork server (and its imports, on a spare core) before it
+imports the fitting code itself."""
 
 from __future__ import annotations
 
@@ -25,12 +25,6 @@ FIGURES_PRELOAD = ("rigtool.report.figures", "matplotlib.pyplot")
 #: of CPU on this 2-core machine, against 0.6 s for the figures alone: spent on the core the
 #: run's own imports and first fits need, so only when the workers will fit)
 FITS_PRELOAD = ("rigtool.pipeline.session",) + FIGURES_PRELOAD
-
-
-#: what ``rigtool calibrate``'s worker imports to read and filter the captures while the
-#: command imports its fits (rigtool.pipeline.calibration_captures.start_preparing): that
-#: module, and pandas, which the text readers import at their first capture (0.2 s)
-CALIBRATION_PRELOAD = ("rigtool.pipeline.calibration_captures", "pandas")
 
 
 def posture_processes(n_postures: int, method: str, workers: int | None = None) -> int:
@@ -71,5 +65,4 @@ def run_pool(workers: int | None = None, *, fits: bool = True) -> LazyPool:
 
 
 __all__ = ["PARALLEL_POSTURES", "CORES_PER_FIT", "FIGURES_PRELOAD", "FITS_PRELOAD",
-           "CALIBRATION_PRELOAD",
            "posture_processes", "fits_in_workers", "run_pool"]
