@@ -47,7 +47,7 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
-from rigtool.pipeline.rigid_widths import posture_covariance_columns
+from rigtool.pipeline.rigid_widths import POSTURE_COLUMNS, posture_covariance_columns
 from rigtool.pipeline.workers import posture_processes, run_pool
 from rigtool.process_pool import LazyPool
 from rigtool.tree import Tree
@@ -88,13 +88,16 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _load_run_code(model: RigidModel, relative: bool) -> None:
-    """What :func:`run_session` loads in the background: the rigid chunks of the postures'
-    last step (the primal one with two RK4 steps per frame, whose states correct the fit's
-    own, and the tangent one as wide as their covariance's columns), then, for a
-    relative-motion capture, the tree kernels."""
-    load_executables(model, widths=(), substeps=final_substeps_of(1, None))
-    load_executables(model, widths=(padded_width(posture_covariance_columns(model.n_springs)),),
+    """What :func:`run_session` loads in the background while the first posture is fitted:
+    the rigid chunks that fit needs after its first stage (the tangent ones as wide as its
+    whole fit's and its covariance's columns, then the primal one with two RK4 steps per
+    frame, whose states correct the fit's own at its end), then, for a relative-motion
+    capture, the tree kernels. The first stage's own chunks load on its path (they are
+    needed at once)."""
+    load_executables(model, widths=(padded_width(POSTURE_COLUMNS),
+                                    padded_width(posture_covariance_columns(model.n_springs))),
                      substeps=1)
+    load_executables(model, widths=(), substeps=final_substeps_of(1, None))
     if relative:
         load_kernels()
 
@@ -168,11 +171,13 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     rigfile = load_rig(session.rig_path)
     rigfile.require_calibrated()
     if method == "output-error":
-        # on the spare core while the postures run: the rigid chunks of the postures' last
-        # step and covariance (refine_posture's final_substeps), which each posture
+        # on the spare core while the first posture runs: the chunks it needs after its
+        # first stage (its whole fit's, its covariance's, its last step's), which it
         # otherwise loads on its path when it gets there, then the relative-motion fit's
-        # kernels (loading the postures' other chunks there too was measured: no faster,
-        # that core imports the report's workers meanwhile)
+        # kernels. Its first stage's chunks, needed at once, load on its path. (Measured,
+        # 4 runs each: the first posture 1.25-1.29 -> 1.17-1.22 s, one run 1.51 s; until
+        # the report's workers imported only the drawing code, that core was busy with
+        # their imports, and the whole fit's chunk loaded there was no faster.)
         load_in_background(_load_run_code, RigidModel.of(rigfile.rig),
                            session.relative_motion is not None, name="load_run_code")
     total_mass = resolve_total_mass(session)
