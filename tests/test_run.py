@@ -123,6 +123,22 @@ def test_run_refuses_to_write_into_the_session_folder(demo, capsys):
     assert "must not be the session's own folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00 not text", b"[session\nname = ",
+                                     b"postures = 3\n"])
+def test_a_broken_manifest_is_reported_not_an_internal_error(tmp_path, capsys, content):
+    """``rigtool run`` counts the manifest's postures before its checks, to choose what its
+    workers import (rigtool.pipeline.workers.fits_in_workers); a manifest that is not text,
+    not TOML or of the wrong shape is left to the checks, which name the problem: exit 2,
+    one message, no traceback."""
+    from rigtool.pipeline.workers import fits_in_workers
+    manifest = tmp_path / "session.toml"
+    manifest.write_bytes(content)
+    assert fits_in_workers(manifest, "output-error") is False
+    assert main(["run", str(manifest)]) == 2
+    err = capsys.readouterr().err
+    assert "session.toml" in err and "Traceback" not in err and "internal error" not in err
+
+
 def test_run_needs_a_calibrated_rig(tmp_path, capsys):
     shutil.copytree(ROOT / "captures" / "two-link", tmp_path / "captures" / "two-link",
                     ignore=shutil.ignore_patterns("results"))

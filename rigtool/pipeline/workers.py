@@ -48,7 +48,7 @@ def fits_in_workers(session_path: str | Path, method: str, workers: int | None =
     try:
         with open(session_path, "rb") as fh:
             postures = tomllib.load(fh).get("postures")
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):        # unreadable, not UTF-8, not TOML
         postures = None
     n = len(postures) if isinstance(postures, list) else 0
     return posture_processes(n, method, workers) > 1
