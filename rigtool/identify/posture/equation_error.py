@@ -30,7 +30,7 @@ from scipy.spatial.transform import Rotation
 from rigtool.identify.common.consistency import consistency_constraints, solve_problem, solve_triangle
 from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
                                   solve_compensated, solve_wls)
-from rigtool.identify.common.platform_motion import CaptureMotion, WRENCH_ROWS, equation_rows, row_names
+from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
 from rigtool.rig import Rig, linearised_stiffness, spring_wrench, spring_wrench_regressor
@@ -131,19 +131,6 @@ class PostureResult:
     mass_from_vibration: tuple[float, float] | None = None   # (kg, std) when asked
     covariance9: np.ndarray | None = None  # cov of [h (3), J0 six xx yy zz yz zx xy] (subset)
     compensated: bool = False              # errors-in-variables bias removed (noise probes)
-
-    def plot(self, ax=None):
-        """Measured against fitted wrench per component (six stacked axes); returns the axes."""
-        import matplotlib.pyplot as plt
-        if ax is None:
-            _, ax = plt.subplots(6, 1, sharex=True, figsize=(8, 9))
-        for j, a in enumerate(np.atleast_1d(ax)):
-            a.plot(self.time_s, self.measured_wrench[:, j], lw=1.0, label="springs (measured)")
-            a.plot(self.time_s, self.fitted_wrench[:, j], lw=0.8, ls="--", label="model (fit)")
-            a.set_ylabel(f"{WRENCH_ROWS[j]} [{'N' if j < 3 else 'N m'}]")
-        np.atleast_1d(ax)[0].legend(loc="upper right", fontsize=7)
-        np.atleast_1d(ax)[-1].set_xlabel("time [s]")
-        return ax
 
 
 def dual_metric_rows(metric: np.ndarray) -> np.ndarray:
