@@ -267,15 +267,15 @@ def tangent_start(n_theta: int, n_state: int, tangent_theta: np.ndarray | None,
     return (p, _pad_columns(t_th, block), _pad_columns(t_y, block)) if pad else (p, t_th, t_y)
 
 
-def load_executables(model: RigidModel, widths: tuple[int, ...] = (16, 24, 40, 48),
-                     substeps: int = 1) -> None:
+def load_executables(model: RigidModel, widths: tuple[int, ...], substeps: int = 1) -> None:
     """Load the compiled chunks a fit of ``model`` will call (the primal one and the tangent
-    one per compiled column width in ``widths``: :func:`padded_width`) by running each once
-    on a rest state. A
-    process's first call of each otherwise pays its load from JAX's persistent cache, 0.15-0.3
-    s apiece on the fit's path; the commands call this on a thread of their own while they
-    read and prepare the captures (JAX releases the interpreter lock while it loads and runs
-    compiled code). A width no fit then uses costs that thread's time, nothing else."""
+    one per compiled column width in ``widths``: :func:`padded_width`; the commands derive
+    them from their fits' columns, rigtool.pipeline.rigid_widths) by running each once on a
+    rest state. A process's first call of each otherwise pays its load from JAX's persistent
+    cache, 0.15-0.3 s apiece on the fit's path; the commands call this on a thread of their
+    own while they read and prepare the captures (JAX releases the interpreter lock while it
+    loads and runs compiled code). A width no fit then uses costs that thread's time,
+    nothing else."""
     consts = model.consts()
     y = np.zeros(STATE)
     y[3:12] = np.eye(3).ravel()

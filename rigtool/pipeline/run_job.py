@@ -114,9 +114,8 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
     check_results_dir(session_path, out_dir)
     progress = progress or (lambda message: None)
     # one set of worker processes for the posture fits and then the figures
-    own = (run_pool(workers, fits=fits_in_workers(session_path, options.method, workers))
-           if pool is None else None)
-    with nullcontext(pool) if own is None else own as pool:
+    with (nullcontext(pool) if pool is not None else
+          run_pool(workers, fits=fits_in_workers(session_path, options.method, workers))) as pool:
         pool.prestart()             # the workers' imports run on a spare core meanwhile
         early = []                  # the posture figures, drawn while the later stages run
 
