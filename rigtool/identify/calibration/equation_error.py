@@ -163,15 +163,16 @@ def _rows_of(cap: CaptureMotion, y: np.ndarray, w: np.ndarray):
     return np.concatenate([y, -w], axis=2), -(y @ cap.load.pi), ok
 
 
-def _capture_rows(rig: Rig, cap: CaptureMotion, reference: tuple | None):
-    """``(A [T, r, P], b [T, r], ok [T])`` of one capture: the design without the residual
-    stiffness and, with ``reference``, with it (else None)."""
+def _capture_rows(rig: Rig, cap: CaptureMotion, reference: tuple | None) -> list:
+    """The rows ``(A [T, r, P], b [T, r], ok [T])`` of one capture: the design without the
+    residual stiffness, and with ``reference`` a second one with it (its 21 columns
+    appended: :func:`residual_stiffness_terms`)."""
     y, w = equation_terms(rig, cap)
-    base = _rows_of(cap, y, w)
-    if reference is None:
-        return base, None
-    w_k = np.concatenate([w, residual_stiffness_terms(rig, cap, reference)], axis=2)
-    return base, _rows_of(cap, y, w_k)
+    designs = [_rows_of(cap, y, w)]
+    if reference is not None:
+        w_k = np.concatenate([w, residual_stiffness_terms(rig, cap, reference)], axis=2)
+        designs.append(_rows_of(cap, y, w_k))
+    return designs
 
 
 def _probe_noise(rows: list, valid: np.ndarray, n_fit: int):
@@ -188,32 +189,31 @@ def _probe_noise(rows: list, valid: np.ndarray, n_fit: int):
     return da, db, n_fit
 
 
-def _stack(rig: Rig, captures: list[CaptureMotion], reference: tuple | None):
-    """The stacked design ``(A, b, block, probes)`` of ``captures`` without the residual
-    stiffness and, with ``reference``, with it (else None): every capture's and every noise
+def _stack(rig: Rig, captures: list[CaptureMotion], reference: tuple | None) -> list:
+    """The stacked designs ``(A, b, block, probes)`` of ``captures``: without the residual
+    stiffness, and with ``reference`` a second one with it. Every capture's and every noise
     probe's terms are formed once for both."""
-    parts = {False: ([], [], [], []), True: ([], [], [], [])}
+    n_designs = 1 if reference is None else 2
+    parts = [([], [], [], []) for _ in range(n_designs)]
     for i, cap in enumerate(captures):
         rows = _capture_rows(rig, cap, reference)
         probe_rows = [_capture_rows(rig, pr, reference) for pr in cap.noise_probes]
-        for extended in ((False, True) if reference is not None else (False,)):
-            a, b, ok = rows[extended]
-            a_all, b_all, blk, probes = parts[extended]
+        for d, (a_all, b_all, blk, probes) in enumerate(parts):
+            a, b, ok = rows[d]
             a_all.append(a[ok])
             b_all.append(b[ok])
             blk.append(np.full(int(ok.sum()), i))
             if probe_rows:
-                pr = _probe_noise([r[extended] for r in probe_rows], cap.valid, int(ok.sum()))
+                pr = _probe_noise([r[d] for r in probe_rows], cap.valid, int(ok.sum()))
                 if pr is not None:
                     probes.append(pr)
-
-    def stacked(extended: bool):
-        a_all, b_all, blk, probes = parts[extended]
+    out = []
+    for a_all, b_all, blk, probes in parts:
         if probes and len(probes) < len(captures):
             probes = []                 # all or nothing: a partial correction would bias
-        return np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk), probes
-
-    return stacked(False), (stacked(True) if reference is not None else None)
+        out.append((np.concatenate(a_all), np.concatenate(b_all), np.concatenate(blk),
+                    probes))
+    return out
 
 
 def _explain_rank(names: list[str], a: np.ndarray) -> str:
