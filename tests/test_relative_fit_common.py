@@ -102,18 +102,8 @@ def test_growing_horizon_goes_to_the_window_once_it_is_predicted():
     for excess in (fc.WHOLE_WINDOW_EXCESS, -np.inf):
         prob = _noisy_sine(truth)
         prob.n_frames = 50
-        jump = fc.predicts_whole_window
-
-        def check(p, x, n, _excess=excess):
-            return jump(p, x, n, excess=_excess)
-
-        fc_check = fc.predicts_whole_window
-        fc.predicts_whole_window = check
-        try:
-            x, _, stages, horizons, converged = fit_growing_horizon(
-                prob, x0, lo, hi, T.size, 2.0, 0.01, 1e-12, 100)
-        finally:
-            fc.predicts_whole_window = fc_check
+        x, _, stages, horizons, converged = fit_growing_horizon(
+            prob, x0, lo, hi, T.size, 2.0, 0.01, 1e-12, 100, whole_window_excess=excess)
         assert converged
         ends[excess] = (x, horizons)
     (x_jump, h_jump), (x_all, h_all) = ends[fc.WHOLE_WINDOW_EXCESS], ends[-np.inf]

@@ -277,7 +277,8 @@ def fit_initial_state(prob, st0: np.ndarray, max_nfev: int
 
 
 def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_total: int,
-                        factor: float, dt: float, ftol: float, max_nfev: int):
+                        factor: float, dt: float, ftol: float, max_nfev: int, *,
+                        whole_window_excess: float = WHOLE_WINDOW_EXCESS):
     """Fit every unknown on horizons growing by ``factor`` up to the whole window (each stage
     started from the last; a phase error cannot build up before the frequencies are fitted).
     After each stage one simulation over the whole window checks the estimate's prediction
@@ -288,6 +289,7 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage falling
     from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per fit"). The
     stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at ``ftol``.
+    ``whole_window_excess``: the check's threshold (``-inf``: every stage of the schedule).
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s, converged)``,
     ``converged`` the whole window's stage's (:func:`solve_bounded`)."""
     iterations, stages, horizons = 0, [], []
@@ -301,7 +303,7 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
         stages.append((prob.n_frames * dt, nfev, njev))
         if prob.n_frames >= n_total:
             return x, iterations, stages, horizons, converged
-        jump = predicts_whole_window(prob, x, n_total)
+        jump = predicts_whole_window(prob, x, n_total, whole_window_excess)
         iterations += 1                    # the check's simulation, counted as an evaluation
 
 
