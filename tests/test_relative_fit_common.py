@@ -110,3 +110,28 @@ def test_growing_horizon_goes_to_the_window_once_it_is_predicted():
     assert h_all == [1.0, 2.0, 4.0, 8.0, 10.01]
     assert h_jump[-1] == 10.01 and len(h_jump) < len(h_all)
     assert np.allclose(x_jump, x_all, rtol=0, atol=1e-9)
+
+
+def test_the_jump_to_the_window_starts_at_gauss_newtons_step():
+    """The whole window reached by the checked jump starts next to its optimum (its start
+    predicts the window as well as its own horizon), so its stage starts undamped
+    (rigtool.engine.lm.WARM_LAMBDA): fewer Jacobians than from Marquardt's 1e-3, whose
+    damping falls tenfold per accepted step before the convergence test on Gauss-Newton's
+    steps can hold; the same optimum as the stage started damped."""
+    truth = [1.0, 0.1, 2.0, 0.2]
+    lo, hi = np.full(4, -np.inf), np.full(4, np.inf)
+    x0 = np.array([1.02, 0.102, 2.01, 0.19])
+    prob = _noisy_sine(truth)
+    prob.n_frames = 50
+    x, _, stages, horizons, converged = fit_growing_horizon(prob, x0, lo, hi, T.size, 2.0,
+                                                            0.01, 1e-12, 100)
+    assert converged and horizons[-1] == 10.01 and len(horizons) < 5
+    assert stages[-1][2] <= 2                             # Jacobians of the window's stage
+    # the same stage from the same start, damped at Marquardt's default
+    prob.n_frames = int(round(horizons[-2] / 0.01))
+    start, _, _, _, _ = fit_growing_horizon(prob, x0, lo, hi, prob.n_frames, 2.0, 0.01,
+                                            fc.INTERMEDIATE_FTOL, 100)
+    prob.n_frames = T.size
+    x_damped, _, njev, _ = fc.solve_bounded(prob, start, lo, hi, 1e-12, 100, lam0=1e-3)
+    assert njev > stages[-1][2]
+    assert np.allclose(x, x_damped, rtol=0, atol=1e-9)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.engine.lm import (GEODESIC_H, Normal, finite_difference_curvature,
+from rigtool.engine.lm import (GEODESIC_H, WARM_LAMBDA, Normal, finite_difference_curvature,
                                levenberg_marquardt, second_derivative_along)
 
 from rigtool.identify.common.output_error import next_horizon
@@ -247,14 +247,16 @@ class PriorRowsFit:
 
 
 def solve_bounded(prob, x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
-                  ftol: float, max_nfev: int) -> tuple[np.ndarray, int, int, bool]:
+                  ftol: float, max_nfev: int, lam0: float = 1e-3
+                  ) -> tuple[np.ndarray, int, int, bool]:
     """Minimise the problem's squared residual rows in the box ``[lo, hi]`` (None: no bounds)
     by Levenberg-Marquardt on normal equations (rigtool.engine.lm, projected steps) with
     geodesic acceleration. Its linear algebra is ``J^T J`` (P x P) where scipy's exact trust
     region takes the SVD of the whole ``J`` at every Jacobian (at 8 links a third of the
     fit's time). The acceleration costs one primal run per step; without it an 8-link swing's
     long horizons crawled along a curved valley, 10^-3 of the cost per Jacobian for the
-    whole iteration budget, with scipy's solver and this one alike. Returns ``(x, cost
+    whole iteration budget, with scipy's solver and this one alike. ``lam0``: the starting
+    damping (rigtool.engine.lm.levenberg_marquardt's). Returns ``(x, cost
     evaluations (the acceleration's runs included), Jacobians, converged)``, ``converged``
     False when ``max_nfev`` trial steps ran out before a stopping rule held."""
     def cost_at(v):
@@ -263,7 +265,7 @@ def solve_bounded(prob, x: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | N
 
     # rows and Jacobian (or its streamed normal equations) from one run, cached
     sol = levenberg_marquardt(prob.normal, cost_at, x, ftol=ftol, max_iterations=max_nfev,
-                              lower=lo, upper=hi, curvature_at=prob.curvature_at)
+                              lower=lo, upper=hi, curvature_at=prob.curvature_at, lam0=lam0)
     return sol.x, sol.n_cost + sol.n_normal, sol.n_normal, sol.converged
 
 
@@ -289,6 +291,13 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage falling
     from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per fit"). The
     stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at ``ftol``.
+    The whole window reached by that jump starts at Gauss-Newton's step
+    (rigtool.engine.lm.WARM_LAMBDA): its start predicts the window as well as it fits its
+    own horizon, so it is next to the window's optimum, and Marquardt's 1e-3 would only
+    hold its first steps back (the demo's swing: 4 Jacobians there, now 2, the same
+    optimum). The growing stages keep 1e-3: started undamped as well, an 8-link swing's
+    2 s stage left for another optimum (Phi_B 0.17 mm off instead of 0.003 mm;
+    benchmarks/RESULTS.md, stop 41).
     ``whole_window_excess``: the check's threshold (``-inf``: every stage of the schedule).
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s, converged)``,
     ``converged`` the whole window's stage's (:func:`solve_bounded`)."""
@@ -298,7 +307,8 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
         prob.n_frames = n_total if jump else next_horizon(prob.n_frames, n_total, factor, dt)
         horizons.append(prob.n_frames * dt)
         stage_ftol = ftol if prob.n_frames >= n_total else max(ftol, INTERMEDIATE_FTOL)
-        x, nfev, njev, converged = solve_bounded(prob, x, lo, hi, stage_ftol, max_nfev)
+        x, nfev, njev, converged = solve_bounded(prob, x, lo, hi, stage_ftol, max_nfev,
+                                                 lam0=WARM_LAMBDA if jump else 1e-3)
         iterations += nfev
         stages.append((prob.n_frames * dt, nfev, njev))
         if prob.n_frames >= n_total:
