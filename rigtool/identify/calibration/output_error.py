@@ -186,9 +186,15 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         theta0 = theta_of(platform.pi + cap.load.pi, rig.stiffness, rig.free_length,
                           rig.damping)
 
+        last: dict = {}            # scipy asks for the rows and the Jacobian at one x apart
+
         def state_rows(x):
-            y0, dy0 = initial_state(x, rot_ref)
-            return capture.rows(theta0, y0, mk, tangent_y0=dy0)
+            key = x.tobytes()
+            if key not in last:
+                y0, dy0 = initial_state(x, rot_ref)
+                last.clear()
+                last[key] = capture.rows(theta0, y0, mk, tangent_y0=dy0)
+            return last[key]
 
         sol = least_squares(lambda x: state_rows(x).r, st0,
                             jac=lambda x: _jac_or_zero(state_rows(x), 12), method="trf",
