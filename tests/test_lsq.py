@@ -33,3 +33,24 @@ def test_hac_meat_equals_its_definition(sizes, labels, max_lag):
     expected = bread_inv @ _meat_by_definition(scores, block, max_lag) @ bread_inv
     got = hac_from_scores(scores, block, max_lag, bread_inv)
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+def test_scaled_pinv_keeps_the_digits_that_the_units_spread_costs():
+    """A normal matrix ``D A D`` whose unknowns span six decades of scale (A well
+    conditioned, D from 1e-3 to 1e3: condition number ~1e13) is inverted to ~1e-13 of its
+    scaled inverse, ``D^-1 A^-1 D^-1`` (the calibration's normal matrix is of this kind);
+    an empty column stays out of the inverse."""
+    from rigtool.lsq import scaled_pinv
+    rng = np.random.default_rng(3)
+    n = 12
+    q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    a = q @ np.diag(np.linspace(1.0, 10.0, n)) @ q.T
+    d = np.logspace(-3, 3, n)
+    normal = a * np.outer(d, d)
+    inv = scaled_pinv(normal)
+    assert np.allclose(inv * np.outer(d, d), np.linalg.inv(a), rtol=0, atol=1e-12)
+    padded = np.zeros((n + 1, n + 1))
+    padded[:n, :n] = normal
+    inv_p = scaled_pinv(padded)
+    assert np.all(inv_p[n] == 0) and np.all(inv_p[:, n] == 0)
+    assert np.allclose(inv_p[:n, :n] * np.outer(d, d), np.linalg.inv(a), rtol=0, atol=1e-12)

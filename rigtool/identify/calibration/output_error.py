@@ -42,6 +42,7 @@ from rigtool.identify.calibration.oe_result import (CalibrationRefinement, _plat
 from rigtool.identify.common.propagate import propagate
 from rigtool.identify.posture.cluster_covariance import cluster_covariance, frame_sums
 from rigtool.inertia import InertialParams
+from rigtool.lsq import scaled_pinv
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
@@ -101,7 +102,7 @@ def _frame_clustered(mat: np.ndarray, blocks: list, caps: list[RigidCapture], n_
         full = np.zeros((n, size))
         full[:, np.r_[np.arange(n_sh), n_sh + 12 * i + np.arange(12)]] = per_frame
         scores.append(full)
-    return cluster_covariance(np.linalg.pinv(mat), np.vstack(scores), n_rows=n_rows).cov
+    return cluster_covariance(scaled_pinv(mat), np.vstack(scores), n_rows=n_rows).cov
 
 
 def _jac_or_zero(rows: CaptureRows, n: int) -> np.ndarray:
@@ -347,7 +348,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
     n_res = sum(b[0].size for b in blocks)
     dof = max(n_res - len(grad), 1)
     s2 = cost / dof
-    cov = s2 * np.linalg.pinv(mat)
+    cov = s2 * scaled_pinv(mat)
     if standard_errors == "frame":
         cov = _frame_clustered(mat, blocks, caps, n_sh, n_res)
     cov_sh = cov[:n_ph, :n_ph]
