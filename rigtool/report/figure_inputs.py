@@ -124,5 +124,13 @@ def wrench_panel(p: PostureOutcome) -> WrenchPanel:
                        tuple(WRENCH_ROWS))
 
 
+def relative_panel(relative) -> dict:
+    """Both sides of eq. 16 of a RelativeResult (rigtool.identify.relative.equation_error,
+    the reported one): its ``figure`` data's ``time_s``, ``lhs``, ``rhs`` ``[T, R]`` and
+    ``rows``, already plain arrays and names."""
+    return {k: relative.figure[k] for k in ("time_s", "lhs", "rhs", "rows")}
+
+
 __all__ = ["MarkerFitPanel", "MotionPanel", "ResidualPanel", "WrenchPanel",
-           "marker_fit_panel", "motion_panel", "residual_panel", "wrench_panel"]
+           "marker_fit_panel", "motion_panel", "residual_panel", "wrench_panel",
+           "relative_panel"]

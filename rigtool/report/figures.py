@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rigtool.process_pool import LazyPool
-from rigtool.report.figure_inputs import (marker_fit_panel, motion_panel, residual_panel,
-                                          wrench_panel)
+from rigtool.report.figure_inputs import (marker_fit_panel, motion_panel, relative_panel,
+                                          residual_panel, wrench_panel)
 from rigtool.report.plots_fit import (motion_figure, output_error_figure, relative_figure,
                                       residual_figure, wrench_figure)
 from rigtool.report.plots_inertia import ellipsoid_figure
@@ -155,8 +155,7 @@ def write_figures(out: SessionOutcome, doc: dict, out_dir: Path,
         jobs.append((subset_values_figure, doc["subset"]))
         figs.append(Figure("subset.png", "Φ_s with ±2 standard-error bars.", "subset"))
     if out.relative is not None:
-        eq16 = out.relative.figure
-        jobs.append((relative_figure, {k: eq16[k] for k in ("time_s", "lhs", "rhs", "rows")}))
+        jobs.append((relative_figure, relative_panel(out.relative)))
         figs.append(Figure("relative_motion.png",
                            "Relative motion: both sides of eq. 16 over the capture (paper 002 "
                            "Fig. 6) with the reported Φ_B.", "relative"))

@@ -14,20 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.report.figure_inputs import MarkerFitPanel, MotionPanel, ResidualPanel, WrenchPanel
-from rigtool.report.png import save_png
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+from rigtool.report.png import pyplot, save_png
 
 
 def output_error_figure(panels: list[MarkerFitPanel], path: Path) -> None:
     """Per posture: one platform marker coordinate measured (dots) and simulated (line), and
     below it their difference with the ±2 sigma marker-noise band."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2 * len(panels), 1, figsize=(8, 2.6 * len(panels) + 0.6),
                              squeeze=False, gridspec_kw={"height_ratios": [2, 1] * len(panels)})
     for i, fit in enumerate(panels):
@@ -61,7 +54,7 @@ def output_error_figure(panels: list[MarkerFitPanel], path: Path) -> None:
 
 def wrench_figure(panel: WrenchPanel, path: Path) -> None:
     """The equation-error fit of one posture: spring + gravity wrench, measured vs model."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(6, 1, sharex=True, figsize=(8, 9))
     for j, a in enumerate(ax):
         a.plot(panel.time_s, panel.measured[:, j], lw=1.0, label="springs (measured)")
@@ -77,7 +70,7 @@ def wrench_figure(panel: WrenchPanel, path: Path) -> None:
 
 def motion_figure(panel: MotionPanel, path: Path) -> None:
     """Filtered platform motion of one posture capture (like paper 002 Fig. 5)."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(4, 1, sharex=True, figsize=(8, 7.5))
     panels = [(1e3 * panel.displacement_m, "displacement [mm]"),
               (np.rad2deg(panel.rotation_rad), "rotation [deg]"),
@@ -98,7 +91,7 @@ def motion_figure(panel: MotionPanel, path: Path) -> None:
 
 def residual_figure(panels: list[ResidualPanel], path: Path) -> None:
     """Per-frame rigid-cluster fit residual of every body in every posture capture."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(len(panels), 1, sharex=True, squeeze=False,
                              figsize=(8, 1.8 * len(panels) + 0.8))
     for ax, panel in zip(axes[:, 0], panels):
@@ -127,7 +120,7 @@ def plot_relative(result, ax=None):
 def draw_relative(data: dict, ax=None):
     """:func:`plot_relative` from a RelativeResult's ``figure`` data (``time_s``, ``lhs``,
     ``rhs`` ``[T, R]``, ``rows``); returns the matplotlib Figure."""
-    plt = _plt()
+    plt = pyplot()
     rows = data["rows"]
     if ax is None:
         f, ax = plt.subplots(len(rows), 1, sharex=True, figsize=(8, 1.5 * len(rows) + 1))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rigtool.report.png import save_png
+from rigtool.report.png import pyplot, save_png
 
 _COLOURS = ("tab:blue", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
             "tab:cyan", "tab:gray")
@@ -73,9 +73,7 @@ def ellipsoid_figure(doc: dict, markers: dict[str, dict[str, np.ndarray]],
                      path: Path) -> None:
     """One 3-D view per posture (report.json ``doc``; ``markers``: link -> marker -> link
     frame xyz, m)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     links = doc["summary"]["links"]
     segs = (doc.get("segments") or {}).get("links")
     postures = doc["postures"]

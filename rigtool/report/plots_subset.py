@@ -12,19 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rigtool.report.png import save_png
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+from rigtool.report.png import pyplot, save_png
 
 
 def subset_values_figure(sub: dict, path: Path) -> None:
     """Phi_s entries with ±2 standard-error bars (report.json ``subset`` block)."""
-    plt = _plt()
+    plt = pyplot()
     vals = np.array([np.nan if v is None else v for v in sub["values"]], float)
     std = np.array([np.nan if v is None else v for v in sub["std"]], float)
     fig, ax = plt.subplots(figsize=(8, 0.28 * len(vals) + 1.2))
@@ -46,7 +39,7 @@ def _term_label(terms: list) -> str:
 def identifiability_figure(sub: dict, path: Path) -> None:
     """Singular values (log scale), strongest first, each named by its direction's terms;
     the rank tolerance drawn; directions below it (null) in red."""
-    plt = _plt()
+    plt = pyplot()
     sv = np.array([np.nan if v is None else v for v in sub["singular_values"]], float)
     dirs = sub.get("singular_directions") or [[] for _ in sv]
     tol = float(sub.get("rank_tolerance", 1e-3))

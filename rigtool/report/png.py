@@ -1,5 +1,5 @@
-"""The report's figures written as PNG: one place for how (matplotlib's Agg canvas, Pillow's
-encoder) and how hard the encoder compresses."""
+"""The report's figures drawn and written as PNG: one place for how (matplotlib's Agg canvas,
+Pillow's encoder) and how hard the encoder compresses."""
 
 from __future__ import annotations
 
@@ -13,12 +13,21 @@ from typing import IO
 PNG_COMPRESS_LEVEL = 1
 
 
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg canvas (no screen: figures are only written),
+    imported when a figure is first drawn."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def save_png(fig, path: Path | IO[bytes], dpi: int) -> None:
     """Write matplotlib figure ``fig`` to ``path`` (a file name or a binary stream) as PNG at
     ``dpi`` and close it."""
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig.savefig(path, dpi=dpi, format="png", pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
     plt.close(fig)
 
 
-__all__ = ["PNG_COMPRESS_LEVEL", "save_png"]
+__all__ = ["PNG_COMPRESS_LEVEL", "pyplot", "save_png"]
