@@ -200,3 +200,21 @@ def test_markers_seen_in_no_frame_count_as_missing(demo, capsys):
     write_capture(replace(data, xyz_m=xyz), cap, format="vicon-csv")
     err = _run(["run", str(_session(demo))], capsys)
     assert "link 'link0'" in err and "found 2" in err and "never seen: T1, T2" in err
+
+
+def test_window_end_within_one_frame_of_the_capture_end_means_the_end(demo):
+    """``window = [1, 12]`` on a capture whose last frame is one period before 12 s: the
+    run goes on, and the relative-motion stage's note says what the window was taken as."""
+    swing = read_capture(demo / "captures" / "two-link" / "swing.csv")
+    end = float(swing.time_s[-1]) + 1.0 / swing.rate_hz
+    _edit(_session(demo), "window = [1.0, 11.0]", f"window = [1.0, {end!r}]")
+    session = check_session(_session(demo))
+    assert session.relative_motion.window[1] == end
+
+
+def test_window_end_more_than_one_frame_past_the_end_is_refused(demo, capsys):
+    swing = read_capture(demo / "captures" / "two-link" / "swing.csv")
+    end = float(swing.time_s[-1]) + 1.5 / swing.rate_hz
+    _edit(_session(demo), "window = [1.0, 11.0]", f"window = [1.0, {end!r}]")
+    err = _run(["run", str(_session(demo))], capsys)
+    assert "relative_motion.window" in err and "by more than one frame period" in err

@@ -529,7 +529,7 @@ def test_cli_writes_subset_json_and_refuses_to_overwrite_input(tmp_path, capsys)
      "postures[0].inertia_std", "expected a positive number"),
     (lambda t: t.replace('parent = "link0"', 'parent = "hand"'), "links[1].parent",
      "must be a link listed before"),
-    (lambda t: t + "\nfoo = 1\n", None, "unknown field"),
+    (lambda t: t + "\nfoo = 1\n", "postures[2].foo", "unknown key 'foo'"),
 ])
 def test_cli_bad_input_names_the_field(tmp_path, edit, field, message):
     src = tmp_path / "postures.toml"

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.config import read_toml
+from rigtool.config.schema import CAMERA, check_keys
 from rigtool.errors import ConfigError, InputError
 from rigtool.tomlwrite import dumps
 from rigtool.validate import as_array, require
@@ -106,6 +107,7 @@ def load_camera(path: str | Path) -> CameraModel:
     """
     path = Path(path)
     data = read_toml(path)
+    check_keys(data, CAMERA, path=path, what="camera file")
     cam = require(data, "camera", field="camera", path=path)
     matrix = as_array(require(cam, "matrix", field="camera", path=path), (3, 3),
                       field="camera.matrix", path=path)

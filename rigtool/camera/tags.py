@@ -32,6 +32,7 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.camera.aruco import canonical_name, dictionary_names, get_dictionary
 from rigtool.config import read_toml
+from rigtool.config.schema import TAGS, check_keys
 from rigtool.errors import ConfigError
 from rigtool.validate import as_array, as_float, as_str, require
 
@@ -153,6 +154,7 @@ def load_tags(path: str | Path) -> TagLayout:
     """
     path = Path(path)
     data = read_toml(path)
+    check_keys(data, TAGS, path=path, what="tags file")
     name = as_str(require(data, "dictionary", field="dictionary", path=path),
                   field="dictionary", path=path)
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.config.schema import RIG, check_keys
 from rigtool.config.toml_fields import _markers, _optional_params, _units, _window, read_toml
 from rigtool.errors import ConfigError
 from rigtool.inertia import InertialParams
@@ -75,6 +76,7 @@ def load_rig(path: str | Path) -> RigFile:
     """Read and validate a rig file (SPEC "The rig file")."""
     path = Path(path)
     raw = read_toml(path)
+    check_keys(raw, RIG, path=path, what="rig file")
     rig_t = require(raw, "rig", field="rig", path=path)
     name = as_str(rig_t.get("name", path.stem), field="rig.name", path=path)
     gravity, locked = rig_gravity_and_locks(rig_t, path=path)

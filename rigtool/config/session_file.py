@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rigtool.config.schema import SESSION, check_keys
 from rigtool.config.toml_fields import _markers, _units, _window, read_toml
 from rigtool.errors import ConfigError
 from rigtool.tree import Link, Tree
@@ -109,11 +110,6 @@ def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
     if seg is not None:
         raise ConfigError("give either segment (anthropometric table) or [links.prior] (CAD "
                           "values), not both", path=path, field=f)
-    unknown = sorted(set(pt) - {"mass", "com", "inertia_com", "mass_std", "com_std",
-                                "inertia_rel_std"})
-    if unknown:
-        raise ConfigError("unknown key; expected mass, com, inertia_com, mass_std, com_std, "
-                          "inertia_rel_std", path=path, field=f"{f}.{unknown[0]}")
     for key in ("mass", "com", "inertia_com"):
         require(pt, key, field=f, path=path)
 
@@ -157,6 +153,7 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
     """
     path = Path(path)
     raw = read_toml(path)
+    check_keys(raw, SESSION, path=path, what="session manifest")
     s = require(raw, "session", field="session", path=path)
     name = as_str(s.get("name", path.parent.name), field="session.name", path=path)
     if rig is not None:

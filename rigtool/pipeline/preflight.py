@@ -26,9 +26,8 @@ from rigtool.config import RigFile, Session, load_rig, load_session
 from rigtool.errors import ConfigError, RigtoolError
 from rigtool.identify.posture.cluster_covariance import resolve_standard_errors, too_few_clusters
 from rigtool.mocap import MarkerData, read_capture
+from rigtool.identify.common.capture_window import MIN_WINDOW_FRAMES, window_problem
 
-#: frames a fitted window needs at the least (as rigtool.identify.common.output_error)
-MIN_WINDOW_FRAMES = 20
 
 
 class PreflightError(ConfigError):
@@ -105,22 +104,9 @@ def _check_markers(col: _Collector, data: MarkerData, body: str, names: list[str
 
 def _check_window(col: _Collector, data: MarkerData, window: tuple[float, float] | None, *,
                   named_by: Path, field: str) -> None:
-    if window is None:
-        return
-    t0, t1 = float(data.time_s[0]), float(data.time_s[-1])
-    if window[0] >= t1 or window[1] <= t0:
-        col.add(f"the window [{window[0]:g}, {window[1]:g}] s lies outside the capture "
-                f"({t0:g} .. {t1:g} s)", path=named_by, field=field)
-        return
-    if window[1] > t1 + 0.5 / data.rate_hz or window[0] < t0 - 0.5 / data.rate_hz:
-        col.add(f"the window [{window[0]:g}, {window[1]:g}] s is longer than the capture "
-                f"({t0:g} .. {t1:g} s); shorten it to the capture", path=named_by,
-                field=field)
-        return
-    n = int(np.count_nonzero((data.time_s >= window[0]) & (data.time_s <= window[1])))
-    if n < MIN_WINDOW_FRAMES:
-        col.add(f"the window [{window[0]:g}, {window[1]:g}] s holds {n} frames; expected at "
-                f"least {MIN_WINDOW_FRAMES}", path=named_by, field=field)
+    problem = window_problem(window, data.time_s, data.rate_hz)
+    if problem is not None:
+        col.add(problem, path=named_by, field=field)
 
 
 def _check_clusters(col: _Collector, data: MarkerData, ref, *, named_by: Path,

@@ -33,6 +33,7 @@ from rigtool.devices.weigh_json import resolve_total_mass, total_mass_std
 from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
+from rigtool.identify.common.capture_window import window_note
 from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError, IdentifiabilityError
 from rigtool.pipeline.inputs import session_inputs
@@ -184,10 +185,12 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     tree = session.tree
     markers = link_markers(session, tree)
     inputs = session_inputs(session)
-    relative_data = None
+    relative_data, window_notes = None, []
     if session.relative_motion is not None:
         ref = session.relative_motion
         relative_data = read_capture(ref.capture, units=ref.units)
+        note = window_note(ref.window, relative_data.time_s, relative_data.rate_hz)
+        window_notes += [f"relative motion: {note}"] if note else []
     tree, markers, joint_centres = estimate_joint_centres(session, tree, markers, relative_data)
     if joint_centres:
         progress("joint centres estimated from the relative motion: "
@@ -234,7 +237,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             else:
                 # a refinement that does not fit the data never replaces the estimate
                 warnings.append("relative motion: " + relative_model.reason)
-    segments, notes = None, []
+    segments, notes = None, list(window_notes)
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
         notes += [note] if note else []

@@ -26,6 +26,7 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.config import FilterSettings
 from rigtool.errors import InputError
+from rigtool.identify.common.capture_window import window_note
 from rigtool.inertia import InertialParams
 from rigtool.kinematics.filtering import fill_gaps, motion_from_pose
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
@@ -154,7 +155,8 @@ def capture_motion(data: MarkerData, markers_platform: dict[str, np.ndarray],
         dq[good, 3:] = 0.5 * (r_mean.inv() * Rotation.from_matrix(rot_raw[good])).as_rotvec()
     f_dom = dominant_frequency(dq[valid], data.rate_hz)
     f_edge = spectral_edge(dq[valid], data.rate_hz)
-    warnings = []
+    note = window_note(window, data.time_s, data.rate_hz)
+    warnings = [f"{name}: {note}"] if note else []
     if np.isfinite(f_edge) and f_edge > 0.8 * settings.passband_hz:
         warnings.append(
             f"{name}: 99% of the motion's power lies below {f_edge:.2f} Hz, close to or above the "

@@ -21,13 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.config import read_toml
+from rigtool.config.schema import POSTURES, check_keys
 from rigtool.errors import ConfigError
 from rigtool.identify.subset.fit import ROTATION_TOL, PostureOverall, rotation_error
 from rigtool.tree import Link, Tree
 from rigtool.validate import as_array, as_float, as_str, as_symmetric_inertia, require
-
-_LINK_KEYS = {"name", "parent", "joint", "joint_center"}
-_POSTURE_KEYS = {"name", "com", "inertia_com", "com_std", "inertia_std", "rotations"}
 
 
 @dataclass(frozen=True)
@@ -40,20 +38,12 @@ class PosturesFile:
     postures: list[PostureOverall]
 
 
-def _unknown(table: dict, allowed: set[str], *, field: str, path: Path) -> None:
-    extra = sorted(set(table) - allowed)
-    if extra:
-        raise ConfigError(f"unknown field '{extra[0]}' (expected: {', '.join(sorted(allowed))})",
-                          path=path, field=f"{field}.{extra[0]}")
-
-
 def _links(raw, path: Path) -> Tree:
     if not isinstance(raw, list) or not raw or not all(isinstance(t, dict) for t in raw):
         raise ConfigError("expected at least one [[links]] table", path=path, field="links")
     links = []
     for i, t in enumerate(raw):
         f = f"links[{i}]"
-        _unknown(t, _LINK_KEYS, field=f, path=path)
         name = as_str(require(t, "name", field=f, path=path), field=f"{f}.name", path=path)
         parent = as_str(require(t, "parent", field=f, path=path), field=f"{f}.parent", path=path)
         jc = None
@@ -114,7 +104,6 @@ def _postures(raw, tree: Tree, path: Path) -> list[PostureOverall]:
     out, seen = [], set()
     for i, t in enumerate(raw):
         f = f"postures[{i}]"
-        _unknown(t, _POSTURE_KEYS, field=f, path=path)
         name = as_str(t.get("name", f"posture{i + 1}"), field=f"{f}.name", path=path)
         if name in seen:
             raise ConfigError(f"posture name '{name}' is used twice", path=path,
@@ -151,10 +140,7 @@ def load_postures(path: str | Path) -> PosturesFile:
     """Parse and validate a postures.toml (SPEC "Overall properties measured elsewhere")."""
     path = Path(path)
     raw = read_toml(path)
-    extra = sorted(set(raw) - {"total_mass", "links", "postures"})
-    if extra:
-        raise ConfigError(f"unknown field '{extra[0]}' (expected total_mass, [[links]], "
-                          "[[postures]])", path=path, field=extra[0])
+    check_keys(raw, POSTURES, path=path, what="postures file")
     mass = as_float(require(raw, "total_mass", field="total_mass", path=path),
                     field="total_mass", path=path, positive=True)
     tree = _links(raw.get("links"), path)
