@@ -157,6 +157,15 @@ def test_a_cut_file_is_refused(tmp_path, cut):
         read_capture(p)
 
 
+def test_a_file_cut_between_its_parameters_and_its_data_is_refused(tmp_path):
+    # A 2-block parameter section, 4 empty blocks, the data at block 8; cut in the empty ones.
+    raw = optotrak_c3d(_truth(), param_blocks=2, gap_blocks=4)
+    p = _write(tmp_path, "gap.c3d", raw[:5 * 512])
+    with pytest.raises(FormatError, match=r"gap\.c3d: truncated C3D file: the data start at "
+                                          r"block 8 \(byte 3584\), the file has 2560 bytes$"):
+        read_capture(p)
+
+
 def test_block_padding_after_the_last_whole_frame_is_refused(tmp_path):
     # Zeros to the 512-byte boundary cannot be told from a frame cut at a block boundary.
     p = _write(tmp_path, "pad.c3d", optotrak_c3d(_truth(), pad_data=True))

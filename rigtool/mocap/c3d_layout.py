@@ -182,15 +182,18 @@ def _data_offset(section: ParamSection, head: _Header, param_block: float | None
         notes.append(f"header says the data start at block {head.data_block}, inside the "
                      f"parameters; POINT:DATA_START {chosen}: used {chosen}")
     if chosen is None:
-        past = [int(b) for b in (head.data_block, param_block)
-                if b is not None and b >= max(records_block, 2)]
-        if past:  # the file ends before the data start it states: cut, not corrupt
-            if section.declared_end > size:
-                raise FormatError(f"truncated C3D file: the parameter section needs "
-                                  f"{section.declared_end} bytes, the file has {size}",
-                                  path=path)
-            raise FormatError(f"truncated C3D file: the data start at block {past[0]} (byte "
-                              f"{(past[0] - 1) * 512}), the file has {size} bytes", path=path)
+        # The file ends before the data: cut short when its parameter section is, or when the
+        # start it states is credible (header and POINT:DATA_START agree, or it is the block
+        # right after the declared section); else the start words themselves are corrupt.
+        if section.declared_end > size:
+            raise FormatError(f"truncated C3D file: the parameter section needs "
+                              f"{section.declared_end} bytes, the file has {size}", path=path)
+        block = head.data_block
+        if block >= max(records_block, 2) and (
+                block == section.declared_end // 512 + 1
+                or (param_block is not None and int(param_block) == block)):
+            raise FormatError(f"truncated C3D file: the data start at block {block} (byte "
+                              f"{(block - 1) * 512}), the file has {size} bytes", path=path)
         raise FormatError("corrupt C3D file: the data section starts inside the header or "
                           "parameter section", path=path, found=head.data_block)
     if chosen < section.declared_end // 512 + 1:  # inside the blocks the section declares
