@@ -211,3 +211,24 @@ def test_a_frame_cut_midway_exits_2_with_one_message(tmp_path, capsys, command):
                        f"points need 996320 bytes, the file has 28540; the data stop inside a "
                        f"frame: 28 whole frames of 864 bytes, then 764 bytes\n")
     assert not out_csv.exists()
+
+
+def test_through_the_process_exit_status(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import rigtool
+
+    env = dict(os.environ, PYTHONPATH=str(Path(rigtool.__file__).parents[1]))  # this rigtool
+    cmd = [sys.executable, "-m", "rigtool.cli"]
+    good = _write(tmp_path, "opto.c3d", optotrak_c3d(_truth()))
+    cut = _write(tmp_path, "cut.c3d", optotrak_c3d(_truth())[:SIZE - 100])
+    ok = subprocess.run(cmd + ["convert", str(good), "-o", str(tmp_path / "o.csv")],
+                        capture_output=True, text=True, timeout=120, env=env)
+    assert ok.returncode == 0 and ok.stderr == "" and f"note: {NOTE}\n" in ok.stdout
+    bad = subprocess.run(cmd + ["inspect", str(cut)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.count("\n") == 1 and bad.stderr.startswith(
+        f"rigtool inspect: error: {cut}: truncated C3D file: ")
