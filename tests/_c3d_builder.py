@@ -11,8 +11,10 @@ with spaces or inconsistent headers, so the tests build their files here:
 Knobs for the variants real exporters write: header first/last frame words (16-bit: a range
 past 65535 wraps), POINT:FRAMES and POINT:DATA_START overridden or left out, a parameter
 section that declares more blocks than its records fill, a data section that starts late,
-parameter names with spaces (pass them in ``extra``), and record-length words written in the
-wrong byte order (the quirk of some SGI/MIPS writers).
+parameter names with spaces (pass them in ``extra``), record-length words written in the
+wrong byte order (the quirk of some SGI/MIPS writers), a parameter section of a given number of
+blocks, and a data section that is not padded to a whole block (the file ends with the last
+frame, as NDI Optotrak files do).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
               extra=None, used=None, group_desc=None, header_first=None, header_last=None,
               frames_param=None, data_start_param=None, header_data_start=None,
               spare_param_blocks=0, gap_blocks=0, swapped_lengths=False,
-              analog=None) -> bytes:
+              analog=None, param_blocks=None, pad_data=True) -> bytes:
     """C3D bytes; ``xyz`` [T, N, 3] in file units with NaN = missing (residual -1).
 
     Parameters
@@ -89,6 +91,12 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
         Record-length words in the other byte order than the processor's.
     analog : ndarray, optional
         Analog samples ``[T, per_frame, channels]`` stored after each frame's points.
+    param_blocks : int, optional
+        Blocks of the parameter section, declared and written (its records padded with
+        zeros); default the fewest that hold the records.
+    pad_data : bool
+        Pad the data section with zeros to a whole 512-byte block (default); when False the
+        file ends with the last frame's last byte.
     """
     xyz = np.asarray(xyz, float)
     n_t, n_p, _ = xyz.shape
@@ -125,6 +133,10 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
                         + body for k, (head, body) in enumerate(recs))
 
     used_blocks = (4 + len(section(0))) // 512 + 1
+    if param_blocks is not None:
+        if param_blocks < used_blocks:
+            raise ValueError(f"the parameters need {used_blocks} blocks, not {param_blocks}")
+        used_blocks = param_blocks
     n_blocks = used_blocks + spare_param_blocks
     data_start = 2 + used_blocks + gap_blocks
     psec = (bytes([1, 0x50, n_blocks, proc]) + section(data_start)).ljust(512 * used_blocks,
@@ -150,4 +162,6 @@ def build_c3d(xyz, labels, *, rate=100.0, scale=-1.0, proc=INTEL, first_frame=1,
         vals = np.concatenate([q, np.where(miss, -1, 1)[..., None]], 2)
         vals = np.concatenate([vals.reshape(n_t, -1), np.rint(analog.reshape(n_t, -1))], 1)
         data = vals.astype(">i2" if proc == MIPS else "<i2").tobytes()
-    return header + psec + data.ljust(-(-len(data) // 512) * 512, b"\0")
+    if pad_data:
+        data = data.ljust(-(-len(data) // 512) * 512, b"\0")
+    return header + psec + data

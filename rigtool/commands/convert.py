@@ -5,7 +5,9 @@ default as the plain CSV of SPEC.md: ``time`` (s, from 0 at the first frame) and
 ``<marker>_x,<marker>_y,<marker>_z`` in metres, empty where a marker is missing.
 ``--units`` gives the length units of an input that does not state them; ``--format``
 chooses another output format (``--out-units`` its length units, default mm). Never writes
-over the input; refuses an existing output unless ``--force``.
+over the input; refuses an existing output unless ``--force``. What the reader had to
+reconcile or skip to read the input (``MarkerData.notes``, as ``rigtool inspect`` shows them)
+is printed after the summary line as ``note:`` lines.
 """
 
 from __future__ import annotations
@@ -60,4 +62,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot write the output ({exc.strerror})", path=out) from None
     print(f"wrote {out}: {args.format}, {len(data.names)} markers, {data.n_frames} frames "
           f"at {data.rate_hz:g} Hz (from {data.format} {src})")
+    for note in data.notes:
+        print(f"note: {note}")
     return 0

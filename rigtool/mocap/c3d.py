@@ -10,8 +10,9 @@ Conventions
   ``extras["model_outputs"]`` as ``{"names": [...], "values": [T, K, 3]}`` in the file's own
   units (they are angles, forces, ... not lengths).
 - ``first_frame``, the frame count and the start of the data are reconciled across the
-  header and the parameters as :mod:`rigtool.mocap.c3d_layout` describes; what had to be
-  reconciled is in ``MarkerData.notes``.
+  header and the parameters as :mod:`rigtool.mocap.c3d_layout` describes (a recording
+  stopped early, every declared count past data that end with a whole frame, is read up to
+  that frame); what had to be reconciled is in ``MarkerData.notes``.
 - Labels come from ``POINT:LABELS`` followed by ``LABELS2``, ``LABELS3``...; only the first
   ``POINT:USED`` are points. Points the labels do not name are called ``*<number>`` (1-based).
 

@@ -16,7 +16,10 @@ ezc3d and the ``c3d`` package agree on the parts they implement):
   ``POINT:LONG_FRAMES``, else the header's first/last frame words (16-bit: a range whose last
   frame is below its first wrapped past 65535). The count must fit in the file; when it does
   not but another of these counts does, that one is used (an Optotrak header saying 1149
-  frames over a file of 29). Every disagreement becomes a note.
+  frames over a file of 29). When none fits, the whole frames present are read if the data
+  end exactly with one (a recording stopped early: the NDI Optotrak header and POINT:FRAMES
+  both say 1149, the file holds 29); data that stop inside a frame are a truncated file.
+  Every disagreement becomes a note.
 - data start: header word 9 (both libraries read the data from there), else
   ``POINT:DATA_START``; a start inside the parameter section's records is corrupt, a start
   inside blocks the section declares but leaves empty is accepted with a note.
@@ -179,6 +182,18 @@ def _data_offset(section: ParamSection, head: _Header, param_block: float | None
         notes.append(f"header says the data start at block {head.data_block}, inside the "
                      f"parameters; POINT:DATA_START {chosen}: used {chosen}")
     if chosen is None:
+        # The file ends before the data: cut short when its parameter section is, or when the
+        # start it states is credible (header and POINT:DATA_START agree, or it is the block
+        # right after the declared section); else the start words themselves are corrupt.
+        if section.declared_end > size:
+            raise FormatError(f"truncated C3D file: the parameter section needs "
+                              f"{section.declared_end} bytes, the file has {size}", path=path)
+        block = head.data_block
+        if block >= max(records_block, 2) and (
+                block == section.declared_end // 512 + 1
+                or (param_block is not None and int(param_block) == block)):
+            raise FormatError(f"truncated C3D file: the data start at block {block} (byte "
+                              f"{(block - 1) * 512}), the file has {size} bytes", path=path)
         raise FormatError("corrupt C3D file: the data section starts inside the header or "
                           "parameter section", path=path, found=head.data_block)
     if chosen < section.declared_end // 512 + 1:  # inside the blocks the section declares
@@ -222,10 +237,8 @@ def _frame_count(section: ParamSection, head: _Header, room: int, used: int,
         return ranked[0][1] if ranked else 0
     fits = [s for s in ranked if s[1] <= room]
     if not fits:
-        n = ranked[0][1]
-        raise FormatError(f"truncated C3D file: {n} frames of {used} points need "
-                          f"{data_offset + n * frame_bytes} bytes, the file has {size}",
-                          path=path)
+        return _whole_frames_present(ranked[0][1], sources, room, used, frame_bytes,
+                                     data_offset, size, path, notes)
     n = fits[0][1]
     # 65535 in POINT:FRAMES or as the header's last frame marks a count past 16 bits: not a
     # disagreement when the count used is larger.
@@ -243,3 +256,28 @@ def _frame_count(section: ParamSection, head: _Header, room: int, used: int,
         said = ", ".join(t for t, _ in sources)
         notes.append(f"{said}, {held}: used {n}")
     return n
+
+
+def _whole_frames_present(declared: int, sources: list[tuple[str, int]], room: int, used: int,
+                          frame_bytes: int, data_offset: int, size: int, path: Path,
+                          notes: list[str]) -> int:
+    """Every declared count exceeds the data: the whole frames present, if the data end on one.
+
+    A recording stopped early (NDI Optotrak writes the planned frame range in the header and
+    POINT:FRAMES before it records) ends with the last byte of its last frame: those frames
+    are read, with a note. Data that stop inside a frame are refused, block padding included:
+    zeros up to a 512-byte boundary cannot be told from a frame cut there (file systems and
+    interrupted copies cut at 512-byte multiples too).
+    """
+    rest = size - data_offset - room * frame_bytes
+    if room >= 1 and rest == 0:
+        said = ", ".join(t for t, _ in sources)
+        notes.append(f"{said}, but the data end after {room} whole frames (declared "
+                     f"{declared}, present {room}): read the {room} present")
+        return room
+    where = ("the data section is empty" if room == 0 and rest == 0 else
+             f"the data stop inside a frame: {room} whole frames of {frame_bytes} bytes, then "
+             f"{rest} bytes")
+    raise FormatError(f"truncated C3D file: {declared} frames of {used} points need "
+                      f"{data_offset + declared * frame_bytes} bytes, the file has {size}; "
+                      f"{where}", path=path)

@@ -14,7 +14,10 @@ Segments, Events, ...) have their own columns (device channels, RX/RY/RZ/TX/TY/T
 ``Magnitude( X )`` ...), come in any order and are skipped, even when one holds an empty line
 of its own. Inside Trajectories a marker's columns start with X, Y, Z; the derived columns
 Nexus can add after them (velocities X', accelerations X'', ``Magnitude( X )``) are skipped,
-as is a name over derived columns only; both are reported in ``MarkerData.notes``. Frame
+as is a name over derived columns only; both are reported in ``MarkerData.notes``. The
+``Trajectory Count`` column Nexus can end the section with (component ``Count``, no units, the
+number of trajectories it saw in each frame) is skipped too; its counts are checked against
+the markers present in each frame and the note says whether they agree. Frame
 numbers may start anywhere (trimmed exports); ``first_frame`` keeps the first one and time
 runs from 0 at that frame. Units come from the units row (per column); ``units`` is used only
 when that row is empty.
@@ -77,6 +80,48 @@ _DERIVED = re.compile(r"^(?:[XYZ]'+|magnitude\s*\(.*\)|\|.*\|)$", re.IGNORECASE)
 
 def _is_derived(component: str) -> bool:
     return bool(_DERIVED.match(component.strip()))
+
+
+#: Name and component of the per-frame trajectory count column.
+_COUNT_NAME, _COUNT_COMPONENT = "trajectory count", "count"
+
+
+def _is_count(name: str, group: list[str]) -> bool:
+    """True for the ``Trajectory Count`` name over a lone ``Count`` component."""
+    return (name.strip().lower() == _COUNT_NAME and bool(group)
+            and group[0].lower() == _COUNT_COMPONENT and not any(group[1:]))
+
+
+def _count_note(counts: np.ndarray, present: np.ndarray, frames: np.ndarray, *, path: Path,
+                first_line: int) -> str:
+    """The note on the skipped ``Trajectory Count`` column: does it match the markers present?
+
+    ``counts`` per frame (NaN where the cell is empty), ``present`` the markers with a
+    position in that frame. A count that is not a whole number >= 0 is a FormatError naming
+    the line.
+    """
+    given = np.isfinite(counts)
+    bad = given & ((counts < 0) | (counts != np.round(counts)))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise FormatError("expected a whole number of trajectories (>= 0)", path=path,
+                          line=first_line + i, field="Trajectory Count", found=float(counts[i]))
+    head = ("Trajectories: skipped the 'Trajectory Count' column (trajectories seen per "
+            "frame)")
+    n_given = int(given.sum())
+    if n_given == 0:
+        return f"{head}; it is empty in every frame"
+    empty = (f"; {len(counts) - n_given} frames have no count"
+             if n_given < len(counts) else "")
+    more = given & (counts > present)
+    fewer = given & (counts < present)
+    if not (more.any() or fewer.any()):
+        return f"{head}; it matches the markers present in all {n_given} frames{empty}"
+    i = int(np.argmax(more | fewer))
+    return (f"{head}; it disagrees with the markers present in {int((more | fewer).sum())} of "
+            f"{n_given} frames (count above in {int(more.sum())}, below in "
+            f"{int(fewer.sum())}), first at frame {int(frames[i])}: count {int(counts[i])}, "
+            f"markers present {int(present[i])}{empty}")
 
 
 def _skip_block(reader: LineReader) -> None:
@@ -166,6 +211,7 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
     names: list[str] = []
     xcols: list[int] = []
     derived: list[str] = []  # skipped columns, for the note
+    count_col: int | None = None  # the Trajectory Count column, checked then skipped
     starts = [j for j, cell in enumerate(name_cells) if cell.strip()]
     for k, j in enumerate(starts):
         cell = name_cells[j]
@@ -180,6 +226,11 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
             derived += [c for c in group[3:] if c]  # X', Magnitude( X ), ... after the triple
         elif group and all(_is_derived(c) for c in group if c) and any(group):
             derived.append(f"{cell.strip()} ({', '.join(c for c in group if c)})")
+        elif _is_count(cell, group):
+            if count_col is not None:
+                raise FormatError("a second 'Trajectory Count' column", path=path,
+                                  line=name_line, field=f"column {j + 1}")
+            count_col = j
         else:
             raise FormatError(f"expected X,Y,Z components under marker '{cell.strip()}'",
                               path=path, line=comp_line, field=f"column {j + 1}",
@@ -210,14 +261,14 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
 
     # Sub Frame is parsed only to refuse text in it.
     lead = ["Frame", "Sub Frame"] if len(head) > 1 and head[1] == "sub frame" else ["Frame"]
-    cols = list(range(len(lead))) + xyz_cols
+    cols = list(range(len(lead))) + xyz_cols + ([] if count_col is None else [count_col])
     widths = [len(c) for c in (rate_cells, name_cells, comp_cells, units_cells)]
-    min_width = cols[-1] + 1
+    min_width = max(cols) + 1
     max_width = max(widths + [min_width])
     start = reader.pos
     end = block_end(reader.raw, start, ",")
     first_line = reader.line + 1
-    col_names = lead + [f"{n} {a}" for n in names for a in "XYZ"]
+    col_names = lead + [f"{n} {a}" for n in names for a in "XYZ"] + ["Trajectory Count"]
     table = parse_block(reader.raw, start, end, first_line=first_line, cols=cols,
                         min_width=min_width, max_width=max_width, path=path,
                         col_names=col_names)
@@ -225,7 +276,7 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
         raise FormatError("the Trajectories block has no data rows", path=path,
                           line=first_line)
     frames = check_frames(table[:, 0], path=path, first_line=first_line)
-    xyz = table[:, len(lead):]
+    xyz = table[:, len(lead):len(lead) + len(xyz_cols)]
     if np.any(factors != factor):
         xyz = xyz * (factors / factor)  # per-column units relative to the first
     notes = ()
@@ -233,6 +284,10 @@ def _read_trajectories(reader: LineReader, path: Path, user_units: str | None) -
         shown = ", ".join(dict.fromkeys(derived))
         notes = (f"Trajectories: skipped {len(derived)} columns that are not marker "
                  f"positions ({shown[:200]}{' ...' if len(shown) > 200 else ''})",)
+    if count_col is not None:
+        present = np.isfinite(xyz.reshape(len(frames), len(names), 3)).all(axis=2).sum(axis=1)
+        notes += (_count_note(table[:, -1], present, frames, path=path,
+                              first_line=first_line),)
     return make_marker_data(frames=frames, time_s=None, rate_hz=rate, names=names, xyz=xyz,
                             factor=float(factor), units=units_text, fmt=_FMT, path=path,
                             notes=notes)
