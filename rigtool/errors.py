@@ -2,7 +2,9 @@
 
 Every error a user can cause (a bad file, a missing field, captures that cannot determine
 a parameter) is a :class:`RigtoolError`. The command line turns it into exit status 2 and
-one message; any other exception is an internal error (exit status 1).
+one message; any other exception is an internal error (exit status 1). A command that wrote
+everything it measured but could not identify everything the user asked for (postures that
+leave Phi_s rank-deficient) exits with :data:`EXIT_PARTIAL`.
 
 A message names *where* (file, and line or field when known), *what was expected* and,
 when known, *what was found* and *how to fix it*::
@@ -15,6 +17,16 @@ from __future__ import annotations
 
 from os import PathLike
 from pathlib import Path
+
+#: exit status: success, everything identified and written
+EXIT_OK = 0
+#: exit status: an internal error (a bug; the message asks for a report)
+EXIT_INTERNAL = 1
+#: exit status: bad input (a RigtoolError), nothing fitted or written
+EXIT_BAD_INPUT = 2
+#: exit status: a partial result; everything measured was written, and the report says
+#: what the captures could not identify and what to record next
+EXIT_PARTIAL = 3
 
 
 class RigtoolError(Exception):

@@ -380,8 +380,10 @@ def test_an_internal_error_is_the_session_s_record(study, tmp_path, monkeypatch)
 def test_batch_exit_status():
     from rigtool.batch.tasks import SessionRecord, batch_exit_status
     rec = {s: SessionRecord("k", "m", "o", s) for s in ("done", "skipped", "bad input",
-                                                         "internal error")}
+                                                         "internal error", "partial")}
     assert batch_exit_status([rec["done"], rec["skipped"]]) == 0
+    assert batch_exit_status([rec["done"], rec["partial"]]) == 3
+    assert batch_exit_status([rec["partial"], rec["internal error"]]) == 1
     assert batch_exit_status([rec["done"], rec["internal error"]]) == 1
     assert batch_exit_status([rec["internal error"], rec["bad input"]]) == 2
 

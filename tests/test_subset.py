@@ -570,3 +570,34 @@ def test_consistent_variant_with_fine_marker_noise():
     r = a_w @ out.consistent_values - b_w
     # the constrained minimum is the unconstrained one (chi^2 1.084) to solver precision
     assert r @ r <= r_ls @ r_ls + 1e-3
+
+
+@pytest.mark.parametrize("n_postures", [1, 2])
+def test_identified_combinations_of_a_rank_deficient_subset(n_postures):
+    """What one or two postures do determine: each reported combination is orthogonal to
+    the null space (its value does not depend on the undetermined part), its value matches
+    the truth's within the noise, and its standard error covers that error."""
+    tree = _paper_tree(with_params=True)
+    m0 = sum(l.params.mass for l in tree.links)
+    truth = _truth_phi_s(tree)
+    rng = np.random.default_rng(3)
+    ps = [_observe(tree, rots, rng, f"p{k}")
+          for k, rots in enumerate(_paper_like_rotations()[:n_postures])]
+    r = fit_subset(tree, ps, m0)
+    assert not r.identified
+    combos = r.identified_combinations()
+    assert len(combos) == r.rank
+    null_x = r.singular_vectors[r.rank:].T / r.column_scale[:, None]     # null dirs in x
+    z = []
+    for c in combos:
+        coef = np.array([c["expression"].get(n, 0.0) for n in r.names])
+        # coefficients are written to 6 significant digits
+        assert abs(coef @ null_x).max() <= 1e-5 * np.linalg.norm(coef) * np.abs(null_x).max()
+        assert max(c["expression"].values(), key=abs) == pytest.approx(1.0) or \
+            c["expression"][c["name"].split()[0]] == 1.0
+        z.append((c["value"] - coef @ truth) / c["std"])
+    z = np.asarray(z)
+    assert np.all(np.isfinite(z)) and np.max(np.abs(z)) < 5.0          # 17 draws at most
+    doc = r.to_json()
+    assert len(doc["identified_combinations"]) == r.rank
+    json.dumps(doc)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigtool.errors import InputError, RigtoolError
-from rigtool.batch.tasks import (BAD_INPUT, BATCH_RECORD, DONE, SKIPPED, SessionJob,
+from rigtool.batch.tasks import (BAD_INPUT, BATCH_RECORD, DONE, PARTIAL, SKIPPED, SessionJob,
                                  SessionRecord)
 from rigtool.pipeline.run_job import RunOptions, check_results_dir
 
@@ -136,7 +136,7 @@ def _record(job: SessionJob, status: str, message: str = "", **kw) -> SessionRec
 def up_to_date(job: SessionJob, batch_doc: dict) -> bool:
     """Whether ``job.out_dir`` holds complete results of this session for its current
     inputs (every sha256 as now) and options."""
-    if batch_doc.get("status") != DONE or batch_doc.get("options") != job.options.as_dict():
+    if batch_doc.get("status") not in (DONE, PARTIAL) or batch_doc.get("options") != job.options.as_dict():
         return False
     try:
         report = json.loads((job.out_dir / "report.json").read_text())

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from rigtool.batch.tasks import SessionRecord
+from rigtool.errors import EXIT_OK, EXIT_PARTIAL
 
 #: the table's columns, in order (units in the names; inertia about the COM, base-link axes)
 COLUMNS = ("session", "status", "exit_status", "message", "kind", "item", "method",
@@ -87,7 +88,7 @@ def summary_rows(records: list[SessionRecord]) -> list[dict]:
         common = {"session": rec.key, "status": rec.status, "exit_status": rec.exit_status,
                   "message": rec.message, "preflight_s": rec.preflight_s, "run_s": rec.run_s,
                   "worker": rec.worker, "manifest": rec.manifest}
-        doc = _report(rec) if rec.exit_status == 0 else None
+        doc = _report(rec) if rec.exit_status in (EXIT_OK, EXIT_PARTIAL) else None
         if doc is not None:
             common["report"] = f"{rec.key}/report.html"
         results = _result_rows(doc) if doc is not None else []
@@ -120,6 +121,7 @@ def write_summary(records: list[SessionRecord], results: Path) -> list[Path]:
 _STYLE = """body{font-family:sans-serif;margin:2em;max-width:90em}
 table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px}
 th{background:#eee}.done,.skipped{color:#060}.bad{color:#a00}.internal{color:#a50}
+.partial{color:#850}
 pre{white-space:pre-wrap;margin:0}"""
 
 
@@ -133,7 +135,7 @@ def _cell(value) -> str:
 
 def overview_html(records: list[SessionRecord], table) -> str:
     """The overview page: one line per session (status, message, link), then the table."""
-    css = {"done": "done", "skipped": "skipped", "bad input": "bad",
+    css = {"done": "done", "skipped": "skipped", "partial": "partial", "bad input": "bad",
            "internal error": "internal"}
     counts = {s: sum(r.status == s for r in records) for s in css}
     lines = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
@@ -145,7 +147,8 @@ def overview_html(records: list[SessionRecord], table) -> str:
     for r in records:
         report = Path(r.out_dir) / "report.html"
         name = (f"<a href='{html.escape(r.key)}/report.html'>{html.escape(r.key)}</a>"
-                if r.exit_status == 0 and report.is_file() else html.escape(r.key))
+                if r.exit_status in (EXIT_OK, EXIT_PARTIAL) and report.is_file()
+                else html.escape(r.key))
         message = f"<pre>{html.escape(r.message)}</pre>" if r.message else ""
         if r.detail:
             message += f"<details><summary>traceback</summary><pre>{html.escape(r.detail)}" \

@@ -27,12 +27,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rigtool import __version__
-from rigtool.errors import RigtoolError
+from rigtool.errors import (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, EXIT_PARTIAL,
+                            RigtoolError)
 from rigtool.pipeline.run_job import RunOptions
 
 #: statuses of a session in a batch, with the exit status each means
 DONE, SKIPPED, BAD_INPUT, INTERNAL = "done", "skipped", "bad input", "internal error"
-EXIT_STATUS = {DONE: 0, SKIPPED: 0, BAD_INPUT: 2, INTERNAL: 1}
+#: results written, but the captures could not identify everything (rigtool.errors)
+PARTIAL = "partial"
+EXIT_STATUS = {DONE: EXIT_OK, SKIPPED: EXIT_OK, BAD_INPUT: EXIT_BAD_INPUT,
+               INTERNAL: EXIT_INTERNAL, PARTIAL: EXIT_PARTIAL}
 
 #: the file next to a session's results that says which batch job wrote them
 BATCH_RECORD = "batch.json"
@@ -67,9 +71,11 @@ class SessionJob:
 class SessionRecord:
     """A session's outcome in a batch (one line of the summary).
 
-    ``status`` is one of ``done``, ``skipped`` (results already up to date), ``bad input``
-    (exit status 2: the session's inputs are at fault; ``message`` is what ``rigtool run``
-    says) and ``internal error`` (1; ``detail`` holds the traceback). Times in seconds.
+    ``status`` is one of ``done``, ``skipped`` (results already up to date), ``partial``
+    (exit status 3: results written, but the captures could not identify everything;
+    ``message`` says what), ``bad input`` (exit status 2: the session's inputs are at fault;
+    ``message`` is what ``rigtool run`` says) and ``internal error`` (1; ``detail`` holds
+    the traceback). Times in seconds.
     """
 
     key: str
@@ -85,7 +91,7 @@ class SessionRecord:
 
     @property
     def exit_status(self) -> int:
-        """0 (done, skipped), 2 (bad input) or 1 (internal error)."""
+        """0 (done, skipped), 3 (partial), 2 (bad input) or 1 (internal error)."""
         return EXIT_STATUS[self.status]
 
     def to_json(self) -> dict:
@@ -95,9 +101,12 @@ class SessionRecord:
 
 def batch_exit_status(records: list[SessionRecord]) -> int:
     """The batch's exit status: 2 when any session had bad input, else 1 when any had an
-    internal error, else 0."""
+    internal error, else 3 when any gave a partial result, else 0."""
     codes = {r.exit_status for r in records}
-    return 2 if 2 in codes else 1 if 1 in codes else 0
+    for code in (EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_PARTIAL):
+        if code in codes:
+            return code
+    return EXIT_OK
 
 
 def _worker_name() -> str:
@@ -163,7 +172,9 @@ def run_task(job: SessionJob, checked: SessionRecord | float) -> SessionRecord:
         # one process per session: a Dask worker is daemonic and may not start its own
         outcome, _ = run_to_directory(job.manifest, tmp, options=job.options, rig=job.rig,
                                       workers=1, preflight=False)
-        record = SessionRecord(job.key, str(job.manifest), str(job.out_dir), DONE,
+        record = SessionRecord(job.key, str(job.manifest), str(job.out_dir),
+                               PARTIAL if outcome.partial else DONE,
+                               "; ".join(outcome.not_identified[:2]),
                                preflight_s=preflight_s, run_s=time.perf_counter() - t0,
                                worker=_worker_name(), finished=_now())
         doc = {"rigtool_version": __version__, **record.to_json(),

@@ -6,7 +6,7 @@ that fails does not stop the others; sessions whose results are up to date are s
 unless ``--force``; the summary goes to RESULTS (summary.csv, summary.parquet, index.html).
 
 Exit status: 2 when any session failed on bad input, else 1 when any failed on an internal
-error, else 0.
+error, else 3 when any gave a partial result (written, but not everything identified), else 0.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from rigtool.batch.plan import DEFAULT_RESULTS
+from rigtool.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_PARTIAL
 from rigtool.pipeline.run_job import add_fit_arguments
 
 HELP = "many sessions as rigtool run does, on a local Dask cluster or a scheduler"
@@ -65,8 +66,8 @@ def _progress_bar(total: int):
         took = f" in {rec.run_s:.1f} s" if rec.run_s is not None else ""
         progress(f"[{'#' * filled}{'.' * (20 - filled)}] {done[0]}/{total} "
                  f"{rec.key}: {rec.status}{took}")
-        if rec.exit_status != 0:
-            kind = "error" if rec.exit_status == 2 else "internal error"
+        if rec.exit_status not in (EXIT_OK, EXIT_PARTIAL):
+            kind = "error" if rec.exit_status == EXIT_BAD_INPUT else "internal error"
             print(f"rigtool batch: {rec.key}: {kind}: {rec.message}", file=sys.stderr,
                   flush=True)
 

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from rigtool.errors import EXIT_OK, EXIT_PARTIAL
 from rigtool.pipeline.run_job import add_fit_arguments
 from rigtool.progress import progress_printer
 
@@ -44,8 +45,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     for w in doc["warnings"]:
         print(f"warning: {w}")
+    for line in doc.get("not_identified", []):
+        print(f"not identified: {line}")
     print(f"wrote {len(written)} files to {out_dir} (open report.html)")
-    return 0
+    if doc.get("status") == "partial":
+        print("partial result: the captures could not identify everything (see "
+              "'not identified' above and in the report)")
+        return EXIT_PARTIAL
+    return EXIT_OK
 
 
 def summary_text(doc: dict) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rigtool import __version__
 from rigtool.config import sha256_of
-from rigtool.errors import ConfigError, InputError
+from rigtool.errors import EXIT_OK, EXIT_PARTIAL, ConfigError, InputError
 from rigtool.identify.subset.postures_file import load_postures
 from rigtool.identify.subset.fit import DEFAULT_RTOL, WEIGHTINGS, fit_subset
 
@@ -74,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
                               path=args.output) from None
         if not args.json:
             print(f"wrote {args.output}")
-    return 0
+    # judged as `rigtool run` judges the same postures: a rank-deficient Phi_s is a
+    # partial result (what is identified is written, the null directions named)
+    return EXIT_OK if result.identified else EXIT_PARTIAL

@@ -35,7 +35,7 @@ from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.identify.common.capture_window import window_note
 from rigtool.identify.common.output_error import final_substeps_of
-from rigtool.errors import ConfigError, IdentifiabilityError
+from rigtool.errors import ConfigError
 from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
@@ -77,6 +77,13 @@ class SessionOutcome:
     notes: list[str] = field(default_factory=list)      # stages skipped and why
     total_mass_std_kg: float = float("nan")      # the scale's standard uncertainty
     total_mass_std_source: str = ""              # where that number came from
+    #: what the captures could not identify (a partial result: empty when complete)
+    not_identified: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """True when something was measured but not everything could be identified."""
+        return bool(self.not_identified)
 
 
 def _noop(message: str) -> None:
@@ -190,6 +197,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         ref = session.relative_motion
         relative_data = read_capture(ref.capture, units=ref.units)
         note = window_note(ref.window, relative_data.time_s, relative_data.rate_hz)
+        window_notes += [f"relative motion: {n}" for n in relative_data.notes]
         window_notes += [f"relative motion: {note}"] if note else []
     tree, markers, joint_centres = estimate_joint_centres(session, tree, markers, relative_data)
     if joint_centres:
@@ -205,17 +213,19 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if postures_fitted is not None:
         postures_fitted(outcomes)
     warnings = [w for o in outcomes for w in o.warnings]
-    subset = None
+    subset, not_identified = None, []
     if len(tree.links) > 1:
         progress("subset of the minimal parameters")
         subset = fit_subset(tree, [posture_overall(o) for o in outcomes], total_mass)
         if not subset.identified:
-            raise IdentifiabilityError(
-                "the postures cannot identify Phi_s: " + "; ".join(subset.unidentifiable)
-                + (f". {subset.advice}" if getattr(subset, "advice", None) else ""),
-                path=session.path)
+            # a partial result: every posture and the identified part of Phi_s are
+            # written, with the null directions and the advice for the next posture
+            not_identified = subset_shortfall(subset, len(outcomes))
     relative, refinement, relative_model = None, None, None
-    if session.relative_motion is not None and subset is not None:
+    if session.relative_motion is not None and subset is not None and not subset.identified:
+        not_identified.append("the relative-motion stage was not run: it resolves the J_yy "
+                              "terms left once Phi_s is identified by the locked postures")
+    elif session.relative_motion is not None and subset is not None:
         progress("relative motion: the remaining J_yy terms")
         relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
                                     relative_data, markers, subset, total_mass, session.filter,
@@ -241,7 +251,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
         notes += [note] if note else []
-    elif len(tree.links) > 1:
+    elif len(tree.links) > 1 and not not_identified:
         notes.append("the full minimal set Phi_B and segment parameters need a "
                      "[relative_motion] capture" if session.relative_motion is None else
                      "relative motion not run")
@@ -250,7 +260,23 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                           warnings, tree, joint_centres, relative, segments=segments,
                           notes=notes, relative_refinement=refinement,
                           relative_model=relative_model,
-                          total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source)
+                          total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source,
+                          not_identified=not_identified)
+
+
+def subset_shortfall(subset: SubsetResult, n_postures: int) -> list[str]:
+    """What a rank-deficient Phi_s leaves unidentified, said for the report: the rank, each
+    null direction, and the advice for the next posture."""
+    postures = "1 posture identifies" if n_postures == 1 else f"{n_postures} postures identify"
+    n_null = len(subset.names) - subset.rank
+    out = [f"Phi_s: {postures} {subset.rank} of its {len(subset.names)} combinations; "
+           f"{n_null} null direction{'s' if n_null > 1 else ''} leave "
+           f"{int(np.count_nonzero(~np.isfinite(subset.values)))} entries without a value "
+           "(report.json: subset.unidentifiable)"]
+    best = [a for a in subset.advice if a.startswith("best next posture")]
+    out += [f"to identify more, add a posture: {(best or subset.advice)[0]}"] \
+        if subset.advice else []
+    return out
 
 
 def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rigtool.report.blocks import Document
 from rigtool.report.content_detail import (closing_sections, joint_centres_section,
-                                           postures_section, relative_section,
+                                           partial_section, postures_section, relative_section,
                                            segments_section, subset_section, truth_section)
 from rigtool.report.content_summary import checks_section, summary_section
 
@@ -18,7 +18,8 @@ def build_document(doc: dict, figures) -> Document:
     f = doc["filter"]
     subtitle = (f"rigtool {doc['rigtool_version']}; rig {doc['rig']['name']}; filter "
                 f"{f['method']} order {f['order']}, {f['passband_hz']}/{f['stopband_hz']} Hz.")
-    sections = [summary_section(doc), checks_section(doc), postures_section(doc, figures),
+    sections = [summary_section(doc), *partial_section(doc), checks_section(doc),
+                postures_section(doc, figures),
                 joint_centres_section(doc), subset_section(doc, figures),
                 relative_section(doc, figures), segments_section(doc, figures),
                 truth_section(doc)] + closing_sections(doc)

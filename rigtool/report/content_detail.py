@@ -210,6 +210,23 @@ def truth_section(doc: dict) -> Section | None:
         Table(cols, rows)])
 
 
+def partial_section(doc: dict) -> list[Section]:
+    """What the captures could not identify (a partial result), first in the report."""
+    if doc.get("status") != "partial":
+        return []
+    blocks: list = [Para("A partial result: everything measured is in this report, but the "
+                         "captures could not identify everything. `rigtool run` exited with "
+                         "status 3."), Bullets(list(doc["not_identified"]))]
+    combos = (doc.get("subset") or {}).get("identified_combinations") or []
+    if combos:
+        blocks.append(Para("What the postures do determine (report.json: "
+                           "subset.identified_combinations):"))
+        blocks.append(Table([Col("combination", numeric=False), Col("value"), Col("std")],
+                            [[c["name"], _num(c["value"], ".6g"), _num(c["std"], ".3g")]
+                             for c in combos]))
+    return [Section("partial", "Not identified", blocks)]
+
+
 def closing_sections(doc: dict) -> list[Section]:
     out = []
     if doc.get("notes") or doc["stages_not_run"]:
@@ -226,4 +243,4 @@ def closing_sections(doc: dict) -> list[Section]:
 
 
 __all__ = ["postures_section", "joint_centres_section", "subset_section", "relative_section",
-           "segments_section", "truth_section", "closing_sections"]
+           "segments_section", "truth_section", "partial_section", "closing_sections"]

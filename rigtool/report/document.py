@@ -206,6 +206,10 @@ def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict
     else:
         not_run.append("segments")
     doc["stages_not_run"] = not_run
+    # "partial": everything measured is written, but the captures could not identify all
+    # (the exit status says so too: rigtool.errors.EXIT_PARTIAL)
+    doc["status"] = "partial" if out.not_identified else "complete"
+    doc["not_identified"] = list(out.not_identified)
     doc["notes"] = list(out.notes) + check_notes
     truth = find_truth(out.session.path)
     if truth is not None:

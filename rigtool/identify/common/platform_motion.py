@@ -155,8 +155,10 @@ def capture_motion(data: MarkerData, markers_platform: dict[str, np.ndarray],
         dq[good, 3:] = 0.5 * (r_mean.inv() * Rotation.from_matrix(rot_raw[good])).as_rotvec()
     f_dom = dominant_frequency(dq[valid], data.rate_hz)
     f_edge = spectral_edge(dq[valid], data.rate_hz)
+    # what the reader noticed (a C3D stopped early, a count column checked) and the window
+    # taken to the capture's end: said in the run's notes, not lost
     note = window_note(window, data.time_s, data.rate_hz)
-    warnings = [f"{name}: {note}"] if note else []
+    warnings = [f"{name}: {n}" for n in data.notes] + ([f"{name}: {note}"] if note else [])
     if np.isfinite(f_edge) and f_edge > 0.8 * settings.passband_hz:
         warnings.append(
             f"{name}: 99% of the motion's power lies below {f_edge:.2f} Hz, close to or above the "

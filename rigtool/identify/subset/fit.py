@@ -87,6 +87,9 @@ class SubsetResult:
     consistent_values: np.ndarray | None = None  # consistent variant: the Phi_s they give
     singular_vectors: np.ndarray | None = None   # [P, P] rows: the directions (column-
                                                  # equilibrated parameters) of singular_values
+    column_scale: np.ndarray | None = None       # [P] the equilibration: z = scale * x
+    estimate: np.ndarray | None = None           # [P] the estimate on the identified space
+                                                 # (``values`` blanks the undetermined)
 
     @property
     def identified(self) -> bool:
@@ -96,6 +99,44 @@ class SubsetResult:
     def value(self, name: str) -> float:
         """Value of one named entry."""
         return float(self.values[self.names.index(name)])
+
+    def identified_combinations(self, *, rel: float = 1e-6) -> list[dict]:
+        """The combinations of Phi_s's entries that the postures do determine.
+
+        One per identified direction, in the form robot-identification tools report base
+        parameters: a pivot entry (chosen by QR with column pivoting on the identified row
+        space, column-equilibrated) plus multiples of the entries it cannot be told from.
+        Each is ``{"name", "expression": {entry: coefficient}, "value", "std"}`` in SPEC
+        units; ``value`` and ``std`` follow from the estimate and its covariance, which are
+        unique on the identified space. Empty when the entries' own values are reported
+        (full rank) or when the singular directions were not kept.
+        """
+        if (self.identified or self.singular_vectors is None or self.rank == 0
+                or self.column_scale is None or self.estimate is None):
+            return []
+        scale = self.column_scale
+        # identified functions of the equilibrated entries z = scale * x: the rows of
+        # v_id; reduced to one pivot each (QR with column pivoting picks the best-
+        # conditioned pivots), then written on the entries x in SPEC units
+        v_id = self.singular_vectors[:self.rank]
+        _, r, perm = scipy.linalg.qr(v_id, pivoting=True)
+        rref = scipy.linalg.solve_triangular(r[:, :self.rank], r)   # [r, P], permuted
+        out = []
+        for k in range(self.rank):
+            pivot = perm[k]
+            coef_z = np.zeros(len(self.names))
+            coef_z[perm] = rref[k]
+            coef = coef_z * scale / scale[pivot]                    # coef[pivot] == 1
+            keep = np.abs(coef_z) > rel
+            c = np.where(keep, coef, 0.0)
+            expr = {self.names[i]: float(f"{coef[i]:.6g}") for i in np.flatnonzero(keep)}
+            var = float(c @ self.covariance @ c)
+            terms = " ".join(f"{'+' if expr[n] >= 0 else '-'} {abs(expr[n]):.4g} {n}"
+                             for n in expr if n != self.names[pivot])
+            out.append({"name": f"{self.names[pivot]} {terms}".strip(), "expression": expr,
+                        "value": float(c @ self.estimate),
+                        "std": float(np.sqrt(var)) if var >= 0 else float("nan")})
+        return out
 
     def to_json(self) -> dict:
         """The SPEC ``subset`` block (names, values, std, rank, condition_number) plus extras;
@@ -115,6 +156,10 @@ class SubsetResult:
                "base_parameter_check": self.base_check, "warnings": list(self.warnings)}
         if self.consistent_values is not None:
             out["consistent_values"] = [num(v) for v in self.consistent_values]
+        if not self.identified:
+            out["identified_combinations"] = [
+                {**c, "value": num(c["value"]), "std": num(c["std"])}
+                for c in self.identified_combinations()]
         if self.singular_vectors is not None:
             out["singular_directions"] = [weakest_terms(v, self.names)
                                           for v in self.singular_vectors]
@@ -292,7 +337,7 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     cond = float(s_full[0] / s_full[rank - 1]) if rank else float("inf")
     result = SubsetResult(names, values, std, cov, rank, cond, s_rel, unident, advice, rms,
                           chi2, weights, len(postures), rtol, base_check, warnings,
-                          singular_vectors=vt)
+                          singular_vectors=vt, column_scale=scale, estimate=x)
     if consistent:
         from rigtool.identify.subset.consistent import consistent_fit
         consistent_fit(tree, result, a_w, b_w, total_mass_kg)
