@@ -455,7 +455,8 @@ def reference_markdown(name: str, schema: Table) -> str:
     Headings name each table as TOML writes it (``[[links]]``, ``[links.prior]``).
     """
     lines = [f"# The {name}", "", schema.doc[0].upper() + schema.doc[1:] + ".", "",
-             "## Top level", "", *_key_rows(schema, with_default=False), ""]
+             "## Top level", "",
+             *_key_rows(schema, with_default=any(k.default for k in schema.keys)), ""]
 
     def nested(key: Key, dotted: str) -> None:
         heading = f"[[{dotted}]]" if key.kind == "tables" else f"[{dotted}]"
