@@ -1,5 +1,5 @@
 """``camera_posture.py --part calibrated``: the posture from video on a rig calibrated from
-video of the same camera set-up, against mocap on a rig calibrated from mocap (issue 21).
+video of the same camera set-up, against mocap on a rig calibrated from mocap.
 
 The demo rig (damping ``--damping``) is calibrated from four captures of ``--seconds`` each:
 the empty platform and three boxes of known inertia bolted at known places

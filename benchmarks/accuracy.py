@@ -1,4 +1,4 @@
-"""Accuracy study (issue 9): paper 002's procedure against rigtool's, and against the noise floor.
+"""Accuracy study: paper 002's procedure against rigtool's, and against the noise floor.
 
 For each scenario (two-link: scenarios/two_link_paper002.toml; four-link:
 scenarios/four_link.toml) the captures (locked postures and the relative-motion swing) are

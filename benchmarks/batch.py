@@ -1,4 +1,4 @@
-"""``rigtool batch`` on a local Dask cluster (issue 22): scaling, identity, resume.
+"""``rigtool batch`` on a local Dask cluster: scaling, identity, resume.
 
 A study of N sessions (default 8) is simulated: the demo's two-link object on the paper-002
 rig, short captures (``--duration`` s at 100 Hz, three postures and a swing), each session

@@ -1,4 +1,4 @@
-"""What a Dask worker costs one session (issue 22): the same session pinned to one CPU in a
+"""What a Dask worker costs one session: the same session pinned to one CPU in a
 plain process and as a task of a local cluster's worker, with Dask's defaults and with the
 settings rigtool's local cluster uses (``rigtool.batch.cluster.WORKER_CONFIG``).
 

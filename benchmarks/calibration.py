@@ -1,4 +1,4 @@
-"""Monte Carlo of the rig calibration on simulated captures (issue: calibrate the rig).
+"""Monte Carlo of the rig calibration on simulated captures.
 
 Simulates the calibration captures of a scenario once (noise-free dynamics), then for each
 noise seed synthesises the markers (sigma = 0.1 mm), prepares and calibrates exactly as

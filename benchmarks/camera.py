@@ -1,4 +1,4 @@
-"""The camera path (issue 21): pose accuracy from simulated video, tracking speed, and camera
+"""The camera path: pose accuracy from simulated video, tracking speed, and camera
 calibration accuracy.
 
 1. Tracking accuracy and speed. The demo rig's platform (``rigtool.sim.rigs.demo_rig``, no

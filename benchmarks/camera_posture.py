@@ -1,4 +1,4 @@
-"""A locked posture's COM and inertia with a camera's noise (issue 21).
+"""A locked posture's COM and inertia with a camera's noise.
 
 1. ``--part noise``: isotropic vs whitened output-error fits under anisotropic marker noise
    of a known covariance. The demo rig carries the demo object (``rigtool.camera.demo.

@@ -1,4 +1,5 @@
-"""What two sessions side by side cost on this machine, without Dask (issue 22's yardstick).
+"""What two sessions side by side cost on this machine, without Dask (the yardstick of
+benchmarks/batch.py).
 
 ``rigtool batch`` on N local workers cannot beat N copies of ``rigtool run`` started by hand
 on N separate CPUs. This measures that floor: one session (a demo-sized two-link session,

@@ -3,7 +3,7 @@
 Each tracked corner carries an error that is partly noise (new in every frame) and partly
 constant (the same in every frame while the tag stays near one place in the image): the
 constant part does not average out over a video, so it sets the accuracy of a posture's
-centre of mass from video (benchmarks/RESULTS.md, "A posture from video against mocap").
+centre of mass from video (benchmarks/RESULTS.md, "The camera path").
 This script renders tags through the demo camera (1280x1024, f = 1372 px, the demo's lens
 distortion, 0.7 px optical blur, read and shot noise, 8-bit), refines their corners and
 splits the error of each method into

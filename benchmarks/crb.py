@@ -1,4 +1,4 @@
-"""The noise floor of a locked-posture fit: the Cramer-Rao bound (issue 9).
+"""The noise floor of a locked-posture fit: the Cramer-Rao bound.
 
 Argument. The data of a posture capture are marker positions ``y_k = f_k(theta) + e_k`` with
 ``e_k`` white Gaussian noise of standard deviation ``sigma`` per coordinate. ``theta`` holds

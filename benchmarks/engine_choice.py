@@ -1,4 +1,4 @@
-"""Engine choice (issue 18): the cost per simulated frame of the relative-motion model (the
+"""Engine choice: the cost per simulated frame of the relative-motion model (the
 platform on four springs carrying a tree of nb bodies on spherical joints) in JAX (rigtool's
 engine), pinocchio and numba, with and without the P = 16 nb + 12 sensitivities a fit needs.
 
@@ -14,9 +14,9 @@ its equilibrium. The same model, to rounding, in every engine:
     Compile time reported apart (persistent cache off unless ``--cache``).
 (b) pinocchio (``pin``): ``pin.aba`` per RK4 stage from a Python loop; sensitivities by the
     variational equations with ``pin.computeABADerivatives``, the torque regressor and M^-1
-    (benchmarks/_engine_pin.py). One Python round trip per stage: that is the per-step cost
-    issue 18 wants gone; the pinocchio calls alone are timed too (what a compiled driver would
-    leave). The markers' derivatives are not in its timings (JAX's and numba's include them).
+    (benchmarks/_engine_pin.py). One Python round trip per stage: that is a per-step Python cost
+    a compiled engine avoids; the pinocchio calls alone are timed too (what a compiled driver
+    would leave). The markers' derivatives are not in its timings (JAX's and numba's include them).
 (c) numba: rigtool's ABA written out with loops, ``@njit``, RK4 loop compiled; sensitivities
     by forward differences, P + 1 primal runs (numba has no automatic differentiation).
 
@@ -253,8 +253,8 @@ def report(rows: list[dict], frames: int, missing: dict[str, str]) -> str:
             f"| {_f(g('numba_primal'), why=wn)} | {_f(g('numba_fd'), why=wn)} |")
     lines += ["", f"CPU ms per frame over {frames} frames (JAX: per frame computed, whole "
               "chunks of 256; exact forward-mode tangents). pin: driven from a Python loop, "
-              "one round trip per RK4 stage (8 per frame), the per-step Python cost issue 18 "
-              "wants gone; in brackets its calls alone; sensitivities by the variational "
+              "one round trip per RK4 stage (8 per frame), a per-step Python cost a compiled "
+              "engine avoids; in brackets its calls alone; sensitivities by the variational "
               "equations. numba: compiled RK4, compiled once per process (later sizes reuse "
               "it); sensitivities by P+1 forward differences (no automatic differentiation).",
               "", f"Agreement after {frames} frames (states: largest absolute difference; "

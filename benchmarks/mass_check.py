@@ -1,4 +1,4 @@
-"""The report's mass check (issue 20): what the vibration weighs, and when the check fires.
+"""The report's mass check: what the vibration weighs, and when the check fires.
 
 Copies the bundled demo, calibrates its rig as `rigtool calibrate` does (output error, with
 the calibration's covariance), then fits each of the demo's three postures with the weighed

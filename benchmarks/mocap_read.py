@@ -1,4 +1,4 @@
-"""Reading a 10-minute capture (issue 17): 72 000 frames of 40 markers in every file layout.
+"""Reading a 10-minute capture: 72 000 frames of 40 markers in every file layout.
 
 For each layout the same positions (uniform in +-1.5 m, 1 % of samples missing) are written,
 read with ``read_capture`` three times, and the best CPU time (``time.process_time``, one BLAS

@@ -1,4 +1,4 @@
-"""Equation-error against output-error, per locked posture (issue 10).
+"""Equation-error against output-error, per locked posture.
 
 Simulates the paper-002 scenario once, calibrates the rig from its noisy calibration captures
 exactly as `rigtool calibrate` does, then for every noise seed (sigma = 0.1 mm) re-synthesises

@@ -1,4 +1,4 @@
-"""Monte Carlo of the locked-posture fit (issue: overall inertial properties of a posture).
+"""Monte Carlo of the locked-posture fit.
 
 Simulates the paper-002 scenario once (rig calibration captures and the three Table 2
 postures), calibrates the rig from one noisy set of calibration captures exactly as

@@ -1,5 +1,5 @@
 """Posture fits with the calibration's uncertainty, end to end: does the reported standard error
-cover the truth when the rig itself was calibrated from noisy captures? (issues 5, 10)
+cover the truth when the rig itself was calibrated from noisy captures?
 
 A single calibrated rig cannot answer this: its calibration error is one fixed draw shared by
 every posture seed, so coverage over posture seeds says little about the calibration term.

@@ -1,4 +1,4 @@
-"""Where a posture's output-error fit spends its time (issue 18): one locked posture of the
+"""Where a posture's output-error fit spends its time: one locked posture of the
 two-link paper-002 object (120 Hz, sigma 0.1 mm, as ``benchmarks/speed.py`` simulates it),
 fitted ``--repeat`` times in one process as ``rigtool run`` fits it (the object's markers in
 the fit), and per fit: its wall time, its growing-horizon stages (horizon s, cost-only

@@ -1,4 +1,4 @@
-"""Benchmark: relative-motion stage (issue 7) over noise seeds, two-link and five-link objects.
+"""Benchmark: relative-motion stage over noise seeds, two-link and five-link objects.
 
 For each scenario the captures (locked postures and the swing) are simulated once; every seed
 then draws fresh marker noise (0.1 mm, the scenario's artefacts), fits each posture

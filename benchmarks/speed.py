@@ -1,4 +1,4 @@
-"""Speed and scale of the pipeline (issue 9): time per stage and peak memory against capture
+"""Speed and scale of the pipeline: time per stage and peak memory against capture
 length and against the number of links.
 
 Every measurement runs in a fresh child process (``--child ...``) so that its peak resident

@@ -1,4 +1,4 @@
-"""Benchmark: the subset Phi_s from simulated locked-posture captures (issue 6), end to end.
+"""Benchmark: the subset Phi_s from simulated locked-posture captures, end to end.
 
 For each scenario the locked-posture captures are simulated once (noise-free dynamics); every
 seed draws fresh marker noise (the scenario's sigma, 0.1 mm, and its artefacts), fits each

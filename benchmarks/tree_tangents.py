@@ -1,4 +1,4 @@
-"""The tree engine's tangents (issue 18): rigtool's numba kernels (``rigtool.engine.tree.
+"""The tree engine's tangents: rigtool's numba kernels (``rigtool.engine.tree.
 simulate``, rigtool.engine.tree_tangents) against JAX's forward mode through the same
 equations (``simulate_jax``), on engine_choice's model (benchmarks/_engine_model.py: the
 paper-002 platform carrying nb bodies on spherical joints, 120 Hz, two RK4 steps per

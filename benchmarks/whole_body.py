@@ -1,4 +1,4 @@
-"""A whole-body session end to end (issue 19): 14 segments, voluntary limb movements.
+"""A whole-body session end to end: 14 segments, voluntary limb movements.
 
 Simulates ``scenarios/whole_body.toml`` (a 75 kg person lying supine, de Leva's 14
 segments; 20 locked postures the posture advice chose among those a supine person can hold;

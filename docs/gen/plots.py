@@ -62,8 +62,20 @@ def number(cell: str) -> float:
     return float(m.group(0))
 
 
-def _save(fig, name: str) -> None:
-    fig.tight_layout()
+def _plain_ticks(axis, ticks) -> None:
+    """Log-scale ticks written as plain numbers (0.05, 0.1, ...), without minor labels."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(ScalarFormatter())
+    axis.set_minor_formatter(NullFormatter())
+
+
+SIGMAS = [0.05, 0.1, 0.2, 0.5]
+
+
+def _save(fig, name: str, rect=(0, 0, 1, 1)) -> None:
+    fig.tight_layout(rect=rect)
     path = OUT / name
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -72,7 +84,7 @@ def _save(fig, name: str) -> None:
 
 def accuracy_vs_noise(text: str) -> None:
     """Posture COM error and Φ_B's E_J/Im against the marker noise, rigtool against paper 002."""
-    fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.4))
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 4.2))
     styles = {"paper002": ("o--", "paper 002's procedure"),
               "rigtool-EE": ("s:", "rigtool, equation error"),
               "rigtool-OE": ("D-", "rigtool (default, output error)")}
@@ -89,10 +101,12 @@ def accuracy_vs_noise(text: str) -> None:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("marker noise σ, mm")
+        _plain_ticks(ax.xaxis, SIGMAS)
         ax.set_title(title, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-    axes[1].legend(fontsize=6.5, loc="lower right")
-    _save(fig, "accuracy_vs_noise.png")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False)
+    _save(fig, "accuracy_vs_noise.png", rect=(0, 0.17, 1, 1))
 
 
 def crb_ratio(text: str) -> None:
@@ -110,6 +124,7 @@ def crb_ratio(text: str) -> None:
                 label=f"{scenario}: worst parameter")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log")
+    _plain_ticks(ax.xaxis, SIGMAS)
     ax.set_ylim(0.6, 1.8)
     ax.set_xlabel("marker noise σ, mm")
     ax.set_ylabel("RMS error / √CRB")
@@ -128,6 +143,7 @@ def relative_speed(text: str) -> None:
     a.plot(n, [number(r["relative fit, wall s"]) for r in links], "o-", label="wall")
     a.plot(n, [number(r["relative fit, CPU s"]) for r in links], "s--", label="CPU")
     a.set_xlabel("links")
+    a.set_xticks(n)
     a.set_ylabel("s")
     a.set_title("relative fit, 10 s swing", fontsize=10)
     a.legend(fontsize=8)
@@ -138,6 +154,8 @@ def relative_speed(text: str) -> None:
             label="peak memory, MiB")
     b.set_xscale("log")
     b.set_yscale("log")
+    _plain_ticks(b.xaxis, length)
+    _plain_ticks(b.yaxis, [1, 2, 5, 10, 20, 50])
     b.set_xlabel("swing fitted, s")
     b.set_ylabel("wall s")
     b2.set_ylabel("peak MiB", color="C3")
@@ -163,6 +181,7 @@ def engine_tangents(text: str) -> None:
             label="numba forward differences (inexact)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    _plain_ticks(ax.xaxis, nb)
     ax.set_xlabel("bodies in the tree")
     ax.set_ylabel("CPU ms per frame")
     ax.set_title("The tree's tangents, per simulated frame", fontsize=10)

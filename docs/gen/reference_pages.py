@@ -94,8 +94,9 @@ def commands_markdown() -> str:
     lines = ["# Commands", "",
              "Generated from the command-line parser (`rigtool.cli.build_parser()`) when this "
              "site is built, so it lists exactly what `rigtool --help` accepts. Every command "
-             "also takes `-h`/`--help`; `rigtool --debug COMMAND ...` shows a traceback for "
-             "an internal error, `rigtool --version` prints the version.", "",
+             "also takes `-h`/`--help`.", "",
+             "```text", parser.format_usage().removeprefix("usage: ").strip(), "```", "",
+             "Options before the command:", "", *_argument_rows(parser), "",
              "| command | what it does |", "|---|---|"]
     for name in COMMANDS:
         if name in subs:
