@@ -8,6 +8,7 @@ of the rigtool next to this file.
 from __future__ import annotations
 
 import sys
+import re
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -25,3 +26,13 @@ def on_files(files, config):
     for src_uri, content in pages().items():
         files.append(File.generated(config, src_uri, content=content))
     return files
+
+
+#: Sphinx cross-reference roles some docstrings use (``:class:`Tree```); mkdocstrings renders
+#: the name as code and leaves the role's text in front of it
+_SPHINX_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj|py:\w+):(?=<code>)")
+
+
+def on_page_content(html, page, config, files):
+    """Drop the Sphinx role prefixes the API pages would show as text."""
+    return _SPHINX_ROLE.sub("", html)
