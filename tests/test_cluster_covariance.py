@@ -1,4 +1,4 @@
-"""Cluster-robust (sandwich) standard errors of the output-error posture fit (issue 21).
+"""Cluster-robust (sandwich) standard errors of the output-error posture fit.
 
 A camera's tag corners of one body in one frame share one pose estimate, so their errors are
 correlated and the Gauss-Newton covariance, which counts every row as independent, is too

@@ -1,4 +1,4 @@
-"""The measured lab frame fitted with the rig's calibration (issue 21).
+"""The measured lab frame fitted with the rig's calibration.
 
 Checked independently of the fit: the frame's Jacobian columns against central differences
 of the rows themselves; the moved rig against the simulator (a rig moved by a rigid motion
@@ -249,7 +249,7 @@ def test_calibration_start_is_raised_off_a_singular_second_moment():
     second moment (rendered camera captures: Sigma_zz 5e-6 instead of 3e-3 kg m^2, the
     other moments within 0.2 %), where the log-Cholesky parameters have no gradient along
     it; the refinement then stopped at 0.029 mm instead of the 0.009 mm it reaches from a
-    raised start (benchmarks/RESULTS.md, stop 38). The raise (object_to_z's floor at the
+    raised start. The raise (object_to_z's floor at the
     calibration's START_SIGMA_FLOOR): eigenvalues of Sigma below 1e-3 of the largest lifted
     to it, mass and COM kept, a good start left alone."""
     from rigtool.identify.calibration.oe_result import _platform_pi, _platform_z

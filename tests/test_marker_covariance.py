@@ -1,4 +1,4 @@
-"""Anisotropic marker noise in the output-error posture fit (issue 21): whitened rows.
+"""Anisotropic marker noise in the output-error posture fit: whitened rows.
 
 A single camera sees a marker's depth several times worse than its position across the
 view. With each marker's covariance ``C = L L^T`` the fit whitens its rows (``L^-1 r``,

@@ -1,4 +1,4 @@
-"""C3D files other labs' systems write, that were refused before issue 17, and their bad twins.
+"""C3D files other labs' systems write, and their bad twins.
 
 One test (or parametrised family) per exporter quirk, each built by ``_c3d_builder`` with the
 exact structure described, read by rigtool and, where they can, by ezc3d and the ``c3d``

@@ -216,7 +216,7 @@ def test_calibration_error_is_propagated(sim):
 def test_calibration_refinement_recovers_the_rig():
     """Three noise-free captures (empty, one block in two placements) from a start 0.3 %
     off in stiffness, 0.5 mm in free length, 10 % in damping, 0.5 % in platform mass and
-    1 % in inertia: refined to well inside issue 10's calibration goals (stiffness 0.05 %,
+    1 % in inertia: refined to well inside the calibration's goals (stiffness 0.05 %,
     mass 0.01 %, inertia 0.1 %). Measured: 3e-4 %, 4e-4 %, 0.02 %."""
     from dataclasses import replace
     from rigtool.identify.calibration.output_error import OECapture, refine_calibration

@@ -251,7 +251,7 @@ def test_refinement_that_misses_the_noise_is_not_reached(swing):
                           window=(0.5, 1.5), first_horizon_s=0.5, free="jyy")
     fitted = replace(res, marker_sigma_mm=0.01, noise_mm=0.1)
     assert fitted.reached_noise()
-    # the voluntary-motion failure of issue 19: 31 mm against 0.1 mm
+    # a voluntary-motion case that once failed: 31 mm against 0.1 mm
     failed = replace(res, marker_sigma_mm=31.0, noise_mm=0.1)
     assert not failed.reached_noise()
     assert failed.to_json()["reached_noise"] is False

@@ -1,5 +1,5 @@
 """Broken sessions, rig files and captures fail before any fit: exit 2, one message naming
-the file and the field, no internal error (issue 23).
+the file and the field, no internal error.
 
 Every case copies the bundled demo, breaks one thing, and runs the command in-process with
 the fitting pipeline replaced by a function that fails the test if it is ever reached.

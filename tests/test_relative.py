@@ -193,7 +193,7 @@ def test_demo_phi_b_against_truth(demo):
     is_ms = np.array([".MS_" in n for n in per])
     floor = np.where(is_ms, 5e-5 * out.total_mass_kg, 5e-4 * np.abs(tv[~is_ms]).max())
     assert np.all(err < 4 * res.std_phi_b + floor), dict(zip(per, err / res.std_phi_b))
-    # acceptance figures of issue 7 (paper 002 Table 5 style)
+    # paper 002 Table 5's figures
     i_max = max(np.linalg.eigvalsh(np.array(p["inertia_com"]))[-1] for p in truth["postures"])
     assert err[is_ms].max() / out.total_mass_kg < 2e-4
     assert err[~is_ms].max() / i_max < 1e-2

@@ -1,4 +1,4 @@
-"""The SO(3) spline of a moving link when cross-validation fails (issue 19, whole body)."""
+"""The SO(3) spline of a moving link when cross-validation fails (the whole body)."""
 
 from __future__ import annotations
 

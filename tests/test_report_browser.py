@@ -215,7 +215,7 @@ def test_first_screen_shows_the_green_lights(report):
 
 
 def test_summary_is_the_first_screen_and_a_figure_shows(report, rendered):
-    """Issue 20: the report answers first. In a 1280 x 900 window (757 px of page in
+    """The report answers first. In a 1280 x 900 window (757 px of page in
     headless Chromium's --dump-dom) the summary starts at the
     top of the page (only the title line above it) and its verdict, segment table and check
     lights are all on that first screen; the table of contents links every section; the

@@ -1,4 +1,4 @@
-"""The report's quality checks (issue 20): each turns red, with its explanation, on a session
+"""The report's quality checks: each turns red, with its explanation, on a session
 with the real problem it is there for, and stays green on a clean one.
 
 Real problems are made on the bundled demo's first posture, fitted against the simulator's

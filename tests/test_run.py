@@ -217,7 +217,7 @@ def test_voluntary_motion_end_to_end(demo_run, tmp_path, capsys):
 
 
 def test_demo_report_answers_first_without_warnings(demo):
-    """Issue 20: on the bundled demo no warning is written (nothing is wrong with it), every
+    """On the bundled demo no warning is written (nothing is wrong with it), every
     check is green, and the report opens with the summary: the object, the segments (mass,
     COM, principal moments, source), the checks and the method of every stage."""
     _, out = demo

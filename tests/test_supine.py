@@ -1,4 +1,4 @@
-"""The whole-body protocol's postures: what a supine person can hold (issue 19)."""
+"""The whole-body protocol's postures: what a supine person can hold."""
 
 from __future__ import annotations
 

@@ -13,5 +13,5 @@ sensitivities, compiled.
 - :mod:`rigtool.engine.whiten`: markers' noise covariance (a camera's) and the whitening of
   their rows.
 
-Why JAX, and numba for the tree's tangents: see :mod:`rigtool.engine._jax` and README.md.
+Why JAX, and numba for the tree's tangents: see :mod:`rigtool.engine._jax` and the documentation's "The simulation engine" page.
 """

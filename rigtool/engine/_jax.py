@@ -5,7 +5,7 @@ to every unknown. JAX gives it exactly by forward-mode differentiation through t
 loop (``jax.linearize`` of one step, ``vmap`` over the unknowns, ``lax.scan`` over frames), from
 the same code that simulates: no hand-derived variational equations to keep in step with the
 model, no dependency beyond rigtool's, and the same code on a GPU. It is not the fastest on a
-CPU: ``benchmarks/engine_choice.py`` (benchmarks/RESULTS.md, "Engine choice (issue 18)")
+CPU: ``benchmarks/engine_choice.py`` (benchmarks/RESULTS.md, "The engine")
 measured, for the platform carrying nb = 2 / 4 / 8 / 16 bodies with 16 nb + 12 sensitivities,
 3.7 / 11.5 / 36.5 / 169 ms CPU per frame here, against 2.9 / 3.4 / 4.3 / 7.1 ms for
 pinocchio's (``pin``) analytic ABA derivatives as variational equations driven from a Python

@@ -1,4 +1,4 @@
-"""The measuring system's lab frame against the rig's, fitted with the calibration (issue 21).
+"""The measuring system's lab frame against the rig's, fitted with the calibration.
 
 A rig file gives the springs' anchors and gravity in a lab frame; the markers come in the
 frame of the system that measured them. For optical motion capture the two are usually one

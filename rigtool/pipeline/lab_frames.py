@@ -1,5 +1,5 @@
 """Which lab frame each capture was tracked in, and whether a session's captures share the
-calibration's (issue 21).
+calibration's.
 
 ``rigtool track`` records the lab frame it used in ``NAME.track.json`` beside the capture.
 A rig calibrated from tracked captures with its lab frame fitted (``rigtool calibrate

@@ -1,4 +1,4 @@
-"""Output-error refinement of the rig calibration over several captures (issue 10).
+"""Output-error refinement of the rig calibration over several captures.
 
 Same estimator as the posture refinement (rigtool.identify.posture.output_error): simulate every
 calibration capture from its own initial state with the rig model, predict the platform's
@@ -135,7 +135,7 @@ def refine_calibration(rig: Rig, platform: InertialParams, captures: Sequence[OE
         steps per frame (default twice ``substeps``) at the converged fit, the model the
         standard errors come from too. Measured on the demo rig:
         the calibrated platform inertia's largest error went from 3.4 to 2.0 of its standard
-        errors (benchmarks/RESULTS.md, stop 36).
+        errors (benchmarks/RESULTS.md, "Stages one at a time").
     max_iterations : int
         Levenberg-Marquardt iterations per horizon stage.
     fit_frame : bool

@@ -26,7 +26,7 @@ DIVERGED_MM = 1e6
 # Stopping tolerance (relative cost left to gain) of the growing-horizon stages before the
 # whole window's: such a stage only has to bring the estimate within Gauss-Newton's reach of
 # the next horizon's optimum, which that stage's first steps then reach. The last stage keeps
-# the caller's ftol. Measured on the speed benchmark's draws (RESULTS.md, stop 33): the same
+# the caller's ftol. Measured on the speed benchmark's draws (benchmarks/RESULTS.md, "Speed and memory"): the same
 # end points at 2, 8 and 15 links as with 1e-8 throughout, 6.7 / 38 / 97 s -> 4.7 / 34 / 78 s.
 INTERMEDIATE_FTOL = 1e-3
 #: a stage's estimate that predicts the frames beyond its horizon with a mean square marker
@@ -289,7 +289,7 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     whole window from 3/4 of it (the demo's swing at 2 then 10 s instead of 2, 8 and 10 s:
     1.4x faster, the same optimum there) was tried and left out: on the four-link object at
     0.2-0.5 mm noise it ended at other points in 4 of 20 draws, Phi_B's coverage falling
-    from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Fewer evaluations per fit"). The
+    from 97 % to 71 % at 0.5 mm (benchmarks/RESULTS.md, "Speed and memory"). The
     stages before the last stop at :data:`INTERMEDIATE_FTOL`, the last at ``ftol``.
     The whole window reached by that jump starts at Gauss-Newton's step
     (rigtool.engine.lm.WARM_LAMBDA): its start predicts the window as well as it fits its
@@ -297,7 +297,7 @@ def fit_growing_horizon(prob, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_t
     hold its first steps back (the demo's swing: 4 Jacobians there, now 2, the same
     optimum). The growing stages keep 1e-3: started undamped as well, an 8-link swing's
     2 s stage left for another optimum (Phi_B 0.17 mm off instead of 0.003 mm;
-    benchmarks/RESULTS.md, stop 41).
+    benchmarks/RESULTS.md, "Speed and memory").
     ``whole_window_excess``: the check's threshold (``-inf``: every stage of the schedule).
     Returns ``(x, iterations, stages [(horizon s, nfev, njev)], horizons_s, converged)``,
     ``converged`` the whole window's stage's (:func:`solve_bounded`)."""

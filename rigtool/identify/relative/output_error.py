@@ -1,4 +1,4 @@
-"""Output-error (maximum-likelihood) refinement of the relative-motion stage (issues 7, 10).
+"""Output-error (maximum-likelihood) refinement of the relative-motion stage.
 
 The equation-error stage (rigtool.identify.relative.equation_error) filters the markers of the swing and
 differentiates them twice to build paper 002's eq. 16; noise then sits on both sides of the
@@ -161,7 +161,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         starts short and doubles: the start's Phi_B predicts a many-link swing for well
         under a second (15 links, equation-error start: 17 mm RMS over 2 s with the best
         initial state), and each doubling starts inside Gauss-Newton's reach of the next
-        optimum. Measured (benchmarks/RESULTS.md, stop 33): 2 s and 4x ended at 0.103 mm
+        optimum. Measured (benchmarks/RESULTS.md, "Speed and memory"): 2 s and 4x ended at 0.103 mm
         against 0.100 mm noise at 15 links after 394 s; 0.5 s and 4x reached the noise at
         15 links but ended at 1.1 mm at 8; 0.5 s and 2x reached it at both (97 s and 38 s).
         On small trees the extra stages cost little: the two-link demo swing 3.9 s, against

@@ -221,7 +221,7 @@ def rotation_row_covariance(tree: Tree, p: PostureOverall, phi_s: np.ndarray,
     gives none. The regressor holds the measured rotations as exact; each posture's mean
     rotation carries the marker noise of its frames (~6e-5 rad at 0.2 mm on the demo's
     links), which on the two-link object raised Phi_s's chi^2 from 20.0 to 22.3 for 17
-    numbers (benchmarks/RESULTS.md, stop 36)."""
+    numbers (benchmarks/RESULTS.md, "Speed and memory")."""
     if not p.rotation_cov:
         return None
     from scipy.spatial.transform import Rotation
