@@ -102,8 +102,8 @@ def check_workers(client) -> None:
     if slow:
         settings = sorted({x for s in slow.values() for x in s})
         print(f"rigtool batch: note: {len(slow)} of {len(versions)} workers run with "
-              f"{' and '.join(settings)}, which slow each session by about 20 %; the documentation's "
-              "how-to guide 'Many sessions on a cluster' shows the Dask settings rigtool's "
+              f"{' and '.join(settings)}, which slow each session by about 20 %; the "
+              "documentation's how-to guide 'Many sessions on a cluster' shows the Dask settings rigtool's "
               "own workers use",
               file=sys.stderr)
 
