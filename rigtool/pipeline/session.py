@@ -47,6 +47,7 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
+from rigtool.pipeline.robot_stage import RobotOutcome, fit_robot, prepare_robot
 from rigtool.pipeline.rigid_widths import POSTURE_COLUMNS, posture_covariance_columns
 from rigtool.pipeline.workers import posture_processes, run_pool
 from rigtool.process_pool import LazyPool
@@ -76,6 +77,7 @@ class SessionOutcome:
     notes: list[str] = field(default_factory=list)      # stages skipped and why
     total_mass_std_kg: float = float("nan")      # the scale's standard uncertainty
     total_mass_std_source: str = ""              # where that number came from
+    robot: "RobotOutcome | None" = None          # a [robot] session: base parameters, links
 
 
 def _noop(message: str) -> None:
@@ -195,6 +197,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
+    robot_inputs = prepare_robot(session) if session.robot is not None else None
     kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
@@ -243,11 +246,19 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                      "[relative_motion] capture" if session.relative_motion is None else
                      "relative motion not run")
     mass_std, mass_std_source = total_mass_std(session, total_mass)
+    robot = None
+    if robot_inputs is not None:
+        progress("robot: base parameters and per-link parameters")
+        robot = fit_robot(robot_inputs, [posture_overall(o) for o in outcomes], total_mass,
+                          mass_std)
+        warnings += [f"robot: {w}" for w in robot.warnings]
+        notes += robot.notes
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
                           warnings, tree, joint_centres, relative, segments=segments,
                           notes=notes, relative_refinement=refinement,
                           relative_model=relative_model,
-                          total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source)
+                          total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source,
+                          robot=robot)
 
 
 def _segments(session: Session, tree: Tree, relative: RelativeResult, total_mass: float

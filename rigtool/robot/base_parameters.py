@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from rigtool.inertia import transform_params
+from rigtool.inertia import inertia_vector, pseudo_inertia, transform_params
 from rigtool.identify.subset.regressor import (PostureOverall, posture_covariance,
                                                posture_target, reference_radius, whitener)
 
@@ -55,16 +55,37 @@ def parameter_names(bodies: list[str]) -> list[str]:
     return [f"{p}_{b}" for b in bodies for p in PARAM_PREFIXES]
 
 
+_BASIS = pseudo_inertia(np.eye(10))                  # [10, 4, 4]
+
+
+def transform_matrices(rotations: np.ndarray, positions_m: np.ndarray) -> np.ndarray:
+    """``T [..., 10, 10]`` with ``transform_params(pi, R, p) == T @ pi`` for poses
+    ``R [..., 3, 3]``, ``p [..., 3]``: the pseudo-inertia congruence ``T4 J T4^T`` applied
+    to the ten unit parameter vectors at once (the map is linear)."""
+    rot = np.asarray(rotations, float)
+    pos = np.asarray(positions_m, float)
+    t4 = np.zeros(rot.shape[:-2] + (4, 4))
+    t4[..., :3, :3] = rot
+    t4[..., :3, 3] = pos
+    t4[..., 3, 3] = 1.0
+    j = np.einsum("...ab,kbc,...dc->...kad", t4, _BASIS, t4)       # [..., 10(k), 4, 4]
+    sigma = j[..., :3, :3]
+    inertia = np.trace(sigma, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - sigma
+    out = np.concatenate([j[..., 3, 3][..., None], j[..., :3, 3],
+                          inertia_vector(inertia)], axis=-1)        # [..., 10(k), 10]
+    return np.swapaxes(out, -1, -2)
+
+
 def transform_matrix(rotation: np.ndarray, translation_m: np.ndarray) -> np.ndarray:
-    """``T`` (10 x 10) with ``transform_params(pi, R, p) == T @ pi`` (the map is linear)."""
-    return np.stack([transform_params(e, rotation, translation_m) for e in np.eye(10)], axis=1)
+    """``T`` (10 x 10) with ``transform_params(pi, R, p) == T @ pi``."""
+    return transform_matrices(rotation, translation_m)
 
 
 def overall_regressor(rotations: np.ndarray, positions_m: np.ndarray) -> np.ndarray:
     """``K`` (10 x 10 n): the whole robot's ``pi_0`` in the base frame from the stacked
     bodies' parameters, for one posture's body poses ``R [n, 3, 3]``, ``p [n, 3]``."""
-    return np.concatenate([transform_matrix(r, p) for r, p in zip(rotations, positions_m)],
-                          axis=1)
+    t = transform_matrices(rotations, positions_m)                  # [n, 10, 10]
+    return np.concatenate(list(t), axis=1)
 
 
 @dataclass
@@ -110,6 +131,7 @@ class RobotBaseResult:
     reduced_chi2: float = float("nan")
     n_postures: int = 0
     residual_rms: dict[str, float] = field(default_factory=dict)
+    independent: np.ndarray | None = None     # the standard parameter carrying each one
 
     def base_values_of(self, pi: np.ndarray) -> np.ndarray:
         """The base parameters of a full standard-parameter vector."""
@@ -281,7 +303,7 @@ def fit_base_parameters(rotations: list[np.ndarray], positions_m: list[np.ndarra
         unident.append({"parameter": names[d], "direction": direction})
     return RobotBaseResult(group_names, exprs, values, np.sqrt(np.diag(cov)), cov, rank,
                            len(names), names, combination, null, unident, sv, chi2,
-                           len(postures), rms)
+                           len(postures), rms, ind)
 
 
 __all__ = ["PARAM_PREFIXES", "DEFAULT_RTOL", "parameter_names", "transform_matrix",
