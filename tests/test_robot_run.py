@@ -22,6 +22,8 @@ from rigtool.sim.robot_session import write_robot_study
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
+#: markers on the last link (link frame, m): checks of the encoders and the URDF
+LINK7_MARKERS = {"E1": [0.04, 0.0, 0.06], "E2": [-0.03, 0.03, 0.07], "E3": [0.0, -0.04, 0.09]}
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,8 @@ def study(tmp_path_factory):
     _, base, fixed = EXAMPLE_ROBOTS["panda"]
     session = write_robot_study(ROOT / "scenarios" / "demo.toml", tmp,
                                 example_robot_urdf("panda"), base, fixed, session="panda",
-                                n_postures=3, seed=1, duration_s=8.0)
+                                n_postures=3, seed=1, duration_s=8.0,
+                                link_markers={"panda_link7": LINK7_MARKERS})
     out = tmp / "results"
     assert main(["run", str(session), "-o", str(out), "--method", "equation-error"]) == 0
     return session, out
@@ -66,6 +69,11 @@ def test_report_robot_block(study):
     z = [(v - _combination(e, names) @ pi) / s
          for e, v, s in zip(bp["expressions"], bp["values"], bp["std"])]
     assert np.max(np.abs(z)) < 5.0
+    # the markers on link 7 sit where the encoders and the URDF put them (0.1 mm noise)
+    for check in robot["marker_checks"]:
+        assert len(check["distance_m"]) == 3
+        assert max(check["distance_m"].values()) < 0.5e-3
+    assert not any("mm from where" in w for w in rep["warnings"])
     paths = [i["path"] for i in rep["inputs"]]
     assert "robot.prior.urdf" in paths and "posture03.joints.csv" in paths
 
@@ -86,6 +94,31 @@ def test_robot_urdf_and_csv(study):
     rows = list(csv.DictReader(open(out / "base_parameters.csv")))
     assert len(rows) == bp["rank"]
     assert [float(r["value"]) for r in rows] == pytest.approx(bp["values"], rel=1e-6)
+
+
+def test_a_wrong_encoder_reading_is_seen_by_the_link_markers(study, tmp_path, capsys):
+    """Joint 2's file offset by 0.02 rad in posture 1: the markers on link 7 are then
+    centimetres from where the angles put them, and the report says so."""
+    session, _ = study
+    copy = tmp_path / "panda"
+    shutil.copytree(session.parent, copy, ignore=shutil.ignore_patterns("results"))
+    path = copy / "posture01.joints.csv"
+    lines = path.read_text().splitlines()
+    head = lines[0].split(",")
+    k = head.index("panda_joint2")
+    out_lines = [lines[0]]
+    for line in lines[1:]:
+        cells = line.split(",")
+        cells[k] = f"{float(cells[k]) + 0.02:.9f}"
+        out_lines.append(",".join(cells))
+    path.write_text("\n".join(out_lines) + "\n")
+    from rigtool.config import load_session
+    from rigtool.pipeline.robot_stage import link_marker_checks, prepare_robot
+    manifest = copy / "session.toml"
+    s = load_session(manifest)
+    checks, warnings = link_marker_checks(s, prepare_robot(s))
+    assert len(warnings) == 3 and all(w.startswith("posture01") for w in warnings)
+    assert min(checks[0]["distance_m"].values()) > 5e-3
 
 
 def test_bad_joint_angle_file_is_an_input_error(study, tmp_path, capsys):

@@ -49,6 +49,7 @@ class RobotOutcome:
     advice: PostureAdvice | None
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    marker_checks: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """report.json's ``robot`` block."""
@@ -66,6 +67,7 @@ class RobotOutcome:
                 "text": self.advice.text, "joint_values": self.advice.joint_values,
                 "rank_now": self.advice.rank_now, "rank_with": self.advice.rank_with,
                 "rank_reachable": self.advice.rank_reachable},
+            "marker_checks": self.marker_checks,
             "warnings": list(self.warnings), "notes": list(self.notes)}
         if self.consistent is not None:
             out["links"] = self.consistent.to_json(model.names)
@@ -96,6 +98,53 @@ def prepare_robot(session: Session) -> RobotInputs:
     return RobotInputs(model, angles, warnings)
 
 
+#: A marker on a moving link further than this from where the encoders and the URDF put
+#: it (median over a posture's frames, after the marker noise) is reported, m
+MARKER_CHECK_TOL_M = 0.003
+
+
+def link_marker_checks(session: Session, inputs: RobotInputs) -> tuple[list[dict], list[str]]:
+    """Markers the manifest puts on links other than the base: per posture and marker, the
+    distance (m) between where the capture sees it (in the base link's frame, from the base
+    link's markers; the median over the posture's frames) and where forward kinematics of the encoders' angles puts it.
+    A distance above :data:`MARKER_CHECK_TOL_M` is a warning (a joint reading, the URDF's
+    kinematics or the marker's coordinates are off)."""
+    from rigtool.kinematics.pose import body_trajectory
+    from rigtool.mocap import read_capture
+
+    spec, model = session.robot, inputs.model
+    others = {k: v for k, v in spec.markers.items() if k != spec.base_link}
+    if not others:
+        return [], []
+    checks, warnings = [], []
+    for ref, pa in zip(session.postures, inputs.angles):
+        data = read_capture(ref.capture, units=ref.units)
+        base = body_trajectory(data, spec.markers[spec.base_link])
+        ok = base.valid
+        if ref.window is not None:
+            ok = ok & (data.time_s >= ref.window[0]) & (data.time_s <= ref.window[1])
+        q = np.array([pa.values[j] for j in model.moving_joints])
+        entry = {"posture": ref.name, "distance_m": {}}
+        for link, markers in others.items():
+            r_l, p_l = model.link_pose(link, q)
+            for name, c in markers.items():
+                x_lab = data.marker(name)[ok]
+                seen = np.isfinite(x_lab).all(axis=1)
+                if not seen.any():
+                    continue
+                rb, pb = base.rotation[ok][seen], base.position_m[ok][seen]
+                x_base = np.einsum("tji,tj->ti", rb, x_lab[seen] - pb)
+                # the marker's place on the locked robot: its per-frame base-frame positions'
+                # median (each frame's carries the base pose's noise times the lever arm)
+                d = float(np.linalg.norm(np.median(x_base, axis=0) - (r_l @ c + p_l)))
+                entry["distance_m"][f"{link}.{name}"] = d
+                if d > MARKER_CHECK_TOL_M:
+                    warnings.append(f"{ref.name}: marker '{name}' on '{link}' is {1e3 * d:.1f} "
+                                    "mm from where the joint angles and the URDF put it")
+        checks.append(entry)
+    return checks, warnings
+
+
 def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
               total_mass_std_kg: float | None = None, *, consistent: bool = True,
               advice: bool = True) -> RobotOutcome:
@@ -121,4 +170,5 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
     return RobotOutcome(inputs, base, fit, adv, warnings, notes)
 
 
-__all__ = ["RobotInputs", "RobotOutcome", "prepare_robot", "fit_robot"]
+__all__ = ["RobotInputs", "RobotOutcome", "prepare_robot", "fit_robot",
+           "link_marker_checks", "MARKER_CHECK_TOL_M"]

@@ -47,7 +47,8 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
-from rigtool.pipeline.robot_stage import RobotOutcome, fit_robot, prepare_robot
+from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
+                                          prepare_robot)
 from rigtool.pipeline.rigid_widths import POSTURE_COLUMNS, posture_covariance_columns
 from rigtool.pipeline.workers import posture_processes, run_pool
 from rigtool.process_pool import LazyPool
@@ -251,6 +252,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         progress("robot: base parameters and per-link parameters")
         robot = fit_robot(robot_inputs, [posture_overall(o) for o in outcomes], total_mass,
                           mass_std)
+        robot.marker_checks, marker_warnings = link_marker_checks(session, robot_inputs)
+        robot.warnings += marker_warnings
         warnings += [f"robot: {w}" for w in robot.warnings]
         notes += robot.notes
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,

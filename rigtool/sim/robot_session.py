@@ -109,7 +109,8 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
                       duration_s: float | None = None, encoder_noise_rad: float = 2e-5,
                       perturbation: PriorPerturbation = PriorPerturbation(),
                       postures: list[np.ndarray] | None = None,
-                      base_position_platform_m=(0.0, 0.0, 0.0)) -> Path:
+                      base_position_platform_m=(0.0, 0.0, 0.0),
+                      link_markers: dict[str, dict[str, list]] | None = None) -> Path:
     """Simulate a robot study (see module docstring) and return its manifest's path.
 
     Parameters
@@ -136,6 +137,9 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
         The configurations (moving joints in order).
     base_position_platform_m : sequence of 3 floats
         The base link's origin in the platform frame.
+    link_markers : dict, optional
+        Markers on other links (link -> {marker: link-frame coordinates, m}): captured with
+        the rest (placed by forward kinematics) and named in the manifest as checks.
     """
     out_dir = Path(out_dir)
     sc = load_scenario(rig_scenario)
@@ -168,7 +172,11 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
     for i, q in enumerate(qs):
         name = f"posture{i + 1:02d}"
         overall = robot.composite(truth_pi, q)
-        tree = Tree((Link(base_link, "platform", None, overall, markers),))
+        on_body = dict(markers)
+        for link, table in (link_markers or {}).items():
+            r_l, p_l = robot.link_pose(link, q)     # the locked robot is rigid: base frame
+            on_body.update({k: r_l @ np.asarray(v, float) + p_l for k, v in table.items()})
+        tree = Tree((Link(base_link, "platform", None, overall, on_body),))
         obj = ObjectSpec(session, "robot", tree, np.eye(3),
                          np.asarray(base_position_platform_m, float))
         sc_q = replace(sc, obj=obj, postures=(PosturePlan(name, {}, settings),),
@@ -202,7 +210,9 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
                 "robot": {"urdf": "robot.prior.urdf", "base_link": base_link,
                           "fixed_joints": Inline(fixed_joints),
                           "markers": {base_link: Inline({k: _l(v)
-                                                         for k, v in markers.items()})}},
+                                                         for k, v in markers.items()}),
+                                      **{link: Inline({k: _l(v) for k, v in table.items()})
+                                         for link, table in (link_markers or {}).items()}}},
                 "postures": entries}
     path = folder / "session.toml"
     path.write_text(dumps(manifest, header=f"a simulated robot study ({Path(urdf).name}, "
