@@ -165,6 +165,11 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
     if advice:
         adv = advise_posture(model, qs, base, total_mass_kg,
                              reference_radius(overall, total_mass_kg))
+        if adv.rank_now < adv.rank_reachable:
+            notes.append(f"locked postures of this robot can identify {adv.rank_reachable} "
+                         f"combinations; these {len(qs)} reach {adv.rank_now}, and until the "
+                         "rank is reached the combinations' groupings depend on the postures "
+                         "chosen (see the advice)")
     fit = fit_consistent(model, base) if consistent else None
     warnings = list(inputs.warnings) + ([] if fit is None else fit.warnings)
     return RobotOutcome(inputs, base, fit, adv, warnings, notes)
