@@ -25,7 +25,8 @@ from rigtool.identify.subset.regressor import reference_radius
 from rigtool.robot.advice import PostureAdvice, advise_posture
 from rigtool.robot.base_parameters import RobotBaseResult, fit_base_parameters
 from rigtool.robot.consistent import ConsistentResult, fit_consistent
-from rigtool.robot.joint_angles import PostureAngles, posture_angles, read_joint_angles
+from rigtool.robot.joint_angles import (JointAngles, PostureAngles, posture_angles,
+                                        read_joint_angles)
 from rigtool.robot.urdf_model import RobotModel, load_robot_model
 
 
@@ -36,6 +37,7 @@ class RobotInputs:
     model: RobotModel
     angles: list[PostureAngles]
     warnings: list[str] = field(default_factory=list)
+    motion_angles: JointAngles | None = None      # the [relative_motion] encoders
 
 
 @dataclass
@@ -47,6 +49,8 @@ class RobotOutcome:
     base: RobotBaseResult
     consistent: ConsistentResult | None
     advice: PostureAdvice | None
+    locked: RobotBaseResult | None = None        # the locked postures' own, when ``base``
+                                                 # also has the motion capture's rows
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     marker_checks: list[dict] = field(default_factory=list)
@@ -62,6 +66,8 @@ class RobotOutcome:
             "postures": [{"joint_angles": pa.values,
                           "joint_spread": pa.spread} for pa in self.inputs.angles],
             "base_parameters": self.base.to_json(),
+            "locked_postures_rank": (self.base if self.locked is None else self.locked).rank,
+            "with_motion": self.locked is not None,
             "unidentifiable": self.base.unidentifiable,
             "advice": None if self.advice is None else {
                 "text": self.advice.text, "joint_values": self.advice.joint_values,
@@ -95,7 +101,15 @@ def prepare_robot(session: Session) -> RobotInputs:
                                 f"limits [{low:.4g}, {high:.4g}]")
         angles.append(pa)
         warnings += pa.warnings
-    return RobotInputs(model, angles, warnings)
+    motion = None
+    if session.relative_motion is not None:
+        if spec.relative_joint_angles is None:
+            raise ConfigError("a robot's [relative_motion] needs joint_angles (the encoders' "
+                              "file of the motion)", path=session.path,
+                              field="relative_motion.joint_angles")
+        motion = read_joint_angles(spec.relative_joint_angles, model.moving_joints,
+                                   held=list(model.fixed_joints))
+    return RobotInputs(model, angles, warnings, motion)
 
 
 #: A marker on a moving link further than this from where the encoders and the URDF put
@@ -147,10 +161,12 @@ def link_marker_checks(session: Session, inputs: RobotInputs) -> tuple[list[dict
 
 def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
               total_mass_std_kg: float | None = None, *, consistent: bool = True,
-              advice: bool = True) -> RobotOutcome:
+              advice: bool = True, motion: dict | None = None) -> RobotOutcome:
     """Base parameters, advice and per-link parameters from the postures' overall
     properties (``overall``: :class:`~rigtool.identify.subset.regressor.PostureOverall` per
-    posture, in the manifest's order)."""
+    posture, in the manifest's order). ``motion``: the keywords of
+    :func:`rigtool.robot.motion_fit.motion_rows` but the robot and the encoders (a
+    ``[relative_motion]`` capture): its rows join the postures'."""
     model = inputs.model
     qs = [np.array([pa.values[j] for j in model.moving_joints]) for pa in inputs.angles]
     poses = [model.body_poses(q) for q in qs]
@@ -170,9 +186,20 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
                          f"combinations; these {len(qs)} reach {adv.rank_now}, and until the "
                          "rank is reached the combinations' groupings depend on the postures "
                          "chosen (see the advice)")
+    locked = None
+    if motion is not None and inputs.motion_angles is not None:
+        from rigtool.robot.motion_fit import motion_extra, motion_rows
+        rows = motion_rows(model, angles=inputs.motion_angles, **motion)
+        extra = motion_extra(rows, total_mass_kg, reference_radius(overall, total_mass_kg))
+        locked = base
+        base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], overall,
+                                   model.names, total_mass_kg, total_mass_std_kg=mass_std,
+                                   extra=extra)
+        notes.append(f"the joints' motion ({len(rows.frames)} frames) identifies "
+                     f"{base.rank - locked.rank} more combinations: {base.rank} in all")
     fit = fit_consistent(model, base) if consistent else None
     warnings = list(inputs.warnings) + ([] if fit is None else fit.warnings)
-    return RobotOutcome(inputs, base, fit, adv, warnings, notes)
+    return RobotOutcome(inputs, base, fit, adv, locked=locked, warnings=warnings, notes=notes)
 
 
 __all__ = ["RobotInputs", "RobotOutcome", "prepare_robot", "fit_robot",

@@ -250,8 +250,16 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     robot = None
     if robot_inputs is not None:
         progress("robot: base parameters and per-link parameters")
+        motion = None
+        if relative_data is not None:
+            progress("robot: the joints' motion")
+            motion = dict(rig=rigfile.rig, platform=rigfile.rig.platform.params,
+                          data=relative_data, settings=session.filter,
+                          r_pb=outcomes[0].base_rotation_platform,
+                          t_pb=outcomes[0].base_position_platform,
+                          window=session.relative_motion.window)
         robot = fit_robot(robot_inputs, [posture_overall(o) for o in outcomes], total_mass,
-                          mass_std)
+                          mass_std, motion=motion)
         robot.marker_checks, marker_warnings = link_marker_checks(session, robot_inputs)
         robot.warnings += marker_warnings
         warnings += [f"robot: {w}" for w in robot.warnings]

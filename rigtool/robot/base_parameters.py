@@ -197,10 +197,15 @@ def structural_rows(k_list: list[np.ndarray], total_mass_kg: float, radius_m: fl
 
 
 def identifiable_structure(k_list: list[np.ndarray], names: list[str], total_mass_kg: float,
-                           radius_m: float, *, rtol: float = DEFAULT_RTOL):
+                           radius_m: float, *, rtol: float = DEFAULT_RTOL,
+                           extra_structural: np.ndarray | None = None):
     """``(independent, beta, null_space, singular_values)`` of the postures' regressors
-    ``K`` (see module docstring): ``pi_base = pi[ind] + beta @ pi[dep]``."""
+    ``K`` (see module docstring): ``pi_base = pi[ind] + beta @ pi[dep]``.
+    ``extra_structural``: more unit-free rows (another experiment's, e.g. the robot's base
+    wrench while its joints move, rigtool.robot.motion_fit)."""
     w = structural_rows(k_list, total_mass_kg, radius_m)
+    if extra_structural is not None:
+        w = np.vstack([w, extra_structural])
     scale = np.linalg.norm(w, axis=0)
     scale[scale == 0] = 1.0
     _, s, vt = np.linalg.svd(w / scale, full_matrices=True)
@@ -233,7 +238,8 @@ def _grouping(ind_name: str, coeffs: np.ndarray, dep_names: list[str]) -> tuple[
 def fit_base_parameters(rotations: list[np.ndarray], positions_m: list[np.ndarray],
                         postures: list[PostureOverall], bodies: list[str],
                         total_mass_kg: float, *, total_mass_std_kg: float | None = None,
-                        rtol: float = DEFAULT_RTOL) -> RobotBaseResult:
+                        rtol: float = DEFAULT_RTOL, extra: tuple | None = None
+                        ) -> RobotBaseResult:
     """The base parameters and their standard errors from locked postures.
 
     Parameters
@@ -251,6 +257,9 @@ def fit_base_parameters(rotations: list[np.ndarray], positions_m: list[np.ndarra
         The scale's standard uncertainty (default ``1e-4`` of the mass).
     rtol : float
         Relative singular value of a null direction.
+    extra : tuple, optional
+        ``(structural, a_whitened, b_whitened, label)``: rows of another experiment on the
+        same parameters, unit-free for the structure and whitened for the estimate.
 
     Returns
     -------
@@ -259,8 +268,9 @@ def fit_base_parameters(rotations: list[np.ndarray], positions_m: list[np.ndarra
     k_list = [overall_regressor(r, p) for r, p in zip(rotations, positions_m)]
     names = parameter_names(bodies)
     radius = reference_radius(postures, total_mass_kg)
-    ind, dep, beta, null, sv = identifiable_structure(k_list, names, total_mass_kg, radius,
-                                                      rtol=rtol)
+    ind, dep, beta, null, sv = identifiable_structure(
+        k_list, names, total_mass_kg, radius, rtol=rtol,
+        extra_structural=None if extra is None else extra[0])
     rank = ind.size
     # the whitened system in the independent columns
     a_rows, b_rows, labels = [], [], []
@@ -273,6 +283,9 @@ def fit_base_parameters(rotations: list[np.ndarray], positions_m: list[np.ndarra
     mass_std = total_mass_std_kg if total_mass_std_kg else 1e-4 * total_mass_kg
     a_rows.append(k_list[0][:1] / mass_std)
     b_rows.append(np.array([total_mass_kg / mass_std]))
+    if extra is not None:
+        a_rows.append(extra[1])
+        b_rows.append(extra[2])
     a_w, b_w = np.vstack(a_rows), np.concatenate(b_rows)
     a_ind = a_w[:, ind]
     q, r = np.linalg.qr(a_ind)
@@ -284,6 +297,9 @@ def fit_base_parameters(rotations: list[np.ndarray], positions_m: list[np.ndarra
     chi2 = float(resid @ resid / dof) if dof > 0 else float("nan")
     rms = {lab: float(np.sqrt(np.mean(resid[9 * i:9 * i + 9] ** 2)))
            for i, lab in enumerate(labels)}
+    if extra is not None:
+        n_extra = extra[2].size
+        rms[extra[3]] = float(np.sqrt(np.mean(resid[-n_extra:] ** 2)))
     combination = np.zeros((rank, len(names)))
     combination[np.arange(rank), ind] = 1.0
     if dep.size:

@@ -110,7 +110,8 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
                       perturbation: PriorPerturbation = PriorPerturbation(),
                       postures: list[np.ndarray] | None = None,
                       base_position_platform_m=(0.0, 0.0, 0.0),
-                      link_markers: dict[str, dict[str, list]] | None = None) -> Path:
+                      link_markers: dict[str, dict[str, list]] | None = None,
+                      motion_s: float | None = None) -> Path:
     """Simulate a robot study (see module docstring) and return its manifest's path.
 
     Parameters
@@ -140,6 +141,10 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
     link_markers : dict, optional
         Markers on other links (link -> {marker: link-frame coordinates, m}): captured with
         the rest (placed by forward kinematics) and named in the manifest as checks.
+    motion_s : float, optional
+        Also a ``[relative_motion]`` capture this long: the motors move every joint along a
+        multi-sine about the first posture (rigtool.sim.robot_motion), its encoders beside
+        it.
     """
     out_dir = Path(out_dir)
     sc = load_scenario(rig_scenario)
@@ -204,6 +209,32 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
                                                                       _l(q))),
                                "mass": overall.mass, "com": _l(overall.com),
                                "inertia_com": _l(overall.inertia_com)})
+    motion_entry = None
+    if motion_s is not None:
+        from rigtool.sim.markers import MarkerSet
+        from rigtool.sim.robot_motion import multisine_joints, simulate_robot_motion
+        lo, hi = robot.limits()
+        joints = multisine_joints(qs[0], lo, hi, seed=seed)
+        traj = simulate_robot_motion(
+            sc.rig, sc.platform_params, robot, np.eye(3),
+            np.asarray(base_position_platform_m, float), joints, motion_s, settings.rate_hz,
+            platform_offset=settings.offset, platform_velocity=settings.velocity,
+            robot_params=truth_pi)
+        sets = [MarkerSet("platform", sc.rig.platform.markers_platform, sc.platform_subject),
+                MarkerSet(base_link, markers, "robot")]
+        data = synthesize_markers(traj, sets, noise_sigma_m=settings.noise_sigma_m,
+                                  rng=np.random.default_rng([seed, zlib.crc32(b"motion")]),
+                                  rate_hz=settings.rate_hz)
+        write_capture(data, folder / ("motion" + EXTENSIONS[settings.format]),
+                      format=settings.format, units="mm")
+        t = traj.time_s
+        enc = traj.q + encoder_noise_rad * rng.standard_normal(traj.q.shape)
+        lines = ["frame,time_s," + ",".join(robot.moving_joints)]
+        lines += [f"{k},{tk:.6f}," + ",".join(f"{v:.9f}" for v in row)
+                  for k, (tk, row) in enumerate(zip(t, enc))]
+        (folder / "motion.joints.csv").write_text("\n".join(lines) + "\n")
+        motion_entry = {"capture": "motion" + EXTENSIONS[settings.format],
+                        "joint_angles": "motion.joints.csv"}
     manifest = {"session": {"name": session,
                             "rig": f"../../calibration/{sc.rig.name}.calibrated.toml",
                             "total_mass": float(truth_pi[0::10].sum())},
@@ -214,6 +245,8 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
                                       **{link: Inline({k: _l(v) for k, v in table.items()})
                                          for link, table in (link_markers or {}).items()}}},
                 "postures": entries}
+    if motion_entry is not None:
+        manifest["relative_motion"] = motion_entry
     path = folder / "session.toml"
     path.write_text(dumps(manifest, header=f"a simulated robot study ({Path(urdf).name}, "
                                            f"seed {seed})"))
