@@ -17,8 +17,12 @@ posture fits) then gives the base parameters and robot.urdf. Printed:
 - the coverage of +-2 standard errors, the RMS of error / std, and the same for robot.urdf
   (the per-link physically consistent fit) against the base parameters.
 
+With ``--motion SECONDS`` the study also has a capture of the joints moved by the motors
+(rigtool.sim.robot_motion; ``[relative_motion]`` with the encoders' file), whose rows join
+the postures' (rigtool.robot.motion_fit): one more combination per revolute joint.
+
 Run: ``python3 benchmarks/robot.py [--robots panda,ur5] [--postures 9] [--seed 0]
-[--duration 15] [--keep DIR]``.
+[--duration 15] [--motion 10] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -52,12 +56,14 @@ def _kind(name: str) -> str:
     return "mass" if lead == "m" else "first" if lead.startswith("M") else "inertia"
 
 
-def one_robot(name: str, n_postures: int, seed: int, duration: float, folder: Path) -> dict:
+def one_robot(name: str, n_postures: int, seed: int, duration: float, folder: Path,
+              motion_s: float | None = None) -> dict:
     _, base, fixed = EXAMPLE_ROBOTS[name]
     t0 = time.perf_counter()
     session = write_robot_study(ROOT / "scenarios" / "demo.toml", folder,
                                 example_robot_urdf(name), base, fixed, session=name,
-                                n_postures=n_postures, seed=seed, duration_s=duration)
+                                n_postures=n_postures, seed=seed, duration_s=duration,
+                                motion_s=motion_s)
     t_sim = time.perf_counter() - t0
     out = folder / "results"
     t0 = time.perf_counter()
@@ -87,7 +93,10 @@ def one_robot(name: str, n_postures: int, seed: int, duration: float, folder: Pa
     unit = {"mass": (100.0 / m_total, "% M"), "first": (1e3 / m_total, "mm M"),
             "inertia": (100.0 / lam_max, "% Imax")}
     print(f"base parameters: rank {bp['rank']} of {bp['n_parameters']}, reduced chi^2 "
-          f"{bp['reduced_chi2']:.3g}")
+          f"{bp['reduced_chi2']:.3g}" + (f" (locked postures alone: rank "
+                                         f"{rep['robot']['locked_postures_rank']}; with the "
+                                         f"joints' motion, {motion_s:g} s)"
+                                         if rep["robot"].get("with_motion") else ""))
     print(f"  {'base parameter':28s} {'unit':>6s} {'error':>9s} {'prior':>9s} {'err/std':>8s}")
     z, z_urdf, worst = [], [], {"mass": [0, 0], "first": [0, 0], "inertia": [0, 0]}
     for label, expr, v, s in zip(bp["names"], bp["expressions"], bp["values"], bp["std"]):
@@ -125,13 +134,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--duration", type=float, default=15.0)
     ap.add_argument("--keep", type=Path, default=None, help="keep the studies here")
+    ap.add_argument("--motion", type=float, default=None, metavar="SECONDS",
+                    help="also a capture of the joints moved by the motors (multi-sine about "
+                         "the first posture) this long, as [relative_motion]")
     args = ap.parse_args()
     for name in args.robots.split(","):
         if args.keep is not None:
-            one_robot(name, args.postures, args.seed, args.duration, args.keep / name)
+            one_robot(name, args.postures, args.seed, args.duration, args.keep / name,
+                      args.motion)
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                one_robot(name, args.postures, args.seed, args.duration, Path(tmp))
+                one_robot(name, args.postures, args.seed, args.duration, Path(tmp),
+                          args.motion)
 
 
 if __name__ == "__main__":
