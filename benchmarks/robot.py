@@ -119,7 +119,8 @@ def one_robot(name: str, n_postures: int, seed: int, duration: float, folder: Pa
     print(f"coverage of +-2 std: {100 * cover:.0f} % ({int(np.sum(np.abs(z) <= 2))} of "
           f"{z.size}); RMS of error/std {np.sqrt(np.mean(z ** 2)):.2f}")
     print(f"robot.urdf (physically consistent, closest to the prior) reproduces the base "
-          f"parameters within {np.abs(z_urdf).max():.2f} std (RMS {np.sqrt(np.mean(z_urdf ** 2)):.2f})")
+          f"parameters within {np.abs(z_urdf).max():.2f} std "
+          f"(RMS {np.sqrt(np.mean(z_urdf ** 2)):.2f})")
     adv = rep["robot"].get("advice")
     if adv:
         print(f"advice: {adv['text']}")

@@ -75,7 +75,8 @@ def test_overall_regressor_matches_pinocchio_inertia_algebra():
     total = pin.Inertia.Zero()
     for j in range(robot.n_bodies):
         m = pin.SE3(rot[j], pos[j])
-        total += m.act(pin.Inertia.FromDynamicParameters(to_pinocchio_order(pi[10 * j:10 * j + 10])))
+        dyn = to_pinocchio_order(pi[10 * j:10 * j + 10])
+        total += m.act(pin.Inertia.FromDynamicParameters(dyn))
     assert np.allclose(to_pinocchio_order(ours), total.toDynamicParameters(), atol=1e-12)
 
 

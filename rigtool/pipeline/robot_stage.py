@@ -120,7 +120,8 @@ MARKER_CHECK_TOL_M = 0.003
 def link_marker_checks(session: Session, inputs: RobotInputs) -> tuple[list[dict], list[str]]:
     """Markers the manifest puts on links other than the base: per posture and marker, the
     distance (m) between where the capture sees it (in the base link's frame, from the base
-    link's markers; the median over the posture's frames) and where forward kinematics of the encoders' angles puts it.
+    link's markers; the median over the posture's frames) and where forward kinematics of
+    the encoders' angles puts it.
     A distance above :data:`MARKER_CHECK_TOL_M` is a warning (a joint reading, the URDF's
     kinematics or the marker's coordinates are off)."""
     from rigtool.kinematics.pose import body_trajectory

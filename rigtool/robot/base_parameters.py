@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from rigtool.inertia import inertia_vector, pseudo_inertia, transform_params
+from rigtool.inertia import inertia_vector, pseudo_inertia
 from rigtool.identify.subset.regressor import (PostureOverall, posture_covariance,
                                                posture_target, reference_radius, whitener)
 

@@ -210,7 +210,7 @@ def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
     z = (base.combination @ pi.ravel() - base.values) / base.std
     if p2.status not in ("optimal",):
         warnings.append(f"per-link fit: solver status {p2.status}")
-    div = [log_det_divergence(pseudo_inertia(own[j]) + 0 * j0s[j], j0s[j]) for j in range(n)]
+    div = [log_det_divergence(pseudo_inertia(own[j]), j0s[j]) for j in range(n)]
     return ConsistentResult([InertialParams(p) for p in pi], [InertialParams(o) for o in own],
                             chi2_min, chi2, float(np.max(np.abs(z))), div,
                             source_of_parameters(base), p2.status, warnings)

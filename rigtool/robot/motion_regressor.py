@@ -34,7 +34,7 @@ def floating_model(robot: RobotModel):
     ff = pin.Model()
     ff.gravity = pin.Motion.Zero()          # gravity enters through the base acceleration
     root = ff.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "base_free_flyer")
-    base_inv = robot._base_placement.inverse()
+    base_inv = robot.base_placement.inverse()
     # body 0 in base-link coordinates
     ff.appendBodyToJoint(root, base_inv.act(fixed.inertias[0]), pin.SE3.Identity())
     ids = {0: root}

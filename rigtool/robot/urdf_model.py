@@ -138,7 +138,8 @@ class RobotModel:
     link_inertials: dict[str, InertialParams]
     link_poses: dict[str, tuple[int, np.ndarray, np.ndarray]]
     pin_model: object = field(repr=False)
-    _base_placement: object = field(default=None, repr=False)
+    #: the base link's frame in the URDF root's (pinocchio ``SE3``)
+    base_placement: object = field(default=None, repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -184,7 +185,7 @@ class RobotModel:
         model = self.pin_model
         data = model.createData()
         pin.forwardKinematics(model, data, self.configuration(angles))
-        base_inv = self._base_placement.inverse()
+        base_inv = self.base_placement.inverse()
         rot = np.zeros((self.n_bodies, 3, 3))
         pos = np.zeros((self.n_bodies, 3))
         for j in range(self.n_bodies):

@@ -72,7 +72,7 @@ def platform_robot_model(robot: RobotModel, platform: InertialParams,
     model.appendBodyToJoint(root, _pin_inertia(platform), pin.SE3.Identity())
     p_m_b = pin.SE3(np.asarray(base_rotation_platform, float),
                     np.asarray(base_position_platform_m, float))
-    p_m_root = p_m_b * robot._base_placement.inverse()       # platform <- URDF root
+    p_m_root = p_m_b * robot.base_placement.inverse()       # platform <- URDF root
     inertia = [pin.Inertia.FromDynamicParameters(to_pinocchio_order(per[j]))
                for j in range(robot.n_bodies)]
     # body 0's parameters are in the URDF root's frame (robot.pin_model's universe)
@@ -138,7 +138,6 @@ def simulate_robot_motion(rig: Rig, platform: InertialParams, robot: RobotModel,
     vel = np.asarray(platform_velocity, float)
     r0 = Rotation.from_rotvec(off[3:]).as_matrix() @ r_eq
     p0 = p_eq + off[:3]
-    nq_j = model.nq - 7
     idx = [(model.idx_qs[j], model.idx_vs[j], model.nqs[j]) for j in range(2, model.njoints)]
 
     def config(x_pose: np.ndarray, qj: np.ndarray) -> np.ndarray:

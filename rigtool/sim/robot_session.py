@@ -33,7 +33,7 @@ from rigtool.robot.outputs import write_robot_urdf
 from rigtool.robot.urdf_model import RobotModel, load_robot_model
 from rigtool.sim.markers import synthesize_markers
 from rigtool.sim.scenario import load_scenario
-from rigtool.sim.scenario_types import EXTENSIONS, ObjectSpec, PosturePlan, Scenario
+from rigtool.sim.scenario_types import EXTENSIONS, ObjectSpec, PosturePlan
 from rigtool.sim.session_writer import _rig_truth, capture_jobs, rig_file_dict, simulate_job
 from rigtool.sim.true_calibration import write_true_calibration
 from rigtool.tomlwrite import Inline, dumps
