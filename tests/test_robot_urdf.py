@@ -11,6 +11,7 @@ pytest.importorskip("pinocchio")
 
 from rigtool.config import load_session
 from rigtool.errors import ConfigError, InputError
+from rigtool.inertia import InertialParams
 from rigtool.robot.joint_angles import posture_angles, read_joint_angles
 from rigtool.robot.urdf_model import (body_inertias_pinocchio, load_robot_model,
                                       parse_urdf_xml, rpy_matrix)
@@ -207,3 +208,70 @@ def test_joint_angle_errors(tmp_path, panda):
     path.write_text("time_s," + ",".join(moving[:-1]) + "\n0," + "0," * 5 + "0\n")
     with pytest.raises(InputError, match="panda_joint7"):
         read_joint_angles(path, moving)
+
+
+SMALL_URDF = """<?xml version="1.0"?>
+<!-- a base, a turntable on a continuous joint, a slider on a prismatic joint, a tool fixed
+     to the slider (its inertial kept), and a bracket with no inertial -->
+<robot name="small">
+  <link name="base">
+    <inertial><origin xyz="0 0 0.05"/><mass value="2.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.02"/></inertial>
+  </link>
+  <link name="table">
+    <inertial><origin xyz="0.02 0 0.03" rpy="0 0 0.3"/><mass value="1.5"/>
+      <inertia ixx="0.004" ixy="0.0005" ixz="0" iyy="0.006" iyz="0" izz="0.008"/></inertial>
+  </link>
+  <link name="slider">
+    <inertial><origin xyz="0 0 0.1"/><mass value="0.8"/>
+      <inertia ixx="0.003" ixy="0" ixz="0" iyy="0.003" iyz="0" izz="0.001"/></inertial>
+  </link>
+  <link name="tool">
+    <inertial><origin xyz="0 0.01 0.02"/><mass value="0.3"/>
+      <inertia ixx="0.0002" ixy="0" ixz="0" iyy="0.0002" iyz="0" izz="0.0001"/></inertial>
+  </link>
+  <link name="bracket"/>
+  <joint name="turn" type="continuous">
+    <parent link="base"/><child link="table"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/>
+  </joint>
+  <joint name="slide" type="prismatic">
+    <parent link="table"/><child link="slider"/>
+    <origin xyz="0.1 0 0.05" rpy="0.2 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-0.05" upper="0.15" effort="10" velocity="1"/>
+  </joint>
+  <joint name="tool_mount" type="fixed">
+    <parent link="slider"/><child link="tool"/><origin xyz="0 0 0.2"/>
+  </joint>
+  <joint name="bracket_mount" type="fixed">
+    <parent link="table"/><child link="bracket"/><origin xyz="0 0.05 0"/>
+  </joint>
+</robot>
+"""
+
+
+def test_continuous_prismatic_and_fixed_joints(tmp_path):
+    from rigtool.robot.outputs import write_robot_urdf
+    path = tmp_path / "small.urdf"
+    path.write_text(SMALL_URDF)
+    robot = load_robot_model(path, "base")
+    assert robot.names == ["base", "table", "slider"]
+    assert [b.joint_type for b in robot.bodies[1:]] == ["continuous", "prismatic"]
+    assert robot.bodies[2].links == ("slider", "tool")
+    assert robot.bodies[1].lower is None and robot.bodies[2].upper == pytest.approx(0.15)
+    assert np.allclose(np.stack([b.prior.pi for b in robot.bodies]),
+                       body_inertias_pinocchio(robot), atol=1e-12)
+    for q in ([0.4, 0.1], [-2.5, -0.03], [3.0, 0.0]):
+        qd = dict(zip(robot.moving_joints, q))
+        for link in ("table", "slider", "tool", "bracket"):
+            r, p = robot.link_pose(link, qd)
+            r_ref, p_ref = _chain_pose(path, "base", link, qd, {})
+            assert np.allclose(r, r_ref, atol=1e-12) and np.allclose(p, p_ref, atol=1e-12)
+    # the bracket has no inertial: writing the table's block leaves it without one; the
+    # tool keeps its own
+    own = [InertialParams(b.prior.pi - b.attached.pi) for b in robot.bodies]
+    out = write_robot_urdf(robot, own, tmp_path / "robot.urdf")
+    back = load_robot_model(out, "base")
+    assert np.allclose(back.prior_vector(), robot.prior_vector(), atol=1e-9)
+    assert "<!-- a base, a turntable" in out.read_text()
+    assert '<link name="bracket"/>' in out.read_text()
