@@ -14,7 +14,7 @@ import pytest
 
 from rigtool.cli import main
 from rigtool.config import load_session
-from rigtool.config.schema import (FILES, POSTURES, RIG, SESSION, Key, Table, check_keys,
+from rigtool.config.schema import (FILES, POSTURES, RIG, ROBOT_POSTURES, SESSION, Key, Table, check_keys,
                                    closest_key, every_key, json_schema, reference_markdown)
 from rigtool.errors import ConfigError
 from rigtool.tomlwrite import dumps
@@ -81,6 +81,7 @@ def _cli(argv: list[str]) -> tuple[int, str]:
     ("run", SESSION, "session.toml"),
     ("calibrate", RIG, "rig.toml"),
     ("subset", POSTURES, "postures.toml"),
+    ("subset", ROBOT_POSTURES, "postures.toml"),
 ])
 def test_every_key_misspelt_once_is_named(tmp_path, command, schema, name):
     """The fuzz over a whole schema: each key of each table misspelt once gives exit 2 with

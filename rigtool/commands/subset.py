@@ -14,10 +14,11 @@ import json
 from pathlib import Path
 
 from rigtool import __version__
-from rigtool.config import sha256_of
+from rigtool.config import read_toml, sha256_of
 from rigtool.errors import EXIT_OK, EXIT_PARTIAL, ConfigError, InputError
 from rigtool.identify.subset.postures_file import load_postures
 from rigtool.identify.subset.fit import DEFAULT_RTOL, WEIGHTINGS, fit_subset
+from rigtool.robot.postures_file import is_robot_postures
 
 HELP = "Phi_s (paper 002) from overall properties of several postures measured elsewhere"
 
@@ -50,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         if same:
             raise InputError("refusing to write over the input file; choose another -o",
                              path=args.output)
+    if is_robot_postures(read_toml(args.postures)):
+        return run_robot(args)
     pf = load_postures(args.postures)
     result = fit_subset(pf.tree, pf.postures, pf.total_mass_kg, rtol=args.rtol,
                         weighting=args.weighting, consistent=args.consistent)
@@ -77,3 +80,35 @@ def run(args: argparse.Namespace) -> int:
     # judged as `rigtool run` judges the same postures: a rank-deficient Phi_s is a
     # partial result (what is identified is written, the null directions named)
     return EXIT_OK if result.identified else EXIT_PARTIAL
+
+
+def run_robot(args: argparse.Namespace) -> int:
+    """A robot's postures.toml (a ``[robot]`` table): its base parameters
+    (rigtool.robot.base_parameters) instead of Phi_s."""
+    from rigtool.robot.base_parameters import fit_base_parameters
+    from rigtool.robot.postures_file import load_robot_postures
+
+    pf = load_robot_postures(args.postures)
+    poses = [pf.robot.body_poses(q) for q in pf.angles]
+    result = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], pf.postures,
+                                 pf.robot.names, pf.total_mass_kg,
+                                 total_mass_std_kg=pf.total_mass_std_kg)
+    doc = {"rigtool_version": __version__,
+           "input": {"path": str(args.postures), "sha256": sha256_of(args.postures)},
+           "robot": {"base_parameters": result.to_json(),
+                     "unidentifiable": result.unidentifiable}}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(result.table())
+    if args.output is not None:
+        try:
+            args.output.write_text(json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            raise ConfigError(f"cannot write the output: {exc.strerror}",
+                              path=args.output) from None
+        if not args.json:
+            print(f"wrote {args.output}")
+    # a robot's rank deficiency is structural (no capture of this kind identifies more):
+    # a complete result, the unidentifiable directions reported
+    return EXIT_OK

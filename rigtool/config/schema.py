@@ -237,6 +237,8 @@ _POSTURE = Table("one locked posture: the platform's free vibration with the joi
         choices=("auto", "independent", "frame"), default="auto"),
     Key("cluster_frames", "integer", 'consecutive frames per cluster of "frame" standard '
         "errors", default="1"),
+    Key("joint_angles", "string", "a robot's joint-angle CSV for this capture (time_s and one "
+        "column per moving URDF joint, rad or m; path relative to the manifest)"),
 ))
 
 _RELATIVE = Table("a capture with links moving while the platform vibrates", (
@@ -245,14 +247,25 @@ _RELATIVE = Table("a capture with links moving while the platform vibrates", (
     _UNITS,
     Key("motion", "string", '"passive" (links swing freely), "active" (their measured motion '
         'is prescribed) or "auto"', choices=("auto", "passive", "active"), default="auto"),
+    Key("joint_angles", "string", "a robot's joint-angle CSV while its motors drive the joints"),
+))
+
+_ROBOT = Table("a robot described by its URDF (instead of [[links]])", (
+    Key("urdf", "string", "the URDF (path relative to the manifest)", required=True),
+    Key("base_link", "string", "the URDF link bolted to the platform", required=True),
+    Key("fixed_joints", "map", "URDF joint -> value held for the whole session (rad, or m "
+        "for prismatic): merged into its parent", value_kind="number"),
+    Key("markers", "map", "URDF link -> its markers {name = [x, y, z]} in the link frame, m; "
+        "the base link needs 3 or more", value_kind="table"),
 ))
 
 #: the session manifest (SPEC "The session manifest")
 SESSION = Table("the session manifest (captures/SESSION/session.toml)", (
     Key("session", "table", "the session", required=True, table=_SESSION_T),
     Key("filter", "table", "filter settings", table=_FILTER),
-    Key("links", "tables", "the object's links, base link first", required=True,
+    Key("links", "tables", "the object's links, base link first (required unless [robot])",
         table=_LINK),
+    Key("robot", "table", "a robot from its URDF (instead of [[links]])", table=_ROBOT),
     Key("postures", "tables", "the locked postures", table=_POSTURE),
     Key("relative_motion", "table", "the relative-motion capture", table=_RELATIVE),
 ))
@@ -378,9 +391,38 @@ TAGS = Table("the fiducial tags of a camera capture (tags.toml)", (
     Key("tags", "tables", "the tags", required=True, table=_TAG),
 ))
 
+_ROBOT_POSTURES_ROBOT = Table("the robot of a postures file", (
+    Key("urdf", "string", "the URDF (path relative to the postures file)", required=True),
+    Key("base_link", "string", "the URDF link the postures' frame is attached to",
+        required=True),
+    Key("fixed_joints", "map", "URDF joint -> value held (rad, or m for prismatic)",
+        value_kind="number"),
+))
+
+_ROBOT_POSTURE = Table("one posture's overall properties, in the base link's frame", (
+    Key("name", "string", "the posture's name", default="posture<N>"),
+    Key("com", "array", "centre of mass, m", required=True),
+    Key("inertia_com", "array", "3x3 inertia tensor about the centre of mass, kg m^2",
+        required=True),
+    Key("com_std", "any", "standard errors of the COM, m (one number or three)"),
+    Key("inertia_std", "any", "standard error of the inertia, kg m^2 (one number or a 3x3)"),
+    Key("joint_angles", "map", "URDF joint -> angle (rad, or m for prismatic) in this "
+        "posture", required=True, value_kind="number"),
+))
+
+#: a robot's postures file of ``rigtool subset`` (base parameters from overall properties)
+ROBOT_POSTURES = Table("a robot's overall properties measured elsewhere (postures.toml with "
+                       "a [robot] table)", (
+    Key("total_mass", "number", "the robot's mass, kg", required=True),
+    Key("total_mass_std", "number", "the scale's standard uncertainty, kg"),
+    Key("robot", "table", "the robot", required=True, table=_ROBOT_POSTURES_ROBOT),
+    Key("postures", "tables", "the postures", required=True, table=_ROBOT_POSTURE),
+))
+
 #: every declared file: its name in the documentation -> its schema
 FILES: dict[str, Table] = {"session manifest": SESSION, "rig file": RIG,
-                           "postures file": POSTURES, "camera file": CAMERA,
+                           "postures file": POSTURES,
+                           "robot postures file": ROBOT_POSTURES, "camera file": CAMERA,
                            "tags file": TAGS}
 
 
@@ -474,4 +516,4 @@ def reference_markdown(name: str, schema: Table) -> str:
 
 
 __all__ = ["KINDS", "Key", "Table", "closest_key", "check_keys", "SESSION", "RIG", "POSTURES",
-           "CAMERA", "TAGS", "FILES", "every_key", "json_schema", "reference_markdown"]
+           "ROBOT_POSTURES", "CAMERA", "TAGS", "FILES", "every_key", "json_schema", "reference_markdown"]

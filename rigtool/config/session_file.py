@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from rigtool.config.schema import SESSION, check_keys
+from rigtool.config.robot_section import RobotSpec, robot_section
 from rigtool.config.toml_fields import _markers, _units, _window, read_toml
 from rigtool.errors import ConfigError
 from rigtool.tree import Link, Tree
@@ -143,6 +144,7 @@ class Session:
     priors: dict[str, LinkPriorSpec] = field(default_factory=dict)
     subject_sex: str | None = None
     total_mass_std_kg: float | None = None      # the scale's standard uncertainty, kg
+    robot: "RobotSpec | None" = None            # [robot]: a URDF instead of [[links]]
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
@@ -190,7 +192,8 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
         raise ConfigError("stopband_hz must be above passband_hz", path=path,
                           field="filter.stopband_hz", found=filt.stopband_hz)
 
-    links_t = raw.get("links")
+    robot = robot_section(raw, path) if "robot" in raw else None
+    links_t = raw.get("links") if robot is None else robot.links_tables()
     if not isinstance(links_t, list) or not links_t:
         raise ConfigError("expected at least one [[links]] table", path=path, field="links")
     links, frames, priors = [], {}, {}
@@ -270,7 +273,7 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
                          _units(rt, field="relative_motion", path=path),
                          _motion_model(rt.get("motion", "auto"), path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
-                   tuple(postures), rel, raw, priors, sex, mass_std)
+                   tuple(postures), rel, raw, priors, sex, mass_std, robot)
 
 
 

@@ -59,6 +59,10 @@ def session_inputs(session: Session) -> list[dict]:
         files.append((_rel(Path(session.total_mass_from), root), Path(session.total_mass_from)))
     for spec in session.frames.values():
         files.append((_rel(spec.static_capture, root), spec.static_capture))
+    robot = getattr(session, "robot", None)
+    if robot is not None:                         # the URDF and the joint-angle files
+        files.append((_rel(robot.urdf, root), robot.urdf))
+        files += [(_rel(p, root), p) for p in robot.joint_angles.values()]
     for ref in session.postures:                 # a camera capture's marker covariance
         cov = covariance_file_of(ref)
         if cov is not None:

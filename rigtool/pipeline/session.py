@@ -48,6 +48,8 @@ from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_ma
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
 from rigtool.pipeline.preflight import check_session
+from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
+                                          prepare_robot)
 from rigtool.pipeline.rigid_widths import POSTURE_COLUMNS, posture_covariance_columns
 from rigtool.pipeline.workers import posture_processes, run_pool
 from rigtool.process_pool import LazyPool
@@ -77,6 +79,7 @@ class SessionOutcome:
     notes: list[str] = field(default_factory=list)      # stages skipped and why
     total_mass_std_kg: float = float("nan")      # the scale's standard uncertainty
     total_mass_std_source: str = ""              # where that number came from
+    robot: "RobotOutcome | None" = None          # a [robot] session: base parameters, links
     #: what the captures could not identify (a partial result: empty when complete)
     not_identified: list[str] = field(default_factory=list)
 
@@ -206,6 +209,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
+    robot_inputs = prepare_robot(session) if session.robot is not None else None
     kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
@@ -256,12 +260,29 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                      "[relative_motion] capture" if session.relative_motion is None else
                      "relative motion not run")
     mass_std, mass_std_source = total_mass_std(session, total_mass)
+    robot = None
+    if robot_inputs is not None:
+        progress("robot: base parameters and per-link parameters")
+        motion = None
+        if relative_data is not None:
+            progress("robot: the joints' motion")
+            motion = dict(rig=rigfile.rig, platform=rigfile.rig.platform.params,
+                          data=relative_data, settings=session.filter,
+                          r_pb=outcomes[0].base_rotation_platform,
+                          t_pb=outcomes[0].base_position_platform,
+                          window=session.relative_motion.window)
+        robot = fit_robot(robot_inputs, [posture_overall(o) for o in outcomes], total_mass,
+                          mass_std, motion=motion)
+        robot.marker_checks, marker_warnings = link_marker_checks(session, robot_inputs)
+        robot.warnings += marker_warnings
+        warnings += [f"robot: {w}" for w in robot.warnings]
+        notes += robot.notes
     return SessionOutcome(session, rigfile, total_mass, markers, inputs, outcomes, subset,
                           warnings, tree, joint_centres, relative, segments=segments,
                           notes=notes, relative_refinement=refinement,
                           relative_model=relative_model,
                           total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source,
-                          not_identified=not_identified)
+                          not_identified=not_identified, robot=robot)
 
 
 def subset_shortfall(subset: SubsetResult, n_postures: int) -> list[str]:

@@ -6,6 +6,7 @@ there is one, notes and inputs.
 
 from __future__ import annotations
 
+from rigtool.report.content_robot import robot_section
 from rigtool.report.blocks import Document
 from rigtool.report.content_detail import (closing_sections, joint_centres_section,
                                            partial_section, postures_section, relative_section,
@@ -22,6 +23,7 @@ def build_document(doc: dict, figures) -> Document:
                 postures_section(doc, figures),
                 joint_centres_section(doc), subset_section(doc, figures),
                 relative_section(doc, figures), segments_section(doc, figures),
+                robot_section(doc),
                 truth_section(doc)] + closing_sections(doc)
     return Document(f"rigtool report: {doc['session']}", subtitle,
                     [s for s in sections if s is not None])

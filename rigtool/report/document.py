@@ -205,6 +205,8 @@ def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict
         doc["segments"] = r(out.segments.to_json())
     else:
         not_run.append("segments")
+    if getattr(out, "robot", None) is not None:
+        doc["robot"] = r(out.robot.to_json())
     doc["stages_not_run"] = not_run
     # "partial": everything measured is written, but the captures could not identify all
     # (the exit status says so too: rigtool.errors.EXIT_PARTIAL)

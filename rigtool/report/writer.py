@@ -43,6 +43,8 @@ def write_report(out: SessionOutcome, out_dir: Path, *,
     if out.segments is not None:
         from rigtool.report.exports import write_exports
         written += write_exports(out.segments, out_dir, robot_name=out.session.name)
+    if getattr(out, "robot", None) is not None:
+        written += write_robot_files(out.robot, out_dir)
     (out_dir / "report.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     document = build_document(doc, figures)
@@ -53,4 +55,16 @@ def write_report(out: SessionOutcome, out_dir: Path, *,
     return written
 
 
-__all__ = ["write_report", "report_dict"]
+def write_robot_files(robot, out_dir: Path) -> list[Path]:
+    """A robot session's robot.urdf (the user's URDF, identified <inertial> blocks) and
+    base_parameters.csv."""
+    from rigtool.robot.outputs import write_base_parameters_csv, write_robot_urdf
+
+    written = [write_base_parameters_csv(robot.base, out_dir / "base_parameters.csv")]
+    if robot.consistent is not None:
+        written.append(write_robot_urdf(robot.inputs.model, robot.consistent.own,
+                                        out_dir / "robot.urdf"))
+    return written
+
+
+__all__ = ["write_report", "report_dict", "write_robot_files"]

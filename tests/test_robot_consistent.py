@@ -1,0 +1,121 @@
+"""Per-link physically consistent parameters of a robot from its base parameters and the
+URDF prior, and the files written: robot.urdf (loads in pinocchio, reproduces the base
+parameters, only <inertial> blocks changed) and base_parameters.csv."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import numpy as np
+import pytest
+
+pin = pytest.importorskip("pinocchio")
+
+from rigtool.identify.subset.regressor import PostureOverall
+from rigtool.inertia import InertialParams
+from rigtool.robot.base_parameters import fit_base_parameters
+from rigtool.robot.consistent import fit_consistent
+from rigtool.robot.outputs import write_base_parameters_csv, write_robot_urdf
+from rigtool.robot.urdf_model import from_pinocchio_order, load_robot_model
+from rigtool.sim.robot_models import EXAMPLE_ROBOTS, example_robot_urdf
+
+
+def _perturbed_truth(robot, rng):
+    """The URDF prior with each own link's mass +-10 %, COM +-1 cm, inertia +-10 %."""
+    out = []
+    for b in robot.bodies:
+        own = InertialParams(b.prior.pi - b.attached.pi)
+        if own.mass > 0:
+            own = InertialParams.from_com(own.mass * (1 + 0.1 * rng.standard_normal()),
+                                          own.com + 0.01 * rng.standard_normal(3),
+                                          own.inertia_com * (1 + 0.1 * rng.standard_normal()))
+        out.append(own.pi + b.attached.pi)
+    return np.concatenate(out)
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    _, base_link, fixed = EXAMPLE_ROBOTS["panda"]
+    robot = load_robot_model(example_robot_urdf("panda"), base_link, fixed)
+    rng = np.random.default_rng(2)
+    truth = _perturbed_truth(robot, rng)
+    lo, hi = robot.limits()
+    qs = [rng.uniform(lo, hi) for _ in range(9)]
+    poses = [robot.body_poses(q) for q in qs]
+    posts = []
+    for i, q in enumerate(qs):
+        o = robot.composite(truth, q)
+        posts.append(PostureOverall(f"p{i}", o.com, np.full(3, 3e-5), o.inertia_com, 1e-4, {}))
+    base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], posts,
+                               robot.names, truth[0::10].sum())
+    fit = fit_consistent(robot, base)
+    out = tmp_path_factory.mktemp("robot")
+    urdf = write_robot_urdf(robot, fit.own, out / "robot.urdf")
+    csv_path = write_base_parameters_csv(base, out / "base_parameters.csv")
+    return robot, truth, base, fit, urdf, csv_path
+
+
+def test_consistent_fit_reproduces_the_base_parameters(case):
+    robot, truth, base, fit, *_ = case
+    assert fit.status == "optimal" and fit.chi2_min < 1e-6
+    assert fit.max_abs_z < 1.0                     # within the standard errors
+    for p in fit.own:
+        assert p.is_physically_consistent(tol=1e-9)
+    # the identifiable directions come from the data, the others from the prior
+    assert sum(v == "data" for v in fit.source.values()) == 28
+    assert fit.source["m_panda_link3"] == "prior" and fit.source["MX_panda_link1"] == "data"
+
+
+def test_prior_that_fits_is_kept():
+    """Data made from the URDF itself: the closest consistent parameters are the prior."""
+    _, base_link, fixed = EXAMPLE_ROBOTS["panda"]
+    robot = load_robot_model(example_robot_urdf("panda"), base_link, fixed)
+    rng = np.random.default_rng(4)
+    lo, hi = robot.limits()
+    qs = [rng.uniform(lo, hi) for _ in range(9)]
+    poses = [robot.body_poses(q) for q in qs]
+    prior = robot.prior_vector()
+    posts = [PostureOverall(f"p{i}", robot.composite(prior, q).com, np.full(3, 3e-5),
+                            robot.composite(prior, q).inertia_com, 1e-4, {})
+             for i, q in enumerate(qs)]
+    base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], posts,
+                               robot.names, prior[0::10].sum())
+    fit = fit_consistent(robot, base)
+    scale = np.tile([1, 0.1, 0.1, 0.1] + [0.01] * 6, robot.n_bodies) * 2.0
+    assert np.max(np.abs(fit.vector() - prior) / scale) < 2e-3
+
+
+def test_written_urdf(case):
+    robot, truth, base, fit, urdf, _ = case
+    model = pin.buildModelFromUrdf(str(urdf))
+    back = load_robot_model(urdf, robot.base_link, robot.fixed_joints)
+    # pinocchio's own reading of the written file gives the fitted bodies
+    pin_bodies = np.stack([from_pinocchio_order(np.asarray(
+        back.pin_model.inertias[j].toDynamicParameters())) for j in range(back.n_bodies)])
+    assert np.allclose(pin_bodies.ravel(), fit.vector(), atol=1e-8)
+    z = (base.base_values_of(pin_bodies.ravel()) - base.values) / base.std
+    assert np.max(np.abs(z)) < 1.0
+    assert model.nq == 9
+    # outside the <inertial> blocks every byte is kept
+    strip = lambda t: re.sub(r"<inertial>.*?</inertial>", "", t, flags=re.S)
+    assert strip(urdf.read_text()) == strip(robot.path.read_text())
+    # the attached links (hand, fingers) keep their URDF blocks
+    hand = re.search(r'<link name="panda_hand">.*?</link>', urdf.read_text(), re.S).group(0)
+    assert '<mass value="0.73"/>' in hand
+
+
+def test_base_parameters_csv(case):
+    _, _, base, _, _, csv_path = case
+    rows = list(csv.DictReader(open(csv_path)))
+    assert len(rows) == base.rank == 52
+    assert list(rows[0]) == ["name", "combination", "value", "std"]
+    # every combination re-evaluated from its text gives its value on the truth's base
+    names = base.parameter_names
+    for row, v in zip(rows, base.values):
+        c = np.zeros(len(names))
+        for term in row["combination"].split(" + "):
+            coef, par = term.split("*")
+            c[names.index(par)] = float(coef)
+        assert float(row["value"]) == pytest.approx(v, rel=1e-8, abs=1e-12)
+        assert np.allclose(c, base.combination[rows.index(row)], rtol=1e-8, atol=1e-12)
