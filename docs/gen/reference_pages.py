@@ -21,6 +21,7 @@ FILE_PAGES = {
     "rig file": "reference/files/rig-file.md",
     "session manifest": "reference/files/session-manifest.md",
     "postures file": "reference/files/postures-file.md",
+    "robot postures file": "reference/files/robot-postures-file.md",
     "tags file": "reference/files/tags-file.md",
     "camera file": "reference/files/camera-file.md",
 }
