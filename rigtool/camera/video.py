@@ -1,4 +1,15 @@
-"""Frames of a video file, one at a time, as 8-bit grayscale (``cv2.VideoCapture``)."""
+"""Frames of a video file, one at a time, as 8-bit grayscale, each with the container's
+timestamp (``cv2.VideoCapture``).
+
+Timestamps: OpenCV's FFmpeg backend reports, after each read, the decoded picture's
+presentation time less the stream's start (``CAP_PROP_POS_MSEC``); ``CAP_PROP_POS_FRAMES``
+only counts the frames decoded so far, so a frame lost to damage shifts it and it is not
+used. When the decoder gives up before the end the container states (a demuxer that meets
+garbage stops there), reading resumes past the damage by seeking with the container's
+index; the frames re-read that way are checked against the ones decoded before, so a
+container that numbers frames by counting them (AVI) and so misplaces them after damage is
+refused rather than believed.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,9 @@ import numpy as np
 
 from rigtool.errors import InputError
 
+#: Largest mean absolute difference, grey levels, between the same frame decoded twice.
+SAME_PICTURE_LEVELS = 0.5
+
 
 class VideoFrames:
     """Grayscale frames of a video file, one at a time (``cv2.VideoCapture``).
@@ -15,6 +29,16 @@ class VideoFrames:
     When the decoder can hand out its luma plane directly (8-bit gray or YUV video: no
     conversion to BGR and back, several times faster on raw or MJPEG video), that plane
     is used, after checking on the first frame that it equals the converted image's gray.
+
+    Attributes
+    ----------
+    stamp_s : float or None
+        The container's timestamp of the frame :meth:`read` returned last, s from the
+        stream's start; None when the container gives none.
+    rate_hz : float
+        The container's nominal frame rate (0 when it states none).
+    n_frames_hint : int
+        The frame count the container states (or estimates from its duration; 0: none).
 
     Raises
     ------
@@ -39,6 +63,7 @@ class VideoFrames:
         self.height, self.width = gray.shape[:2]
         self.rate_hz = float(converted.get(cv2.CAP_PROP_FPS) or 0.0)
         self.n_frames_hint = int(converted.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+        first_ms = float(converted.get(cv2.CAP_PROP_POS_MSEC))
         self._cap, self._raw = converted, False
         raw_cap = self._open(convert=False)
         ok, raw = raw_cap.read()
@@ -50,6 +75,11 @@ class VideoFrames:
         else:
             raw_cap.release()
         self._pending = gray
+        self._pending_ms = first_ms
+        self._stamped: bool | None = None      # known after the second frame
+        self._first_ms = first_ms
+        self._last: tuple[int, np.ndarray] | None = None   # (frame number, picture)
+        self.stamp_s: float | None = None
 
     def _open(self, *, convert: bool):
         import cv2
@@ -65,19 +95,99 @@ class VideoFrames:
             return raw[:self.height]             # gray, or planar YUV whose Y comes first
         return None
 
-    def read(self) -> np.ndarray | None:
-        """The next frame as ``uint8 [H, W]``, or None at the end."""
+    def _gray(self, frame: np.ndarray) -> np.ndarray | None:
         import cv2
 
-        if self._pending is not None:
-            frame, self._pending = self._pending, None
-            return frame
-        ok, frame = self._cap.read()
-        if not ok or frame is None:
-            return None
         if self._raw:
             return self._luma(frame)
         return cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if frame.ndim == 3 else frame
+
+    def _number(self, stamp_ms: float) -> int:
+        return int(np.floor(stamp_ms * 1e-3 * self.rate_hz + 0.5))
+
+    def _grab(self, cap) -> tuple[np.ndarray, float] | None:
+        """The next picture of ``cap`` and its timestamp (ms), or None."""
+        import cv2
+
+        ok, frame = cap.read()
+        if not ok or frame is None:
+            return None
+        gray = self._gray(frame)
+        if gray is None:
+            return None
+        return gray, float(cap.get(cv2.CAP_PROP_POS_MSEC))
+
+    def read(self) -> np.ndarray | None:
+        """The next frame as ``uint8 [H, W]``, or None at the end (its timestamp:
+        :attr:`stamp_s`)."""
+        if self._pending is not None:
+            gray, stamp_ms = self._pending, self._pending_ms
+            self._pending = None
+        else:
+            got = self._grab(self._cap)
+            if got is None:
+                got = self._resume()
+            if got is None:
+                return None
+            gray, stamp_ms = got
+            if self._stamped is None:       # FFmpeg reports 0 for a frame without a time
+                self._stamped = not (stamp_ms <= 0.0 and self._first_ms <= 0.0)
+        stamped = self._stamped is not False and self.rate_hz > 0
+        self.stamp_s = stamp_ms * 1e-3 if stamped else None
+        if stamped:
+            self._last = (self._number(stamp_ms), gray)
+        return gray
+
+    def _resume(self) -> tuple[np.ndarray, float] | None:
+        """Frames past a stretch the decoder gave up on, found by seeking beyond it; None
+        when the container states no more frames or none can be decoded past it."""
+        import cv2
+
+        if not self._stamped or self._last is None or self.n_frames_hint <= self._last[0] + 1:
+            return None
+        last, picture = self._last
+        self._check_numbering(last, picture)
+        step = 1
+        while last + step < self.n_frames_hint:
+            cap = self._open(convert=not self._raw)
+            cap.set(cv2.CAP_PROP_POS_FRAMES, last + step)
+            for _ in range(2 * step + 64):
+                got = self._grab(cap)
+                if got is None:
+                    break
+                if self._number(got[1]) > last:
+                    self._cap.release()
+                    self._cap = cap
+                    return got
+            cap.release()
+            step *= 2
+        return None
+
+    def _check_numbering(self, number: int, picture: np.ndarray) -> None:
+        """The frame the container's index puts at ``number`` must be the picture decoding
+        in order numbered so; otherwise frames were lost before it and the container's
+        timestamps count decoded frames rather than date them."""
+        import cv2
+
+        cap = self._open(convert=not self._raw)
+        try:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, number)
+            got = self._grab(cap)
+        finally:
+            cap.release()
+        if got is None or self._number(got[1]) != number:
+            return                          # no index to check against: trust the order
+        diff = float(np.abs(got[0].astype(np.int16) - picture).mean())
+        if diff > SAME_PICTURE_LEVELS:
+            t = number / self.rate_hz
+            raise InputError(
+                f"the decoder stopped at frame {number} ({t:.3f} s) of the "
+                f"{self.n_frames_hint} the container states, and the container's index puts "
+                f"another picture there (mean difference {diff:.1f} grey levels): frames "
+                "before it were lost to damage and this container numbers frames by counting "
+                "them, so no later frame's time can be trusted; expected an undamaged video "
+                "(re-copy it from the camera, or re-mux it to .mkv with its timestamps)",
+                path=self.path)
 
     def close(self) -> None:
         """Release the decoder."""
