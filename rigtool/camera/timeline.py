@@ -124,12 +124,19 @@ class FrameTimeline:
                 unusable[max(0, g.first - edge):g.last + 1 + edge] = True
         return int((~unusable).sum())
 
-    def notes(self, expected_frames: int = 0) -> list[str]:
+    def notes(self, expected_frames: int = 0, concealed: list[int] | tuple = ()) -> list[str]:
         """What the capture's reader should know: lost stretches with their times, repeated
         frames, a video shorter than its container says, timestamps off the grid.
 
-        ``expected_frames``: the frame count the container states (0: unknown)."""
+        ``expected_frames``: the frame count the container states (0: unknown);
+        ``concealed``: frame numbers the decoder patched from earlier pictures (dropped)."""
         out = []
+        if len(concealed):
+            shown = ", ".join(str(k) for k in list(concealed)[:8])
+            more = f" and {len(concealed) - 8} more" if len(concealed) > 8 else ""
+            out.append(f"{self.video.name}: frame(s) {shown}{more} came out of the decoder "
+                       "patched with pieces of earlier pictures (damaged data) and were "
+                       "dropped with the frames lost")
         for g in self.gaps:
             how = ("the analysis interpolates it" if self._bridged(g) else
                    f"longer than the {MAX_BRIDGED_GAP_S:g} s the analysis interpolates: the "

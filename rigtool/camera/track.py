@@ -255,7 +255,8 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
                          rms_px={b: float(np.sqrt(ssr[b] / dof[b])) if dof[b] else float("nan")
                                  for b in bodies}, depth_std_m={}, lateral_std_m={}, lab_frame=lab_info,
                          n_decoded=timeline.n_decoded,
-                         notes=timeline.notes(frames.n_frames_hint))
+                         notes=timeline.notes(frames.n_frames_hint,
+                                              frames.concealed))
     for b in bodies:
         vals = np.concatenate(depth_vals[b]) if depth_vals[b] else np.zeros((0, 2))
         med = np.median(vals, axis=0) if len(vals) else np.full(2, np.nan)

@@ -21,6 +21,28 @@ from rigtool.errors import InputError
 
 #: Largest mean absolute difference, grey levels, between the same frame decoded twice.
 SAME_PICTURE_LEVELS = 0.5
+#: Lossless codecs whose decoder hides a damaged slice by copying it from an earlier picture
+#: (FFmpeg's FFV1): there a picture is checked for runs of pixels copied that way.
+CONCEALING_CODECS = ("FFV1",)
+#: Pixels per run compared, every how many rows, and how many earlier pictures a copy may
+#: come from (the decoder's frame threads); a copied slice spans many rows.
+RUN_PX, RUN_ROW_STEP, RECENT_PICTURES = 32, 4, 16
+
+
+def _run_keys(gray: np.ndarray) -> np.ndarray:
+    """A 64-bit key of every run of RUN_PX pixels along a row whose pixels are not all
+    equal. Sensor noise makes two pictures share such a run only when one was copied from
+    the other (chance: about 0.1 ** RUN_PX)."""
+    rows = gray[::RUN_ROW_STEP]
+    n = rows.shape[1] // RUN_PX
+    runs = np.ascontiguousarray(rows[:, :n * RUN_PX]).reshape(len(rows), n, RUN_PX)
+    varying = runs.max(axis=2) != runs.min(axis=2)
+    words = runs.view(np.uint64)                      # RUN_PX bytes -> RUN_PX / 8 words
+    mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                     0x27D4EB2F165667C5], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        key = np.bitwise_xor.reduce(words * mult[:words.shape[2]], axis=2)
+    return key[varying]
 
 
 class VideoFrames:
@@ -80,6 +102,12 @@ class VideoFrames:
         self._first_ms = first_ms
         self._last: tuple[int, np.ndarray] | None = None   # (frame number, picture)
         self.stamp_s: float | None = None
+        fourcc = int(self._cap.get(cv2.CAP_PROP_FOURCC) or 0)
+        codec = "".join(chr((fourcc >> (8 * i)) & 0xFF) for i in range(4))
+        self._recent: list[np.ndarray] | None = ([] if codec.upper() in CONCEALING_CODECS
+                                                 else None)
+        #: Frame numbers whose picture the decoder patched from earlier ones (dropped).
+        self.concealed: list[int] = []
 
     def _open(self, *, convert: bool):
         import cv2
@@ -119,7 +147,26 @@ class VideoFrames:
 
     def read(self) -> np.ndarray | None:
         """The next frame as ``uint8 [H, W]``, or None at the end (its timestamp:
-        :attr:`stamp_s`)."""
+        :attr:`stamp_s`). A picture the decoder patched with runs of pixels copied from an
+        earlier one (damaged data of a concealing codec) is skipped; its frame number goes
+        to :attr:`concealed`."""
+        while True:
+            gray = self._read_one()
+            if gray is None or self._recent is None:
+                return gray
+            keys = _run_keys(gray)
+            copied = 0
+            if self._recent:
+                pool = np.sort(np.concatenate(self._recent))
+                at = np.minimum(np.searchsorted(pool, keys), len(pool) - 1)
+                copied = int((pool[at] == keys).sum())
+            self._recent = (self._recent + [keys])[-RECENT_PICTURES:]
+            if copied < max(4, 0.005 * len(keys)):
+                return gray
+            if self.stamp_s is not None:
+                self.concealed.append(self._number(self.stamp_s * 1e3))
+
+    def _read_one(self) -> np.ndarray | None:
         if self._pending is not None:
             gray, stamp_ms = self._pending, self._pending_ms
             self._pending = None
@@ -186,7 +233,8 @@ class VideoFrames:
                 f"another picture there (mean difference {diff:.1f} grey levels): frames "
                 "before it were lost to damage and this container numbers frames by counting "
                 "them, so no later frame's time can be trusted; expected an undamaged video "
-                "(re-copy it from the camera, or re-mux it to .mkv with its timestamps)",
+                "(re-copy it from the camera's original; a container that stores each frame's "
+                "time, such as .mkv, lets a damaged copy be tracked around its gaps)",
                 path=self.path)
 
     def close(self) -> None:
