@@ -29,14 +29,22 @@ CONCEALING_CODECS = ("FFV1",)
 RUN_PX, RUN_ROW_STEP, RECENT_PICTURES = 32, 4, 16
 
 
+#: Least contrast, grey levels, of a run compared: an edge or texture, whose mid-grey
+#: pixels carry shot noise (a dark, nearly noiseless run could repeat by itself).
+RUN_CONTRAST = 16
+#: Fraction of a picture's runs found in earlier pictures that marks it as patched (FFV1
+#: conceals whole slices, a quarter of the picture or more).
+COPIED_FRACTION = 0.05
+
+
 def _run_keys(gray: np.ndarray) -> np.ndarray:
-    """A 64-bit key of every run of RUN_PX pixels along a row whose pixels are not all
-    equal. Sensor noise makes two pictures share such a run only when one was copied from
-    the other (chance: about 0.1 ** RUN_PX)."""
+    """A 64-bit key of every run of RUN_PX pixels along a row (every RUN_ROW_STEP rows) of
+    contrast at least RUN_CONTRAST. Sensor noise makes two pictures share such a run only
+    when one was copied from the other."""
     rows = gray[::RUN_ROW_STEP]
     n = rows.shape[1] // RUN_PX
     runs = np.ascontiguousarray(rows[:, :n * RUN_PX]).reshape(len(rows), n, RUN_PX)
-    varying = runs.max(axis=2) != runs.min(axis=2)
+    varying = runs.max(axis=2).astype(np.int16) - runs.min(axis=2) >= RUN_CONTRAST
     words = runs.view(np.uint64)                      # RUN_PX bytes -> RUN_PX / 8 words
     mult = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                      0x27D4EB2F165667C5], dtype=np.uint64)
@@ -161,7 +169,7 @@ class VideoFrames:
                 at = np.minimum(np.searchsorted(pool, keys), len(pool) - 1)
                 copied = int((pool[at] == keys).sum())
             self._recent = (self._recent + [keys])[-RECENT_PICTURES:]
-            if copied < max(4, 0.005 * len(keys)):
+            if copied < max(8, COPIED_FRACTION * len(keys)):
                 return gray
             if self.stamp_s is not None:
                 self.concealed.append(self._number(self.stamp_s * 1e3))
