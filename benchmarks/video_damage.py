@@ -53,13 +53,17 @@ def damage(src: Path, dst: Path, n_bytes: int, kind: str) -> None:
     dst.write_bytes(bytes(data))
 
 
-def picture_numbers(video: Path, clean: np.ndarray) -> list[int]:
-    """For each picture VideoFrames hands out, the number of the undamaged picture it is."""
+def picture_numbers(video: Path, clean: np.ndarray, rate: float) -> list[int]:
+    """For each picture VideoFrames hands out, the number of the undamaged picture it is
+    (searched among the pictures from a few before its decoding order to a few after its
+    timestamp's number: wherever the two numberings put it), -1 for none."""
     frames = VideoFrames(video)
     out = []
     while (gray := frames.read()) is not None:
-        diff = np.abs(clean.astype(np.int16) - gray).mean(axis=(1, 2))
-        out.append(int(np.argmin(diff)) if diff.min() < 0.5 else -1)
+        stamp_k = int(round(frames.stamp_s * rate))
+        lo, hi = max(0, min(len(out), stamp_k) - 3), min(len(clean), max(len(out), stamp_k) + 4)
+        diff = np.abs(clean[lo:hi].astype(np.int16) - gray).mean(axis=(1, 2))
+        out.append(lo + int(np.argmin(diff)) if diff.min() < 0.5 else -1)
     frames.close()
     return out
 
@@ -113,7 +117,7 @@ def main() -> None:
         data = read_capture(out)
         names = list(data.names)
         seen = np.flatnonzero(np.isfinite(data.xyz_m).all(axis=(1, 2)))
-        numbers = [k for k in picture_numbers(copy, clean) if k >= 0]
+        numbers = [k for k in picture_numbers(copy, clean, rate) if k >= 0]
         k_row = np.arange(data.n_frames)
         # rows written now: row k holds picture k exactly when the picture numbers match
         now_err_frames = np.array(numbers) - k_row[np.isin(k_row, numbers)]

@@ -244,7 +244,7 @@ def test_damaged_avi_whose_frames_are_counted_is_refused(mkv_clip, tmp_path, cap
 # --------------------------------------------------------------------------- the timeline
 
 def _timeline(stamps_s, rate_hz=120.0) -> FrameTimeline:
-    line = FrameTimeline(Path("v.mkv"), rate_hz, rate_hz)
+    line = FrameTimeline(Path("v.mkv"), rate_hz, rate_hz, 3600)
     for t in stamps_s:
         line.place(t)
     return line
@@ -254,12 +254,12 @@ def test_timeline_numbers_frames_from_their_timestamps():
     rate = 120.0
     k = np.r_[0:40, 50:60, 59, 60:3600]                 # 10 lost, one repeated
     stamps = np.round(k / rate * 1e3) * 1e-3            # Matroska's millisecond stamps
-    line = FrameTimeline(Path("v.mkv"), rate, rate)
+    line = FrameTimeline(Path("v.mkv"), rate, rate, 3600)
     got = [line.place(t) for t in stamps]
     assert got[:50] == list(range(40)) + list(range(50, 60))
     assert got[50] is None and got[51:] == list(range(60, 3600))
     assert line.n_rows == 3600 and line.n_decoded == 3590
-    notes = line.notes(expected_frames=3600)
+    notes = line.notes()
     assert notes[0].startswith("v.mkv: frames 40-49 (0.333-0.408 s, 10 frames) could not be")
     assert "interpolates it" in notes[0]
     assert "repeat the timestamp" in notes[1] and "59" in notes[1]
@@ -272,7 +272,7 @@ def test_timeline_long_gap_is_noted_and_too_many_are_refused():
     n_gap = int(round(3 * MAX_BRIDGED_GAP_S * rate))
     k = np.r_[0:1000, 1000 + n_gap:3600]
     line = _timeline(k / rate, rate)
-    (note,) = line.notes(expected_frames=3600)
+    (note,) = line.notes()
     assert "longer than the 0.1 s the analysis interpolates" in note
     line.check_usable()                                  # one long gap in 30 s: usable
     # a gap of 0.3 s every 0.8 s: the filter's edges beside them leave nothing
@@ -287,3 +287,15 @@ def test_timeline_without_timestamps_counts_and_says_so():
     line = _timeline([None] * 5)
     assert line.n_rows == 5 and not line.gaps
     assert any("no frame timestamps" in n for n in line.notes())
+
+
+def test_timeline_off_grid_stamps_and_a_stamp_past_the_end():
+    rate = 120.0
+    jitter = np.where(np.arange(100) % 2, 0.4, 0.0) / rate      # every other frame 3.3 ms late
+    line = _timeline(np.arange(100) / rate + jitter, rate)
+    assert line.n_rows == 100 and not line.gaps
+    assert any("stray up to 3.3 ms from the 120 Hz grid" in n for n in line.notes())
+    line = _timeline(np.arange(10) / rate, rate)
+    with pytest.raises(InputError, match=r"v\.mkv: a frame decoded after frame 9 carries the "
+                                         r"timestamp 3600\.000 s, far past the 3600 frames"):
+        line.place(3600.0)

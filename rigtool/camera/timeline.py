@@ -62,11 +62,14 @@ class FrameTimeline:
     rate_hz : float
         The capture's rate (the container's, or the true rate of a high-speed camera whose
         file states a playback rate): a row's time is its frame number / this rate.
+    expected_frames : int
+        The frame count the container states (0: unknown).
     """
 
     video: Path
     container_rate_hz: float
     rate_hz: float
+    expected_frames: int = 0
     gaps: list[Gap] = field(default_factory=list)
     repeats: list[int] = field(default_factory=list)
     n_decoded: int = 0
@@ -89,6 +92,12 @@ class FrameTimeline:
         if k <= self.last:
             self.repeats.append(k)
             return None
+        if self.expected_frames and k > 2 * self.expected_frames + 10 * self.container_rate_hz:
+            raise InputError(f"a frame decoded after frame {self.last} carries the timestamp "
+                             f"{k / self.container_rate_hz:.3f} s, far past the "
+                             f"{self.expected_frames} frames the container states; expected "
+                             "timestamps within the video (a damaged container?)",
+                             path=self.video)
         if k > self.last + 1:
             self.gaps.append(Gap(self.last + 1, k - 1))
         self.last = k
@@ -124,12 +133,12 @@ class FrameTimeline:
                 unusable[max(0, g.first - edge):g.last + 1 + edge] = True
         return int((~unusable).sum())
 
-    def notes(self, expected_frames: int = 0, concealed: list[int] | tuple = ()) -> list[str]:
+    def notes(self, concealed: list[int] | tuple = ()) -> list[str]:
         """What the capture's reader should know: lost stretches with their times, repeated
         frames, a video shorter than its container says, timestamps off the grid.
 
-        ``expected_frames``: the frame count the container states (0: unknown);
         ``concealed``: frame numbers the decoder patched from earlier pictures (dropped)."""
+        expected_frames = self.expected_frames
         out = []
         if len(concealed):
             shown = ", ".join(str(k) for k in list(concealed)[:8])

@@ -17,8 +17,8 @@ Outputs (``OUT`` the capture's path without its suffix):
   corners used; per marker the six components of its position covariance (m^2, lab frame,
   order xx, yy, zz, yz, zx, xy) at the image noise measured over the whole video.
 - ``OUT.track.json``: inputs with their sha256, rate, frames (rows, and frames decoded),
-  notes (frames lost or repeated, a video shorter than its container says), the pooled image noise,
-  per body the frames seen and the median standard deviation of its corners along the
+  notes (frames lost or repeated, a video shorter than its container says), the pooled
+  image noise, per body the frames seen and the median standard deviation of its corners along the
   camera's depth and across it, the lab frame.
 - ``OUT.markers.toml``: per body, its markers' coordinates in the body frame, to paste into
   the rig file (platform) or the session manifest (links).
@@ -55,7 +55,12 @@ _COV_INDEX = ((0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1))
 
 @dataclass
 class TrackResult:
-    """What :func:`track_video` measured (also written to ``OUT.track.json``)."""
+    """What :func:`track_video` measured (also written to ``OUT.track.json``).
+
+    ``n_frames`` counts the capture's rows (frame numbers 0 to the last decoded frame's),
+    ``n_decoded`` the frames decoded among them, ``notes`` what was lost or repeated
+    (:meth:`rigtool.camera.timeline.FrameTimeline.notes`).
+    """
 
     n_frames: int
     rate_hz: float
@@ -184,7 +189,8 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
     ssr = {b: 0.0 for b in bodies}
     dof = {b: 0 for b in bodies}
     depth_vals: dict[str, list[np.ndarray]] = {b: [] for b in bodies}
-    timeline = FrameTimeline(video, frames.rate_hz if frames.rate_hz > 0 else rate, rate)
+    timeline = FrameTimeline(video, frames.rate_hz if frames.rate_hz > 0 else rate, rate,
+                             frames.n_frames_hint)
     k, first_seen = 0, None
     check_until = max(1, int(round(2.0 * rate)))
     last_report = start
@@ -253,10 +259,9 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
     result = TrackResult(n_frames=k, rate_hz=rate, sigma_px=sigma_px,
                          seen_fraction={b: n_seen[b] / max(k, 1) for b in bodies},
                          rms_px={b: float(np.sqrt(ssr[b] / dof[b])) if dof[b] else float("nan")
-                                 for b in bodies}, depth_std_m={}, lateral_std_m={}, lab_frame=lab_info,
-                         n_decoded=timeline.n_decoded,
-                         notes=timeline.notes(frames.n_frames_hint,
-                                              frames.concealed))
+                                 for b in bodies}, depth_std_m={}, lateral_std_m={},
+                         lab_frame=lab_info, n_decoded=timeline.n_decoded,
+                         notes=timeline.notes(frames.concealed))
     for b in bodies:
         vals = np.concatenate(depth_vals[b]) if depth_vals[b] else np.zeros((0, 2))
         med = np.median(vals, axis=0) if len(vals) else np.full(2, np.nan)
