@@ -93,7 +93,9 @@ class VideoFrames:
         self.height, self.width = gray.shape[:2]
         self.rate_hz = float(converted.get(cv2.CAP_PROP_FPS) or 0.0)
         self.n_frames_hint = int(converted.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
-        first_ms = float(converted.get(cv2.CAP_PROP_POS_MSEC))
+        # OpenCV takes a picture's decode time when its presentation time is 0: with
+        # reordered (B-) frames that is slightly negative for the first picture
+        first_ms = max(0.0, float(converted.get(cv2.CAP_PROP_POS_MSEC)))
         self._cap, self._raw = converted, False
         raw_cap = self._open(convert=False)
         ok, raw = raw_cap.read()
@@ -109,6 +111,7 @@ class VideoFrames:
         self._stamped: bool | None = None      # known after the second frame
         self._first_ms = first_ms
         self._last: tuple[int, np.ndarray] | None = None   # (frame number, picture)
+        self._highest = -1                  # the highest frame number decoded so far
         self.stamp_s: float | None = None
         fourcc = int(self._cap.get(cv2.CAP_PROP_FOURCC) or 0)
         codec = "".join(chr((fourcc >> (8 * i)) & 0xFF) for i in range(4))
@@ -159,6 +162,7 @@ class VideoFrames:
         earlier one (damaged data of a concealing codec) is skipped; its frame number goes
         to :attr:`concealed`."""
         while True:
+            last = self._last
             gray = self._read_one()
             if gray is None or self._recent is None:
                 return gray
@@ -173,6 +177,7 @@ class VideoFrames:
                 return gray
             if self.stamp_s is not None:
                 self.concealed.append(self._number(self.stamp_s * 1e3))
+            self._last = last               # the picture to check a resumed reading against
 
     def _read_one(self) -> np.ndarray | None:
         if self._pending is not None:
@@ -191,6 +196,7 @@ class VideoFrames:
         self.stamp_s = stamp_ms * 1e-3 if stamped else None
         if stamped:
             self._last = (self._number(stamp_ms), gray)
+            self._highest = max(self._highest, self._last[0])
         return gray
 
     def _resume(self) -> tuple[np.ndarray, float] | None:
@@ -198,11 +204,10 @@ class VideoFrames:
         when the container states no more frames or none can be decoded past it."""
         import cv2
 
-        if not self._stamped or self._last is None or self.n_frames_hint <= self._last[0] + 1:
+        if not self._stamped or self._last is None or self.n_frames_hint <= self._highest + 1:
             return None
-        last, picture = self._last
-        self._check_numbering(last, picture)
-        step = 1
+        self._check_numbering(*self._last)
+        last, step = self._highest, 1
         while last + step < self.n_frames_hint:
             cap = self._open(convert=not self._raw)
             cap.set(cv2.CAP_PROP_POS_FRAMES, last + step)
