@@ -201,26 +201,58 @@ class VideoFrames:
 
     def _resume(self) -> tuple[np.ndarray, float] | None:
         """Frames past a stretch the decoder gave up on, found by seeking beyond it; None
-        when the container states no more frames or none can be decoded past it."""
-        import cv2
+        when the container states no more frames or none can be decoded past it.
 
-        if not self._stamped or self._last is None or self.n_frames_hint <= self._highest + 1:
+        OpenCV's seek puts the reading at the frame asked for (decoding from an earlier
+        keyframe), so the first frame that can be reached is searched for: targets
+        doubling their distance from the last frame decoded until one is reached, then
+        halving the interval back to the earliest that is (no decodable frame skipped)."""
+        if (self._stamped is False or self._last is None
+                or self.n_frames_hint <= self._highest + 1):
             return None
         self._check_numbering(*self._last)
-        last, step = self._highest, 1
-        while last + step < self.n_frames_hint:
-            cap = self._open(convert=not self._raw)
-            cap.set(cv2.CAP_PROP_POS_FRAMES, last + step)
-            for _ in range(2 * step + 64):
-                got = self._grab(cap)
-                if got is None:
-                    break
-                if self._number(got[1]) > last:
-                    self._cap.release()
-                    self._cap = cap
-                    return got
-            cap.release()
+        floor = self._highest
+        targets, step = [], 1
+        while floor + step < self.n_frames_hint - 1:
+            targets.append(floor + step)
             step *= 2
+        targets.append(self.n_frames_hint - 1)
+        bad, found = floor, None
+        for target in targets:
+            found = self._probe(target, floor)
+            if found is not None:
+                break
+            bad = target
+        if found is None:
+            return None
+        good = target
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            earlier = self._probe(mid, floor)
+            if earlier is None:
+                bad = mid
+            else:
+                found[0].release()
+                found, good = earlier, mid
+        cap, got = found
+        self._cap.release()
+        self._cap = cap
+        return got
+
+    def _probe(self, target: int, floor: int):
+        """A capture put at frame ``target`` and its first picture numbered past ``floor``
+        (with its timestamp, ms), or None when none decodes there."""
+        import cv2
+
+        cap = self._open(convert=not self._raw)
+        cap.set(cv2.CAP_PROP_POS_FRAMES, target)
+        for _ in range(target - floor + 64):
+            got = self._grab(cap)
+            if got is None:
+                break
+            if self._number(got[1]) > floor:
+                return cap, got
+        cap.release()
         return None
 
     def _check_numbering(self, number: int, picture: np.ndarray) -> None:
