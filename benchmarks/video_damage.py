@@ -16,6 +16,9 @@ the file, and is tracked by ``rigtool track``'s code. For each copy:
 
     nice python3 benchmarks/video_damage.py [--frames 240] [--rate 120] [--damage-mb 2]
                                             [--width 1280] [--height 1024] [--keep DIR]
+
+With ``--keep DIR`` the clip and the damaged copies stay in DIR, and a clip already there
+(same options) is reused instead of rendered again.
 """
 
 from __future__ import annotations
@@ -89,9 +92,10 @@ def main() -> None:
     cam_file, tags_file = write_scene_files(work, scene)
     video = work / "clip.mkv"
     t0 = time.perf_counter()
-    render_video(video, scene.camera, scene.camera_pose, scene.layout, scene.motion,
-                 rate_hz=rate, n_frames=n, settings=VideoSettings(supersample=4,
-                                                                   fourcc="FFV1"), seed=2)
+    if not (args.keep is not None and video.exists()):     # a kept clip is reused
+        render_video(video, scene.camera, scene.camera_pose, scene.layout, scene.motion,
+                     rate_hz=rate, n_frames=n, settings=VideoSettings(supersample=4,
+                                                                       fourcc="FFV1"), seed=2)
     cap = cv2.VideoCapture(str(video))
     clean = []
     while (got := cap.read())[0]:

@@ -35,6 +35,19 @@ RUN_CONTRAST = 16
 #: Fraction of a picture's runs found in earlier pictures that marks it as patched (FFV1
 #: conceals whole slices, a quarter of the picture or more).
 COPIED_FRACTION = 0.05
+#: A picture whose adjacent pixels correlate less than this fraction of the last good
+#: picture's is noise (FFV1 decoding a frame whose keyframe was lost, after a seek).
+NOISE_CORRELATION_RATIO = 0.8
+
+
+def _neighbour_correlation(gray: np.ndarray) -> float:
+    """Correlation of horizontally adjacent pixels (every RUN_ROW_STEP rows): near 1 for a
+    picture of a scene, near 0 for the noise a decoder makes of data it cannot decode."""
+    rows = gray[::RUN_ROW_STEP].astype(np.float32)
+    a, b = rows[:, :-1].ravel(), rows[:, 1:].ravel()
+    a, b = a - a.mean(), b - b.mean()
+    denom = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum()) / denom if denom > 0 else 1.0
 
 
 def _run_keys(gray: np.ndarray) -> np.ndarray:
@@ -117,7 +130,9 @@ class VideoFrames:
         codec = "".join(chr((fourcc >> (8 * i)) & 0xFF) for i in range(4))
         self._recent: list[np.ndarray] | None = ([] if codec.upper() in CONCEALING_CODECS
                                                  else None)
-        #: Frame numbers whose picture the decoder patched from earlier ones (dropped).
+        self._smooth: float | None = None   # neighbour correlation of the last picture
+        #: Frame numbers whose picture the decoder patched from earlier ones or made noise
+        #: of (dropped).
         self.concealed: list[int] = []
 
     def _open(self, *, convert: bool):
@@ -158,9 +173,9 @@ class VideoFrames:
 
     def read(self) -> np.ndarray | None:
         """The next frame as ``uint8 [H, W]``, or None at the end (its timestamp:
-        :attr:`stamp_s`). A picture the decoder patched with runs of pixels copied from an
-        earlier one (damaged data of a concealing codec) is skipped; its frame number goes
-        to :attr:`concealed`."""
+        :attr:`stamp_s`). With a concealing codec, a picture the decoder patched with runs
+        of pixels copied from an earlier one, or made noise of (damaged data), is skipped;
+        its frame number goes to :attr:`concealed`."""
         while True:
             last = self._last
             gray = self._read_one()
@@ -173,7 +188,10 @@ class VideoFrames:
                 at = np.minimum(np.searchsorted(pool, keys), len(pool) - 1)
                 copied = int((pool[at] == keys).sum())
             self._recent = (self._recent + [keys])[-RECENT_PICTURES:]
-            if copied < max(8, COPIED_FRACTION * len(keys)):
+            smooth = _neighbour_correlation(gray)
+            noise = self._smooth is not None and smooth < NOISE_CORRELATION_RATIO * self._smooth
+            if copied < max(8, COPIED_FRACTION * len(keys)) and not noise:
+                self._smooth = smooth
                 return gray
             if self.stamp_s is not None:
                 self.concealed.append(self._number(self.stamp_s * 1e3))
