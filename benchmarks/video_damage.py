@@ -92,7 +92,8 @@ def main() -> None:
     cam_file, tags_file = write_scene_files(work, scene)
     video = work / "clip.mkv"
     t0 = time.perf_counter()
-    if not (args.keep is not None and video.exists()):     # a kept clip is reused
+    reused = args.keep is not None and video.exists()     # a kept clip is reused
+    if not reused:
         render_video(video, scene.camera, scene.camera_pose, scene.layout, scene.motion,
                      rate_hz=rate, n_frames=n, settings=VideoSettings(supersample=4,
                                                                        fourcc="FFV1"), seed=2)
@@ -103,8 +104,8 @@ def main() -> None:
     clean = np.array(clean)
     size = video.stat().st_size
     print(f"clip: {n} frames {args.width}x{args.height} at {rate:g} Hz, FFV1/MKV "
-          f"{size / 1e6:.1f} MB ({size / n / 1e6:.2f} MB a frame), rendered in "
-          f"{time.perf_counter() - t0:.0f} s")
+          f"{size / 1e6:.1f} MB ({size / n / 1e6:.2f} MB a frame)"
+          + (", reused" if reused else f", rendered in {time.perf_counter() - t0:.0f} s"))
     layout = load_tags(tags_file)
     pose = scene.camera_pose
     report = {}

@@ -144,7 +144,7 @@ class FrameTimeline:
             shown = ", ".join(str(k) for k in list(concealed)[:8])
             more = f" and {len(concealed) - 8} more" if len(concealed) > 8 else ""
             out.append(f"{self.video.name}: frame(s) {shown}{more} came out of the decoder "
-                       "patched with pieces of earlier pictures (damaged data) and were "
+                       "damaged (patched with pieces of earlier pictures, or noise) and were "
                        "dropped with the frames lost")
         for g in self.gaps:
             how = ("the analysis interpolates it" if self._bridged(g) else
