@@ -17,7 +17,9 @@ Conventions (every module of this package)
 
 Modules: ``model`` (camera.toml: intrinsics and distortion), ``aruco`` (dictionaries and
 sub-pixel tag corners), ``tags`` (tags.toml), ``intrinsics`` (ChArUco calibration),
-``pnp`` (a body's pose and its covariance from its tag corners), ``track`` (a video ->
-a capture), ``render`` (ray-cast images of textured planes), ``simvideo`` (a simulated
+``pnp`` (a body's pose and its covariance from its tag corners), ``video`` (frames and
+their container timestamps, reading past damage), ``timeline`` (frame numbers from
+timestamps, lost and repeated frames, the rule that refuses a video too damaged),
+``track`` (a video -> a capture), ``render`` (ray-cast images of textured planes), ``simvideo`` (a simulated
 video of the rig with its truth).
 """

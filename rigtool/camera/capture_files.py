@@ -97,7 +97,8 @@ def write_summaries(out: Path, result, video: Path, camera_file: Path | None,
             inputs.append({"path": str(p), "sha256": sha256_of(p)})
     summary = {
         "rigtool_version": __version__, "inputs": inputs, "rate_hz": result.rate_hz,
-        "n_frames": result.n_frames, "image_noise_px": result.sigma_px,
+        "n_frames": result.n_frames, "n_frames_decoded": result.n_decoded,
+        "notes": list(result.notes), "image_noise_px": result.sigma_px,
         "lab_frame": result.lab_frame,
         "bodies": {b: {"seen_fraction": result.seen_fraction[b],
                        "residual_sigma_px": result.rms_px[b],

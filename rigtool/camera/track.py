@@ -8,14 +8,17 @@ through in chunks: memory does not grow with the video's length.
 
 Outputs (``OUT`` the capture's path without its suffix):
 
-- ``OUT.csv``: the plain CSV of :mod:`rigtool.mocap.plaincsv` (``time`` from the frame
-  number and the video's rate; ``<body>:tag<id>_<corner>_x|y|z`` in metres, lab frame;
-  empty where the body was not seen).
+- ``OUT.csv``: the plain CSV of :mod:`rigtool.mocap.plaincsv` (``time``: the frame
+  number, from the frame's own timestamp in the container and the container's rate, over
+  the capture's rate; ``<body>:tag<id>_<corner>_x|y|z`` in metres, lab frame; empty where
+  the body was not seen, and for every frame that could not be decoded: a lost frame
+  leaves an empty row at its own time, see :mod:`rigtool.camera.timeline`).
 - ``OUT.residuals.csv``: per frame and body, the RMS reprojection residual (px) and the
   corners used; per marker the six components of its position covariance (m^2, lab frame,
   order xx, yy, zz, yz, zx, xy) at the image noise measured over the whole video.
-- ``OUT.track.json``: inputs with their sha256, rate, frames, the pooled image noise,
-  per body the frames seen and the median standard deviation of its corners along the
+- ``OUT.track.json``: inputs with their sha256, rate, frames (rows, and frames decoded),
+  notes (frames lost or repeated, a video shorter than its container says), the pooled
+  image noise, per body the frames seen and the median standard deviation of its corners along the
   camera's depth and across it, the lab frame.
 - ``OUT.markers.toml``: per body, its markers' coordinates in the body frame, to paste into
   the rig file (platform) or the session manifest (links).
@@ -38,6 +41,7 @@ from rigtool.camera.capture_files import (COV_NAMES, CaptureWriters, output_path
 from rigtool.camera.model import CameraModel
 from rigtool.camera.pnp import PoseFit, corner_covariance_unit
 from rigtool.camera.tags import TagLayout
+from rigtool.camera.timeline import FrameTimeline
 from rigtool.camera.tracker import FrameTracker, lab_frame_from_video, no_tags_message
 from rigtool.camera.video import VideoFrames
 from rigtool.errors import InputError
@@ -51,7 +55,12 @@ _COV_INDEX = ((0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1))
 
 @dataclass
 class TrackResult:
-    """What :func:`track_video` measured (also written to ``OUT.track.json``)."""
+    """What :func:`track_video` measured (also written to ``OUT.track.json``).
+
+    ``n_frames`` counts the capture's rows (frame numbers 0 to the last decoded frame's),
+    ``n_decoded`` the frames decoded among them, ``notes`` what was lost or repeated
+    (:meth:`rigtool.camera.timeline.FrameTimeline.notes`).
+    """
 
     n_frames: int
     rate_hz: float
@@ -63,6 +72,8 @@ class TrackResult:
     lab_frame: dict
     files: list[Path] = field(default_factory=list)
     time_s: float = 0.0
+    n_decoded: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def _place_chunk(fits: list[dict[str, PoseFit]], tracker: FrameTracker, bodies: list[str],
@@ -178,46 +189,64 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
     ssr = {b: 0.0 for b in bodies}
     dof = {b: 0 for b in bodies}
     depth_vals: dict[str, list[np.ndarray]] = {b: [] for b in bodies}
+    timeline = FrameTimeline(video, frames.rate_hz if frames.rate_hz > 0 else rate, rate,
+                             frames.n_frames_hint)
     k, first_seen = 0, None
     check_until = max(1, int(round(2.0 * rate)))
     last_report = start
+    chunk: list[dict[str, PoseFit]] = []
+
+    def flush() -> None:
+        nonlocal k, chunk
+        time_s = (k + np.arange(len(chunk))) / rate
+        xyz, cov, stats, dl = _place_chunk(chunk, tracker, bodies, lab_rot, lab_trans)
+        writers.write_chunk(time_s, xyz, cov, stats)
+        for f in chunk:
+            for b, fit in f.items():
+                n_seen[b] += 1
+                ssr[b] += fit.ssr_px2
+                dof[b] += 2 * fit.n_points - 6
+        for b in bodies:
+            good = np.isfinite(dl[b][:, 0])
+            depth_vals[b].append(dl[b][good][:: max(1, good.sum() // 32)])
+        k += len(chunk)
+        chunk = []
+
     try:
         while True:
-            chunk: list[dict[str, PoseFit]] = []
-            while len(chunk) < CHUNK_FRAMES:
-                gray = frames.read()
-                if gray is None:
-                    break
-                fits = tracker.poses(gray)
-                fits = {b: f for b, f in fits.items() if b in n_seen}
-                if fits and first_seen is None:
-                    first_seen = k + len(chunk)
-                if first_seen is None and k + len(chunk) + 1 >= check_until:
-                    raise InputError(no_tags_message(gray, layout, k + len(chunk) + 1, video),
-                                     path=layout.source)
-                chunk.append(fits)
-            if not chunk:
+            gray = frames.read()
+            if gray is None:
                 break
-            time_s = (k + np.arange(len(chunk))) / rate
-            xyz, cov, stats, dl = _place_chunk(chunk, tracker, bodies, lab_rot, lab_trans)
-            writers.write_chunk(time_s, xyz, cov, stats)
-            for f in chunk:
-                for b, fit in f.items():
-                    n_seen[b] += 1
-                    ssr[b] += fit.ssr_px2
-                    dof[b] += 2 * fit.n_points - 6
-            for b in bodies:
-                good = np.isfinite(dl[b][:, 0])
-                depth_vals[b].append(dl[b][good][:: max(1, good.sum() // 32)])
-            k += len(chunk)
-            now = time.perf_counter()
-            if progress is not None and now - last_report > 2.0:
-                last_report = now
-                total = f"/{frames.n_frames_hint}" if frames.n_frames_hint else ""
-                progress(f"tracking {video.name}: frame {k}{total} "
-                         f"({k / (now - start):.0f} frames/s)")
+            number = timeline.place(frames.stamp_s)
+            if number is None:                  # a repeated frame: its time is taken
+                continue
+            if number > k + len(chunk):         # frames lost before this one: empty rows
+                tracker.reset()
+                while k + len(chunk) < number:
+                    chunk.append({})
+                    if len(chunk) >= CHUNK_FRAMES:
+                        flush()
+            fits = tracker.poses(gray)
+            fits = {b: f for b, f in fits.items() if b in n_seen}
+            if fits and first_seen is None:
+                first_seen = number
+            if first_seen is None and number + 1 >= check_until:
+                raise InputError(no_tags_message(gray, layout, number + 1, video),
+                                 path=layout.source)
+            chunk.append(fits)
+            if len(chunk) >= CHUNK_FRAMES:
+                flush()
+                now = time.perf_counter()
+                if progress is not None and now - last_report > 2.0:
+                    last_report = now
+                    total = f"/{frames.n_frames_hint}" if frames.n_frames_hint else ""
+                    progress(f"tracking {video.name}: frame {k}{total} "
+                             f"({timeline.n_decoded / (now - start):.0f} frames/s)")
+        if chunk:
+            flush()
         if first_seen is None:
             raise InputError(no_tags_message(None, layout, k, video), path=layout.source)
+        timeline.check_usable()
         total_dof = sum(dof.values())
         sigma_px = (float(np.sqrt(sum(ssr.values()) / total_dof)) if total_dof > 0
                     else float("nan"))
@@ -230,7 +259,9 @@ def track_video(video: str | Path, camera: CameraModel, layout: TagLayout, out: 
     result = TrackResult(n_frames=k, rate_hz=rate, sigma_px=sigma_px,
                          seen_fraction={b: n_seen[b] / max(k, 1) for b in bodies},
                          rms_px={b: float(np.sqrt(ssr[b] / dof[b])) if dof[b] else float("nan")
-                                 for b in bodies}, depth_std_m={}, lateral_std_m={}, lab_frame=lab_info)
+                                 for b in bodies}, depth_std_m={}, lateral_std_m={},
+                         lab_frame=lab_info, n_decoded=timeline.n_decoded,
+                         notes=timeline.notes(frames.concealed))
     for b in bodies:
         vals = np.concatenate(depth_vals[b]) if depth_vals[b] else np.zeros((0, 2))
         med = np.median(vals, axis=0) if len(vals) else np.full(2, np.nan)

@@ -71,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
     result = track_video(args.video, camera, layout, out, camera_file=args.camera,
                          rate_hz=args.rate_hz, detect_every=args.detect_every,
                          lab_frame=lab_frame, progress=progress_printer())
-    print(f"wrote {out}: {result.n_frames} frames at {result.rate_hz:g} Hz in "
+    lost = result.n_frames - result.n_decoded
+    print(f"wrote {out}: {result.n_frames} frames at {result.rate_hz:g} Hz"
+          + (f" ({lost} of them lost, empty rows)" if lost else "") + f" in "
           f"{result.time_s:.1f} s; image noise {result.sigma_px:.3f} px "
           f"(RMS reprojection residual, pooled)")
     for body, frac in result.seen_fraction.items():
@@ -85,4 +87,6 @@ def run(args: argparse.Namespace) -> int:
                              if lab.get("frame") == "body" else "the camera's (x right, "
                              "y down, z along the view): give gravity in it in the rig file"))
     print("  side files: " + ", ".join(p.name for p in result.files[1:]))
+    for note in result.notes:
+        print(f"note: {note}")
     return 0
