@@ -23,8 +23,9 @@ from rigtool.report.model_description import (ModelDescription, ModelLink,
 from rigtool.report.model_xml import header_comments, link_comment, num, to_text, vec
 
 _NOTE = ("MuJoCo MJCF: spherical joints are ball joints at the body origin (the joint "
-         "centre); <inertial> holds mass, COM and the inertia about the COM in body axes; "
-         "ellipsoid geoms (same mass and principal moments, no contacts) are for viewing only")
+         "centre); <inertial> holds mass, COM and the inertia about the COM in body axes")
+_GEOMETRY_NOTE = ("; ellipsoid geoms (same mass and principal moments, no contacts) are for "
+                  "viewing only")
 
 
 def _joint(link: ModelLink, body: ET.Element) -> None:
@@ -62,7 +63,7 @@ def mjcf_text(model: ModelDescription, *, geometry: bool = True) -> str:
         XML text for ``mujoco.MjModel.from_xml_string`` / ``from_xml_path``.
     """
     root = ET.Element("mujoco", model=model.name)
-    for c in header_comments(model, _NOTE):
+    for c in header_comments(model, _NOTE + (_GEOMETRY_NOTE if geometry else "")):
         root.append(c)
     ET.SubElement(root, "compiler", angle="radian", inertiafromgeom="false",
                   autolimits="true")

@@ -32,7 +32,8 @@ DOCUMENT_VERSION = "40600"
 _NOTE = ("OpenSim 4: BallJoint for spherical joints (PinJoint revolute, SliderJoint "
          "prismatic, WeldJoint fixed), FreeJoint or WeldJoint from ground to the base; Body "
          "mass, mass_center (body frame) and inertia [Ixx Iyy Izz Ixy Ixz Iyz] about the "
-         "mass_center; Ellipsoid geometry (same mass and principal moments) for viewing only")
+         "mass_center")
+_GEOMETRY_NOTE = "; Ellipsoid geometry (same mass and principal moments) for viewing only"
 
 _OSIM_JOINT = {"spherical": "BallJoint", "revolute": "PinJoint", "prismatic": "SliderJoint",
                "fixed": "WeldJoint"}
@@ -131,7 +132,7 @@ def osim_text(model: ModelDescription, *, geometry: bool = True) -> str:
     """
     doc = ET.Element("OpenSimDocument", Version=DOCUMENT_VERSION)
     m_el = ET.SubElement(doc, "Model", name=model.name)
-    for c in header_comments(model, _NOTE):
+    for c in header_comments(model, _NOTE + (_GEOMETRY_NOTE if geometry else "")):
         m_el.append(c)
     ET.SubElement(m_el, "gravity").text = vec(model.gravity_m_s2)
     ET.SubElement(m_el, "credits").text = (model.provenance[0] if model.provenance

@@ -58,8 +58,8 @@ _NOTE = ("URDF: a spherical joint is three continuous joints about x, y, z of th
          "frame through the massless links <link>__ball_x and <link>__ball_y (urdfdom and "
          "pinocchio accept massless links; MuJoCo refuses them, so the <mujoco> element gives "
          "them a tiny mass in MuJoCo only); <inertial> holds mass, "
-         "COM and the inertia about the COM in link axes; boxes of the same mass and principal "
-         "moments are for viewing only")
+         "COM and the inertia about the COM in link axes")
+_GEOMETRY_NOTE = "; boxes of the same mass and principal moments are for viewing only"
 
 
 def rpy(rotation: np.ndarray) -> np.ndarray:
@@ -134,7 +134,7 @@ def urdf_text(model: ModelDescription, *, geometry: bool = True,
         XML text for urdfdom, ``pinocchio.buildModelFromUrdf`` or MuJoCo.
     """
     robot = ET.Element("robot", name=model.name)
-    for c in header_comments(model, _NOTE):
+    for c in header_comments(model, _NOTE + (_GEOMETRY_NOTE if geometry else "")):
         robot.append(c)
     mujoco = ET.SubElement(robot, "mujoco")
     ET.SubElement(mujoco, "compiler", boundmass=num(MUJOCO_BOUND_MASS_KG),
