@@ -40,7 +40,8 @@ REL = 1e-9          # the acceptance tolerance: files hold exact decimals of the
 # (name, parent, joint position in the parent's frame [m], mass [kg]): a lying person's
 # segments in the proportions of an adult (base: pelvis).
 _BODY = [("pelvis", None, None, 11.0), ("abdomen", "pelvis", (0.0, 0.0, 0.11), 2.5),
-         ("thorax", "abdomen", (0.0, 0.0, 0.12), 13.0), ("head", "thorax", (0.0, 0.0, 0.30), 5.5),
+         ("thorax", "abdomen", (0.0, 0.0, 0.12), 13.0),
+         ("head", "thorax", (0.0, 0.0, 0.30), 5.5),
          ("upper_arm_r", "thorax", (0.0, -0.19, 0.24), 2.1),
          ("forearm_r", "upper_arm_r", (0.0, 0.0, -0.28), 1.3),
          ("hand_r", "forearm_r", (0.0, 0.0, -0.26), 0.5),
@@ -48,7 +49,8 @@ _BODY = [("pelvis", None, None, 11.0), ("abdomen", "pelvis", (0.0, 0.0, 0.11), 2
          ("forearm_l", "upper_arm_l", (0.0, 0.0, -0.28), 1.3),
          ("hand_l", "forearm_l", (0.0, 0.0, -0.26), 0.5),
          ("thigh_r", "pelvis", (0.0, -0.09, -0.07), 10.0),
-         ("shank_r", "thigh_r", (0.0, 0.0, -0.42), 3.3), ("foot_r", "shank_r", (0.0, 0.0, -0.43), 1.0),
+         ("shank_r", "thigh_r", (0.0, 0.0, -0.42), 3.3),
+         ("foot_r", "shank_r", (0.0, 0.0, -0.43), 1.0),
          ("thigh_l", "pelvis", (0.0, 0.09, -0.07), 10.0),
          ("shank_l", "thigh_l", (0.0, 0.0, -0.42), 3.3)]
 
