@@ -260,8 +260,10 @@ def test_mujoco_free_motion_conserves_energy(gravity):
 # ---------------------------------------------------------------------------- OpenSim
 
 def _opensim():
-    return pytest.importorskip("opensim", reason="OpenSim's Python bindings not installed "
-                               "(pip install opensim)")
+    opensim = pytest.importorskip("opensim", reason="OpenSim's Python bindings not "
+                                  "installed (pip install opensim)")
+    opensim.Logger.removeFileSink()           # no opensim.log in the working directory
+    return opensim
 
 
 def _osim_load(opensim, text, tmp_path):
