@@ -578,7 +578,10 @@ def test_demo_model_files_match_the_report_and_manifest(demo, tmp_path):
         text = (out / f["file"]).read_text(encoding="utf-8")
         assert f"rigtool {doc['rigtool_version']}" in text
         assert all(i["sha256"] in text for i in doc["inputs"])
-        assert "mass both" in text or "mass measured" in text or "mass prior" in text
+        for name, seg in segs.items():              # what was measured, per link
+            flag = {"both": "measured and prior", "prior": "from the prior"}.get(
+                seg["source"]["mass"], seg["source"]["mass"])
+            assert f"link {name}: mass: {flag}; COM: " in text
 
     def check(name, mass, com, inertia):
         s = segs[name]

@@ -214,14 +214,24 @@ def quaternion_wxyz(rotation: np.ndarray) -> np.ndarray:
     return np.array([w, x, y, z])
 
 
+_SOURCE_WORDS = {"measured": "measured", "prior": "from the prior",
+                 "both": "measured and prior"}
+
+
 def _source_line(seg: dict) -> str:
+    """``mass: measured; COM: measured and prior; inertia: mixed (...)`` from the segment's
+    source flags (rigtool.identify.segments.fit), and its prior."""
     src = seg.get("source", {})
 
     def word(flags) -> str:
         flat = set(np.ravel(flags).tolist()) if flags is not None else set()
-        return flat.pop() if len(flat) == 1 else "mixed (" + ", ".join(sorted(flat)) + ")"
+        if not flat:
+            return "?"
+        if len(flat) == 1:
+            return _SOURCE_WORDS.get(next(iter(flat)), str(next(iter(flat))))
+        return "mixed (" + ", ".join(_SOURCE_WORDS.get(f, f) for f in sorted(flat)) + ")"
 
-    line = (f"mass {word(src.get('mass'))}, COM {word(src.get('com'))}, inertia "
+    line = (f"mass: {word(src.get('mass'))}; COM: {word(src.get('com'))}; inertia: "
             f"{word(src.get('inertia_com'))}")
     if seg.get("prior"):
         line += f"; prior: {seg['prior']}"
