@@ -1,4 +1,5 @@
-"""URDF <inertial> and OpenSim BodySet export, read back with xml.etree and compared numerically.
+"""URDF <inertial> and OpenSim BodySet fragments, read back with xml.etree and compared
+numerically (the complete model files: tests/test_model_exports.py).
 
 The parsers here are written from the formats' documentation (URDF: attributes ixx ixy ixz
 iyy iyz izz of the inertia about the COM in the <origin> frame; OpenSim 4 Body: <inertia> as
@@ -12,7 +13,7 @@ import pytest
 
 from rigtool.identify.segments.fit import Prior, estimate_segments
 from rigtool.inertia import InertialParams
-from rigtool.report.exports import opensim_bodyset, urdf_fragment, write_exports
+from rigtool.report.exports import opensim_bodyset, urdf_fragment
 from rigtool.sim.rigs import demo_tree
 from rigtool.tree import minimal_parameters, phi_b_vector
 
@@ -92,18 +93,17 @@ def test_product_of_inertia_sign_and_order():
                                  2 * (a * a + b * b) + ball, -2 * a * b, 0.0, 0.0], abs=1e-15)
 
 
-def test_write_exports_from_segments_result(tmp_path):
+def test_fragments_from_segments_result():
     tree = demo_tree()
     phi_b = phi_b_vector(minimal_parameters(tree))
     priors = {l.name: Prior(l.params.mass * 1.1, 0.2 * l.params.mass, l.params.com, 0.03,
                             l.params.inertia_com, 0.3) for l in tree.links}
     res = estimate_segments(tree, phi_b, None, sum(l.params.mass for l in tree.links), priors)
-    paths = write_exports(res, tmp_path, robot_name="demo")
-    assert [p.name for p in paths] == ["segments.urdf", "segments_opensim_bodyset.xml"]
-    urdf = ET.parse(paths[0]).getroot()
+    urdf = ET.fromstring(urdf_fragment(res, robot_name="demo"))
     assert urdf.tag == "robot" and urdf.get("name") == "demo"
-    for parse, path in ((_parse_urdf, paths[0]), (_parse_opensim, paths[1])):
-        back = parse(path.read_text(encoding="utf-8").split("\n", 1)[1])
+    for parse, text in ((_parse_urdf, urdf_fragment(res)), (_parse_opensim,
+                                                            opensim_bodyset(res))):
+        back = parse(text)
         assert list(back) == tree.names
         for name, (mass, com, inertia) in back.items():
             seg = res.links[name]

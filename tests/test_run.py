@@ -98,7 +98,7 @@ def test_report_phi_b_against_truth(demo):
 
 def test_report_segments_reproduce_phi_b(demo):
     """The demo's links carry CAD priors: segment parameters are estimated, reproduce Phi_B
-    within its uncertainty, and are exported (URDF, OpenSim) with the same numbers."""
+    within its uncertainty, and are exported (URDF, OpenSim, MuJoCo) with the same numbers."""
     import xml.etree.ElementTree as ET
     tmp, out = demo
     doc = json.loads((out / "report.json").read_text())
@@ -107,12 +107,14 @@ def test_report_segments_reproduce_phi_b(demo):
     assert np.all(np.abs(list(seg["phi_b_residual_z"].values())) < 3)
     total = sum(l["mass"] for l in seg["links"].values())
     assert abs(total - doc["total_mass"]) < 1e-6 * doc["total_mass"]
-    urdf = ET.parse(out / "segments.urdf").getroot()
+    urdf = ET.parse(out / "model.urdf").getroot()
     masses = {l.get("name"): float(l.find("inertial/mass").get("value"))
-              for l in urdf.findall("link")}
+              for l in urdf.findall("link") if l.find("inertial") is not None}
+    assert set(masses) == set(seg["links"])          # the ball joints' links are massless
     for name, l in seg["links"].items():
         assert abs(masses[name] - l["mass"]) < 1e-6 * l["mass"]
-    assert (out / "segments_opensim_bodyset.xml").stat().st_size > 0
+    for f in ("model_mujoco.xml", "model.osim"):     # loaded: tests/test_model_exports.py
+        assert (out / f).stat().st_size > 0
     assert doc["stages_not_run"] == []
 
 

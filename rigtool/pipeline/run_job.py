@@ -26,12 +26,16 @@ WEIGHTINGS = ("noise", "plain", "dual-metric")
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The fit options of ``rigtool run`` (the same defaults)."""
+    """The fit options of ``rigtool run`` (the same defaults), and how its model files mount
+    the base link (``model_base``: ``"free"`` or ``"fixed"``) and whether they carry viewing
+    ellipsoids (``model_geometry``)."""
 
     spring_model: str = "exact"
     weighting: str = "dual-metric"
     compensate: bool = True
     method: str = FIT_METHODS[0]
+    model_base: str = "free"
+    model_geometry: bool = True
 
     def as_dict(self) -> dict:
         """Plain JSON-ready form (recorded next to batch results)."""
@@ -53,12 +57,24 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rig", type=Path, default=None, metavar="RIG.toml",
                    help="use this (calibrated) rig file instead of the one each manifest "
                         "names, e.g. after recalibrating; the manifests are not edited")
+    add_model_arguments(p)
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The model files' options (``rigtool run``, ``batch`` and ``export``)."""
+    p.add_argument("--model-base", choices=("free", "fixed"), default="free",
+                   help="the model files' base link: free (six degrees of freedom, default) or "
+                        "fixed to the world")
+    p.add_argument("--no-model-geometry", action="store_true",
+                   help="leave the viewing ellipsoids of equivalent inertia out of the model "
+                        "files")
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     """The :class:`RunOptions` of parsed ``add_fit_arguments`` options."""
     return RunOptions(spring_model=args.spring_model, weighting=args.weighting,
-                      compensate=not args.no_compensation, method=args.method)
+                      compensate=not args.no_compensation, method=args.method,
+                      model_base=args.model_base, model_geometry=not args.no_model_geometry)
 
 
 def default_results_dir(session_path: Path) -> Path:
@@ -135,8 +151,10 @@ def run_to_directory(session_path: Path, out_dir: Path, *, options: RunOptions,
             raise
         progress("writing the report")
         return outcome, write_report(outcome, out_dir, pool=pool,
-                                     early=early[0] if early else None)
+                                     early=early[0] if early else None,
+                                     model_base=options.model_base,
+                                     model_geometry=options.model_geometry)
 
 
-__all__ = ["RunOptions", "add_fit_arguments", "options_from_args", "default_results_dir",
-           "check_results_dir", "run_to_directory"]
+__all__ = ["RunOptions", "add_fit_arguments", "add_model_arguments", "options_from_args",
+           "default_results_dir", "check_results_dir", "run_to_directory"]

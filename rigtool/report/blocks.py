@@ -51,6 +51,14 @@ class Bullets:
 
 
 @dataclass(frozen=True)
+class FileLinks:
+    """Files next to the report, each linked, with a line of text: ``items`` of
+    ``(file, text)``."""
+
+    items: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
 class Fig:
     """A figure file (next to the report) with its caption."""
 
@@ -83,4 +91,4 @@ class Document:
     sections: list[Section]
 
 
-__all__ = ["Col", "Table", "Para", "Bullets", "Fig", "Sub", "Section", "Document"]
+__all__ = ["Col", "Table", "Para", "Bullets", "FileLinks", "Fig", "Sub", "Section", "Document"]

@@ -10,7 +10,7 @@ the column headers: COM in mm, inertia in kg m^2, MS in kg m, errors against a t
 from __future__ import annotations
 
 from rigtool.identify.relative.bounds import describe_interval
-from rigtool.report.blocks import Bullets, Col, Fig, Para, Section, Sub, Table
+from rigtool.report.blocks import Bullets, Col, Fig, FileLinks, Para, Section, Sub, Table
 
 _SIX = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"), (0, 1, "xy"))
 
@@ -193,6 +193,26 @@ def segments_section(doc: dict, figures) -> Section | None:
                    + _figs(figures, "segments"))
 
 
+def models_section(doc: dict) -> Section | None:
+    """The model files written next to the report (links), how the base is mounted."""
+    mf = doc.get("model_files")
+    if not mf:
+        return None
+    base = ("free (six degrees of freedom)" if mf["base"] == "free" else
+            "fixed to the world")
+    return Section("models", "Model files", [
+        Para("The measured object as complete models: one body per link with its estimated "
+             "mass, COM and inertia about the COM (link frame), spherical joints at the joint "
+             f"centres, the base link {base}"
+             + ("; an ellipsoid of equivalent inertia per body for viewing" if mf["geometry"]
+                else "") + ". Each file's header names the rigtool version, the inputs' "
+             "sha256 and, per link, what was measured and what came from the prior. "
+             "`rigtool export` writes them again from report.json (e.g. with "
+             "`--model-base fixed`)."),
+        FileLinks([(f["file"], f"{f['format']} (loads with {f['loads_with']})")
+                   for f in mf["files"]])])
+
+
 def truth_section(doc: dict) -> Section | None:
     tc = doc.get("truth_comparison")
     if not tc:
@@ -243,4 +263,5 @@ def closing_sections(doc: dict) -> list[Section]:
 
 
 __all__ = ["postures_section", "joint_centres_section", "subset_section", "relative_section",
-           "segments_section", "truth_section", "partial_section", "closing_sections"]
+           "segments_section", "models_section", "truth_section", "partial_section",
+           "closing_sections"]

@@ -158,7 +158,7 @@ def tree_links(out: SessionOutcome) -> list[dict]:
     tree = out.tree if out.tree is not None else out.session.tree
     return [{"name": l.name, "parent": l.parent,
              "joint_center": None if l.joint_center_parent is None else r(
-                 l.joint_center_parent), **({} if l.parent == "platform" else
+                 l.joint_center_parent, 17), **({} if l.parent == "platform" else
                                             {"joint": "spherical"})} for l in tree.links]
 
 
@@ -176,6 +176,7 @@ def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict
         "total_mass_std_source": getattr(out, "total_mass_std_source", ""),
         "inputs": list(out.inputs),
         "rig": {"path": str(out.rigfile.path), "name": out.rigfile.rig.name,
+                "gravity": r(out.rigfile.rig.gravity_lab, 17),
                 "calibration": _calibration_block(out.rigfile)},
         "filter": {"method": out.session.filter.method, "order": out.session.filter.order,
                    "passband_hz": out.session.filter.passband_hz,
@@ -203,6 +204,11 @@ def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict
         not_run += ["relative_motion", "minimal_parameters"]
     if out.segments is not None:
         doc["segments"] = r(out.segments.to_json())
+        for name, ls in out.segments.links.items():
+            # the estimate itself at full precision (17 digits round-trip a double): the
+            # model files (rigtool.report.exports) are built from these very numbers
+            doc["segments"]["links"][name].update(
+                mass=r(ls.mass_kg, 17), com=r(ls.com_m, 17), inertia_com=r(ls.inertia_com, 17))
     else:
         not_run.append("segments")
     if getattr(out, "robot", None) is not None:

@@ -1,4 +1,9 @@
-"""Per-link inertial parameters as URDF ``<inertial>`` blocks and an OpenSim BodySet fragment.
+"""The model files of a results directory, and per-link inertial blocks (URDF, OpenSim).
+
+:func:`write_models` writes the complete models (MuJoCo MJCF, OpenSim, URDF; one writer module
+each: ``export_mjcf``, ``export_osim``, ``export_urdf``, all reading one
+:class:`~rigtool.report.model_description.ModelDescription`). The fragment helpers below
+(``<inertial>`` blocks, a BodySet) serve a user pasting the numbers into a model of their own.
 
 Conventions
 -----------
@@ -109,26 +114,50 @@ def opensim_bodyset(links) -> str:
     return ET.tostring(bodyset, encoding="unicode") + "\n"
 
 
-def write_exports(links, out_dir: str | Path, *, robot_name: str = "rigtool") -> list[Path]:
-    """Write ``segments.urdf`` and ``segments_opensim_bodyset.xml`` into ``out_dir``.
+#: The model files of a results directory: (file, format, how to load it).
+MODEL_FILES: tuple[tuple[str, str, str], ...] = (
+    ("model_mujoco.xml", "MuJoCo MJCF", "mujoco.MjModel.from_xml_path"),
+    ("model.osim", "OpenSim 4 model", "opensim.Model"),
+    ("model.urdf", "URDF", "urdfdom, pinocchio.buildModelFromUrdf, MuJoCo"),
+)
+
+
+def write_models(doc: dict, out_dir: str | Path, *, base: str = "free",
+                 geometry: bool = True) -> tuple[list[Path], dict]:
+    """Write the complete models of a report.json into ``out_dir``: MuJoCo, OpenSim, URDF.
 
     Parameters
     ----------
-    links : Mapping[str, InertialParams] or SegmentsResult
+    doc : dict
+        A report.json's content with a ``segments`` block
+        (:func:`rigtool.report.model_description.model_from_report`).
     out_dir : str or Path
-        Existing results directory (files there of these names are replaced).
-    robot_name : str
+        Existing directory (files there of these names are replaced).
+    base : str
+        ``"free"`` (six degrees of freedom) or ``"fixed"`` (welded to the world).
+    geometry : bool
+        Add a viewing ellipsoid (a box in URDF) of equivalent inertia per link.
 
     Returns
     -------
-    list[Path]
-        The two files written.
+    paths : list[Path]
+        The files written, in :data:`MODEL_FILES` order.
+    block : dict
+        report.json's ``model_files`` block: base, geometry and per file its format.
     """
+    from rigtool.report.export_mjcf import write_mjcf
+    from rigtool.report.export_osim import write_osim
+    from rigtool.report.export_urdf import write_urdf
+    from rigtool.report.model_description import model_from_report
+
     out_dir = Path(out_dir)
-    urdf = out_dir / "segments.urdf"
-    osim = out_dir / "segments_opensim_bodyset.xml"
-    urdf.write_text('<?xml version="1.0"?>\n' + urdf_fragment(links, robot_name=robot_name),
-                    encoding="utf-8")
-    osim.write_text('<?xml version="1.0" encoding="UTF-8"?>\n' + opensim_bodyset(links),
-                    encoding="utf-8")
-    return [urdf, osim]
+    model = model_from_report(doc, base=base)
+    writers = (write_mjcf, write_osim, write_urdf)
+    paths = [w(model, out_dir / name, geometry=geometry)
+             for w, (name, _, _) in zip(writers, MODEL_FILES)]
+    block = {"base": base, "geometry": geometry,
+             "files": [{"file": name, "format": fmt, "loads_with": how}
+                       for name, fmt, how in MODEL_FILES],
+             "links": [{"name": l.name, "label": l.label, "parent": l.parent,
+                        "joint": None if l.joint is None else l.joint.type} for l in model.links]}
+    return paths, block

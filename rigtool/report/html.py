@@ -14,7 +14,7 @@ import html as _html
 import re
 from pathlib import Path
 
-from rigtool.report.blocks import Bullets, Document, Fig, Para, Sub, Table
+from rigtool.report.blocks import Bullets, Document, Fig, FileLinks, Para, Sub, Table
 
 _STYLE = """
 :root{--ok:#1e8e3e;--caution:#e37400;--problem:#c5221f;--na:#9aa0a6;--rule:#d0d4d9}
@@ -130,6 +130,10 @@ def render_html(doc: Document, out_dir: Path) -> str:
             elif isinstance(b, Bullets):
                 parts.append("<ul>" + "".join(f"<li>{inline(i)}</li>" for i in b.items)
                              + "</ul>")
+            elif isinstance(b, FileLinks):
+                parts.append("<ul>" + "".join(
+                    f'<li><a href="{_html.escape(f, quote=True)}"><code>{_html.escape(f)}'
+                    f"</code></a>: {inline(t)}</li>" for f, t in b.items) + "</ul>")
             elif isinstance(b, Fig):
                 parts.append(_figure(b, out_dir))
         parts.append("</section>")

@@ -3,7 +3,7 @@ Markdown (numeric columns right-aligned, units in the headers, figures with capt
 
 from __future__ import annotations
 
-from rigtool.report.blocks import Bullets, Document, Fig, Para, Sub, Table
+from rigtool.report.blocks import Bullets, Document, Fig, FileLinks, Para, Sub, Table
 from rigtool.report.content_summary import LEVEL_MARK
 
 
@@ -43,6 +43,8 @@ def render_markdown(doc: Document) -> str:
                 lines += table_markdown(b) + [""]
             elif isinstance(b, Bullets):
                 lines += [f"- {i}" for i in b.items] + [""]
+            elif isinstance(b, FileLinks):
+                lines += [f"- [`{f}`]({f}): {t}" for f, t in b.items] + [""]
             elif isinstance(b, Fig):
                 lines += [f"![{b.file}]({b.file})", "", f"*{b.caption}*", ""]
     return "\n".join(lines).rstrip() + "\n"

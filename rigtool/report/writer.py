@@ -5,7 +5,7 @@ each: rigtool.report.document (report.json: summary, checks, detail, truth compa
 rigtool.report.checks (the quality checks), rigtool.report.figures (the PNG figures),
 rigtool.report.content (the report's sections in reading order), rigtool.report.markdown and
 rigtool.report.html (the two renderings), rigtool.report.csv_tables and
-rigtool.report.exports (URDF, OpenSim).
+rigtool.report.exports (the model files: MuJoCo, OpenSim, URDF).
 """
 
 from __future__ import annotations
@@ -29,20 +29,25 @@ if TYPE_CHECKING:                    # annotations only (data flows pipeline -> 
 
 def write_report(out: SessionOutcome, out_dir: Path, *,
                  now: _dt.datetime | None = None, pool: LazyPool | None = None,
-                 early: DrawnEarly | None = None) -> list[Path]:
+                 early: DrawnEarly | None = None, model_base: str = "free",
+                 model_geometry: bool = True) -> list[Path]:
     """Write every report file of a :class:`~rigtool.pipeline.session.SessionOutcome` into
     ``out_dir``; returns the paths written. ``now``: the time the calibration's age is
     measured to (default: now, UTC). ``pool``: worker processes for the figures, ``early``:
     the posture figures already being drawn there (see
-    :func:`rigtool.report.figures.write_figures`)."""
+    :func:`rigtool.report.figures.write_figures`). ``model_base``: the model files' base
+    link ``"free"`` or ``"fixed"`` to the world; ``model_geometry``: their viewing
+    ellipsoids."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = report_dict(out, now=now)
     figures = write_figures(out, doc, out_dir, pool=pool, early=early)
     written = write_tables(out, out_dir)
     if out.segments is not None:
-        from rigtool.report.exports import write_exports
-        written += write_exports(out.segments, out_dir, robot_name=out.session.name)
+        from rigtool.report.exports import write_models
+        models, doc["model_files"] = write_models(doc, out_dir, base=model_base,
+                                                  geometry=model_geometry)
+        written += models
     if getattr(out, "robot", None) is not None:
         written += write_robot_files(out.robot, out_dir)
     (out_dir / "report.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",

@@ -1,0 +1,53 @@
+"""``rigtool export RESULTS [-o DIR]``: the model files of a results directory, written again.
+
+Reads ``RESULTS/report.json`` (its per-link parameters, tree, gravity, inputs) and writes the
+MuJoCo, OpenSim and URDF models (rigtool.report.exports.write_models) with the base link free
+or fixed to the world, with or without viewing ellipsoids; no fit is run again. Writing into
+RESULTS itself replaces its model files and updates report.json's ``model_files`` block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rigtool.errors import InputError
+from rigtool.pipeline.run_job import add_model_arguments
+
+HELP = "the model files (MuJoCo, OpenSim, URDF) of a results directory, written again"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of ``rigtool export``."""
+    p.add_argument("results", type=Path, help="a results directory of `rigtool run` "
+                                              "(holds report.json)")
+    p.add_argument("-o", "--output", type=Path, default=None,
+                   help="directory for the model files (default: RESULTS itself)")
+    add_model_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read report.json, write the three models, print their paths."""
+    from rigtool.report.exports import write_models
+
+    report = args.results / "report.json"
+    if not report.is_file():
+        raise InputError("expected a results directory holding report.json", path=args.results)
+    try:
+        doc = json.loads(report.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a report.json: {exc}", path=report) from None
+    if not isinstance(doc, dict) or "summary" not in doc:
+        raise InputError("not a rigtool report.json (no summary block)", path=report)
+    out_dir = args.output or args.results
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths, block = write_models(doc, out_dir, base=args.model_base,
+                                geometry=not args.no_model_geometry)
+    if out_dir.resolve() == args.results.resolve():
+        doc["model_files"] = block
+        report.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
