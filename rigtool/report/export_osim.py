@@ -75,6 +75,10 @@ def _joint(kind: str, name: str, coords: tuple[str, ...], parent_path: str, chil
         for c in coords:
             coordinate = ET.SubElement(c_el, "Coordinate", name=f"{name}_{c}")
             if limits is not None:
+                # OpenSim refuses a default value outside the range (a joint whose limits
+                # exclude zero, e.g. a Panda's elbow): the value in the range nearest zero
+                ET.SubElement(coordinate, "default_value").text = num(
+                    min(max(0.0, limits[0]), limits[1]))
                 ET.SubElement(coordinate, "range").text = vec(limits)
                 ET.SubElement(coordinate, "clamped").text = "true"
     frames = ET.SubElement(joint, "frames")

@@ -50,6 +50,11 @@ def write_report(out: SessionOutcome, out_dir: Path, *,
         written += models
     if getattr(out, "robot", None) is not None:
         written += write_robot_files(out.robot, out_dir)
+        if out.robot.consistent is not None:
+            models, doc["model_files"] = write_robot_models(doc, out.robot, out_dir,
+                                                            base=model_base,
+                                                            geometry=model_geometry)
+            written += models
     (out_dir / "report.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     document = build_document(doc, figures)
@@ -72,4 +77,34 @@ def write_robot_files(robot, out_dir: Path) -> list[Path]:
     return written
 
 
-__all__ = ["write_report", "report_dict", "write_robot_files"]
+def write_robot_models(doc: dict, robot, out_dir: Path, *, base: str, geometry: bool
+                       ) -> tuple[list[Path], dict]:
+    """A robot session's MuJoCo and OpenSim models of its identified bodies (its URDF is
+    robot.urdf); returns the paths and report.json's ``model_files`` block."""
+    from rigtool.report.export_mjcf import write_mjcf
+    from rigtool.report.export_osim import write_osim
+    from rigtool.robot.model_files import robot_model_description
+
+    provenance = ((f"written by rigtool {doc.get('rigtool_version', '?')} from the results of "
+                   f"session '{doc.get('session', '?')}'",
+                   "per body (a moving joint's link and the links held to it): mass (kg), COM "
+                   "and inertia about the COM in the joint frame, identified from the "
+                   "platform's free vibration, closest to the URDF's CAD values where the "
+                   "captures are silent", "inputs (sha256):")
+                  + tuple(f"  {i['path']}  {i['sha256']}" for i in doc.get("inputs", [])))
+    model = robot_model_description(
+        robot.inputs.model, list(robot.consistent.params), name=str(doc.get("session", "robot")),
+        base=base, gravity_m_s2=doc.get("rig", {}).get("gravity"), provenance=provenance,
+        prior_parameters=[k for k, v in robot.consistent.source.items() if v == "prior"])
+    files = (("model_mujoco.xml", "MJCF", write_mjcf), ("model.osim", "OpenSim 4", write_osim))
+    paths = [w(model, out_dir / name, geometry=geometry) for name, _, w in files]
+    block = {"base": base, "geometry": geometry,
+             "files": [{"file": name, "format": fmt} for name, fmt, _ in files]
+             + [{"file": "robot.urdf", "format": "URDF (the user's, identified <inertial>)"}],
+             "links": [{"name": l.name, "label": l.label, "parent": l.parent,
+                        "joint": None if l.joint is None else l.joint.type}
+                       for l in model.links]}
+    return paths, block
+
+
+__all__ = ["write_report", "report_dict", "write_robot_files", "write_robot_models"]
