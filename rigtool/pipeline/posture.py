@@ -59,6 +59,8 @@ class PostureOutcome:
                                                      # problems of the estimate
     rotation_cov: dict[str, np.ndarray] = field(default_factory=dict)
                                                  # link -> covariance of 0R_j's error (rad^2)
+    marker_noise_body_mm: dict[str, float] = field(default_factory=dict)
+                                                 # body -> marker noise its rigid fit implies
 
     @property
     def method(self) -> str:
@@ -236,9 +238,14 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
     bodies = {"platform": plat_traj, **trajs}
     rms = {k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in bodies.items()}
-    noise = [marker_sigma_from_residual(t.residual_rms_m, len(t.marker_names))
-             for t in bodies.values()]
-    noise = [v for v in noise if np.isfinite(v)]
+    body_noise = {k: marker_sigma_from_residual(t.residual_rms_m, len(t.marker_names))
+                  for k, t in bodies.items()}
+    # The marker noise is the platform's: its markers are screwed to a rigid plate, while a
+    # person's sit on skin that slides and vibrates (a noise estimate from them absorbs that
+    # motion and hides it). The object's bodies only stand in when the platform gives none.
+    noise = [v for v in body_noise.values() if np.isfinite(v)]
+    if np.isfinite(body_noise["platform"]):
+        noise = [body_noise["platform"]]
     scatter = {k: dict(zip(t.marker_names,
                            marker_scatter_mm(t, data.select(list(t.marker_names))).tolist()))
                for k, t in bodies.items()}
@@ -250,7 +257,9 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
                           marker_scatter_mm=scatter, notes=list(cap.warnings),
-                          rotation_cov=rotation_cov)
+                          rotation_cov=rotation_cov,
+                          marker_noise_body_mm={k: 1e3 * float(v) for k, v in
+                                                body_noise.items()})
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:
