@@ -8,6 +8,7 @@ and inertia errors, the Phi_B errors (minimal parameters per link), the marker n
 fits estimated, and the checks that were not green.
 
     PYTHONPATH=. python3 benchmarks/living.py [--only breathing14,wobbling] [--keep DIR]
+        [--reuse] [--pipeline OTHER_CHECKOUT --label before]
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ SCENARIOS = ("rigid", "breathing14", "breathing10", "heartbeat", "wobbling", "su
              "skin", "all")
 
 
-def simulate_and_run(name: str, out: Path) -> dict:
-    """Simulate one scenario into ``out``, run the default pipeline, return the report."""
+def simulate(name: str, out: Path) -> tuple[Path, float]:
+    """Simulate one scenario into ``out`` with the true rig as its calibrated rig file."""
     from rigtool.sim.scenario import load_scenario
     from rigtool.sim.session_writer import write_bundle
     from rigtool.sim.true_calibration import write_true_calibration
@@ -40,18 +41,24 @@ def simulate_and_run(name: str, out: Path) -> dict:
     rig_toml = out / bundle.rig_file
     write_true_calibration(rig_toml, rig_toml.with_suffix(".truth.json"),
                            rig_toml.with_name(f"{sc.rig.name}.calibrated.toml"))
-    session = out / bundle.session_file
-    results = session.parent / "results"
+    return out / bundle.session_file, sim_s
+
+
+def run(session: Path, pipeline: Path, label: str) -> dict:
+    """``rigtool run`` (defaults) on a simulated session with the pipeline of ``pipeline``
+    (a rigtool source tree); the report and the truth."""
+    import os
+    results = session.parent / f"results-{label}"
     t0 = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": str(pipeline)}
     proc = subprocess.run([sys.executable, "-m", "rigtool.cli", "run", str(session), "-o",
-                           str(results)], capture_output=True, text=True, cwd=ROOT)
+                           str(results)], capture_output=True, text=True, cwd=pipeline, env=env)
     run_s = time.perf_counter() - t0
     if proc.returncode not in (0,):
         print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
     report = json.loads((results / "report.json").read_text())
     truth = json.loads((session.parent / "truth.json").read_text())
-    return {"report": report, "truth": truth, "sim_s": sim_s, "run_s": run_s,
-            "exit": proc.returncode}
+    return {"report": report, "truth": truth, "run_s": run_s, "exit": proc.returncode}
 
 
 def scores(report: dict, truth: dict) -> dict:
@@ -90,6 +97,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated scenario names")
     ap.add_argument("--keep", type=Path, help="write the bundles under this folder")
+    ap.add_argument("--reuse", action="store_true",
+                    help="take the bundles already under --keep (no simulation)")
+    ap.add_argument("--pipeline", type=Path, default=ROOT,
+                    help="the rigtool source tree whose `rigtool run` is scored (default this "
+                         "one; another checkout gives the 'before' figures)")
+    ap.add_argument("--label", default="default", help="results folder suffix")
+    ap.add_argument("--simulate-only", action="store_true", help="write the bundles and stop")
     args = ap.parse_args()
     names = [n for n in (args.only.split(",") if args.only else SCENARIOS) if n]
     base = args.keep or Path(tempfile.mkdtemp(prefix="rigtool-living-"))
@@ -98,14 +112,21 @@ def main() -> None:
               f" {'Phi_B J err %':>14} {'noise est mm':>13}  not green")
     rows = []
     for name in names:
-        res = simulate_and_run(name, base / name)
+        session = base / name / "captures" / "two-link" / "session.toml"
+        sim_s = 0.0
+        if not args.reuse:
+            session, sim_s = simulate(name, base / name)
+            if args.simulate_only:
+                print(f"[{name}: simulated in {sim_s:.0f} s]", flush=True)
+                continue
+        res = run(session, args.pipeline.resolve(), args.label)
         s = scores(res["report"], res["truth"])
         row = (f"{name:<12} {_span(s['com_mm']):>12} {_span(s['inertia_pct']):>14} "
                f"{_span(s['ms_g_m'], '{:.1f}'):>17} {_span(s['j_pct']):>14} "
                f"{_span(s['noise_mm'], '{:.3f}'):>13}  "
                + (", ".join(f"{k} ({lv})" for k, lv in s["checks"]) or "none"))
         rows.append(row)
-        print(f"[{name}: simulated in {res['sim_s']:.0f} s, rigtool run {res['run_s']:.0f} s, "
+        print(f"[{name}: simulated in {sim_s:.0f} s, rigtool run {res['run_s']:.0f} s, "
               f"exit {res['exit']}]", flush=True)
         print(header)
         print(row, flush=True)
