@@ -85,6 +85,10 @@ class BreathingSpec:
         Mean position of the mass, link frame (None: the link's COM).
     inspiration_fraction : float
         Ti/Ttot.
+    hold : bool
+        A breath-hold at the end of a quiet exhale: the mass stays at its end-exhale place
+        (the link's parameters remain the mean over the breath, so the hold's offset from
+        that mean is what a breath-hold capture keeps as a bias).
     wall_markers : dict
         Marker name -> :class:`WallMarker` (extra markers of the link that move with the
         breath).
@@ -99,6 +103,7 @@ class BreathingSpec:
     position_link: np.ndarray | None = None
     inspiration_fraction: float = 0.4
     wall_markers: dict[str, WallMarker] = field(default_factory=dict)
+    hold: bool = False
 
 
 @dataclass(frozen=True)
@@ -281,10 +286,15 @@ def breathing_path(spec: BreathingSpec, mean_position: np.ndarray,
     scale = 1.0 / (c.max() - c.min())           # unit peak-to-peak
     f0 = spec.rate_per_min / 60.0
     u = np.asarray(spec.direction_link, float)
+    rate_noise, depth_noise, phase0 = (_smooth_noise(rng, 0.5 * f0),
+                                       _smooth_noise(rng, 0.5 * f0), float(rng.uniform()))
+    if spec.hold:              # frozen at end-exhale: no rate, no variability
+        return QuasiPeriodicPath(np.asarray(mean_position, float), u / np.linalg.norm(u),
+                                 spec.depth_m, 0.0, 0.0, cos_c * scale, sin_c * scale,
+                                 rate_noise, depth_noise, float(probe[np.argmin(c)]))
     return QuasiPeriodicPath(np.asarray(mean_position, float), u / np.linalg.norm(u),
                              spec.depth_m, f0, spec.variability, cos_c * scale, sin_c * scale,
-                             _smooth_noise(rng, 0.5 * f0), _smooth_noise(rng, 0.5 * f0),
-                             float(rng.uniform()))
+                             rate_noise, depth_noise, phase0)
 
 
 def cardiac_path(spec: CardiacSpec, mean_position: np.ndarray,

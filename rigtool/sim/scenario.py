@@ -244,8 +244,12 @@ def _read_with_extends(path: Path, _seen: tuple[Path, ...] = ()) -> dict:
     merged = {**base, **raw}
     for key in ("scenario", "capture"):
         merged[key] = {**base.get(key, {}), **raw.get(key, {})}
-    if "living" in base or "living" in raw:         # effects add up, effect by effect
+    if "living" in base or "living" in raw:         # effects add up, key by key
         merged["living"] = {**base.get("living", {}), **raw.get("living", {})}
+        for key, value in raw.get("living", {}).items():
+            below = base.get("living", {}).get(key)
+            if isinstance(value, dict) and isinstance(below, dict):
+                merged["living"][key] = {**below, **value}
     arts = {**base.get("capture", {}).get("artefacts", {}),
             **raw.get("capture", {}).get("artefacts", {})}
     if arts:

@@ -24,6 +24,7 @@ __all__ = ["read_living"]
 
 def _number(t: dict, key: str, default: float, lo: float, hi: float, *, field: str,
             path: Path, scale: float = 1.0) -> float:
+    """``t[key] * scale`` checked in ``[lo, hi]`` (the file's units), else ``default`` (SI)."""
     if key not in t:
         return default
     x = as_float(t[key], field=f"{field}.{key}", path=path)
@@ -70,7 +71,7 @@ def _known(t: dict, keys: set[str], *, field: str, path: Path) -> None:
 def _breathing(t: dict, tree: Tree, *, path: Path) -> BreathingSpec:
     f = "living.breathing"
     _known(t, {"link", "rate_per_min", "variability", "mass_kg", "depth_mm", "direction",
-               "position", "inspiration_fraction", "wall_markers"}, field=f, path=path)
+               "position", "inspiration_fraction", "wall_markers", "hold"}, field=f, path=path)
     d = BreathingSpec()
     walls = {}
     wt = t.get("wall_markers", {})
@@ -96,12 +97,19 @@ def _breathing(t: dict, tree: Tree, *, path: Path) -> BreathingSpec:
         _number(t, "rate_per_min", d.rate_per_min, 4.0, 40.0, field=f, path=path),
         _number(t, "variability", d.variability, 0.0, 0.25, field=f, path=path),
         _number(t, "mass_kg", d.mass_kg, 0.0, 20.0, field=f, path=path),
-        _number(t, "depth_mm", 1e3 * d.depth_m, 0.0, 60.0, field=f, path=path, scale=1e-3),
+        _number(t, "depth_mm", d.depth_m, 0.0, 60.0, field=f, path=path, scale=1e-3),
         _direction(t, d.direction_link, field=f, path=path),
         _position(t, field=f, path=path),
         _number(t, "inspiration_fraction", d.inspiration_fraction, 0.2, 0.6, field=f,
                 path=path),
-        walls)
+        walls, _flag(t, "hold", field=f, path=path))
+
+
+def _flag(t: dict, key: str, *, field: str, path: Path) -> bool:
+    v = t.get(key, False)
+    if not isinstance(v, bool):
+        raise ConfigError("expected true or false", path=path, field=f"{field}.{key}", found=v)
+    return v
 
 
 def _cardiac(t: dict, tree: Tree, *, path: Path) -> CardiacSpec:
@@ -178,7 +186,7 @@ def _skin(t: dict, tree: Tree, *, path: Path) -> SkinSpec:
             raise ConfigError(f"expected a list of link names (links: {', '.join(tree.names)})",
                               path=path, field=f"{f}.links", found=raw)
         links = tuple(raw)
-    return SkinSpec(_number(t, "drift_mm", 1e3 * d.drift_m, 0.0, 20.0, field=f, path=path,
+    return SkinSpec(_number(t, "drift_mm", d.drift_m, 0.0, 20.0, field=f, path=path,
                             scale=1e-3),
                     _number(t, "drift_period_s", d.drift_period_s, 0.5, 600.0, field=f,
                             path=path),
