@@ -34,8 +34,10 @@ BREATHING_PER_MIN = (10.0, 20.0)
 HEART_PER_MIN = (50.0, 90.0)
 #: wobbling soft tissue and the compliant back, Hz (lowest of each), and their damping
 TISSUE_HZ, SUPPORT_HZ, TISSUE_DAMPING = 4.0, 5.0, 0.3
-#: apparent-mass change tolerated in the highest mode (relative)
-APPARENT_MASS_TOLERANCE = 0.02
+#: apparent-mass change tolerated in the highest mode (relative): about what a mode at a
+#: third of the tissue's frequency gives (+12 % at damping ratio 0.3); lower is not
+#: reachable with a rig's vertical and rocking modes above 1 Hz
+APPARENT_MASS_TOLERANCE = 0.12
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,8 @@ def mode_conflicts(modes_hz, *, breathing_per_min=BREATHING_PER_MIN,
                     f"apparent mass there is {100 * change:+.0f} % of its mass (damping ratio "
                     f"{damping_ratio:g}), against ~0 % in the pendulum modes",
                     "lower the highest modes (softer springs, more platform inertia about the "
-                    "rocking axes) to below a third of the tissue's frequency, or leave those "
-                    "modes out of the fit's band"))
+                    "rocking axes) towards a third of that frequency, and relax and support "
+                    "the segments (tense or hanging tissue wobbles more)"))
     return out
 
 

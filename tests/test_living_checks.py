@@ -194,3 +194,20 @@ def test_living_effects_add_up_through_extends_and_drop_leaves_a_table_out():
     assert len(liv.wobbling) == 2 and liv.support is not None and liv.skin is not None
     assert sc.relative is None and sc.calibration == ()
     assert {"CH1", "AB1"} <= set(sc.obj.tree.links[0].markers_link)
+
+
+def test_rig_modes_against_breathing_and_tissue():
+    from rigtool.protocol import apparent_mass_factor, clear_breathing_rates, mode_conflicts
+    modes = [0.36, 0.45, 1.4, 1.55, 2.0, 3.77]
+    found = mode_conflicts(modes)
+    breathing = [c for c in found if c.effect == "breathing"]
+    assert {round(c.mode_hz, 2) for c in breathing} == {0.36, 0.45}
+    tissue = [c for c in found if c.effect == "soft tissue"]
+    assert tissue and tissue[0].mode_hz == 3.77
+    # the closed form: resonance at r = 1 with zeta 0.3 is |1 + 0.6i| / 0.6
+    assert abs(abs(apparent_mass_factor(1.0, 0.3)) - abs(1 + 0.6j) / 0.6) < 1e-12
+    # a paced rate the benchmark uses keeps its three harmonics clear of the modes
+    assert any(a <= 17 <= b for a, b in clear_breathing_rates(modes))
+    # a rig with only slow pendulum modes and low highest mode is clear of tissue
+    assert not [c for c in mode_conflicts([0.12, 0.13, 0.9, 1.0, 1.1, 1.2])
+                if c.effect in ("soft tissue", "support")]
