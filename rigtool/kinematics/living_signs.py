@@ -24,6 +24,8 @@ from scipy.signal import butter, savgol_filter, sosfiltfilt
 
 __all__ = ["marker_rhythm", "base_on_platform", "apparent_mass_by_band", "band_fraction"]
 
+#: where a capture's position noise is measured (Hz; nothing of the rig vibrates there)
+NOISE_BAND_HZ = (15.0, 40.0)
 #: a band starting below this is measured through a low-pass (Hz)
 LOW_PASS_BELOW_HZ = 0.2
 #: breathing rates searched, Hz (6-40 breaths/min)
@@ -190,6 +192,16 @@ def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
     force = _fill(spring_force_lab, ok)
     dt = 1.0 / rate_hz
     cut = max(7, int(round(2.0 * rate_hz)))      # the filters' start and end transients
+    # The position's white noise (markers) adds its own power to the band's acceleration and
+    # would bias every mass low, the more so the higher the band (errors in variables): its
+    # density is read where nothing vibrates (above NOISE_BAND_HZ) and taken off.
+    nyq = 0.5 * rate_hz
+    lo_n, hi_n = NOISE_BAND_HZ[0], min(NOISE_BAND_HZ[1], 0.9 * nyq)
+    density = 0.0
+    if hi_n > lo_n * 1.2:
+        sos_n = butter(4, [lo_n, hi_n], btype="band", fs=rate_hz, output="sos")
+        noise = sosfiltfilt(sos_n, pos, axis=0)[cut:-cut]
+        density = float(np.mean(noise * noise)) / (hi_n - lo_n)    # per axis, m^2/Hz
     for lo, hi in bands_hz:
         # the same linear, time-invariant band-pass on both sides keeps F = m a; the
         # acceleration is then the five-point second difference (error (w dt)^4 / 90), not
@@ -212,7 +224,13 @@ def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
             out.append({"band_hz": [lo, hi], "mass_kg": float("nan"), "std_kg": float("nan"),
                         "accel_rms": 0.0})
             continue
-        m = float(np.sum(fa * ff) / aa)
+        top = min(hi, 0.45 * rate_hz)
+        lo_eff = 0.0 if low_pass else lo
+        noise_power = density * (2 * np.pi) ** 4 * (top ** 5 - lo_eff ** 5) / 5.0
+        aa_signal = aa - noise_power * fa.size            # fa.size = samples x 3 axes
+        if aa_signal < 0.5 * aa:                           # the band is mostly noise
+            aa_signal = 0.5 * aa
+        m = float(np.sum(fa * ff) / aa_signal)
         resid = ff - m * fa
         # the band's samples are correlated: about 2 B T independent ones per axis
         n_eff = max(3.0, 2 * (hi - lo) * len(fa) / rate_hz * 3)

@@ -42,7 +42,7 @@ SKIN_RATIO = 2.0
 SUPPORT_MOTION, SUPPORT_R2 = 3.0, 0.3
 #: soft tissue: the bands' masses differ by this many combined standard errors, and by
 #: this fraction of the object's mass
-TISSUE_SIGMAS, TISSUE_FRACTION = 3.0, 0.03
+TISSUE_SIGMAS, TISSUE_FRACTION = 3.0, 0.02
 
 
 def _signs(out: SessionOutcome):
