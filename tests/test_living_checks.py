@@ -211,3 +211,14 @@ def test_rig_modes_against_breathing_and_tissue():
     # a rig with only slow pendulum modes and low highest mode is clear of tissue
     assert not [c for c in mode_conflicts([0.12, 0.13, 0.9, 1.0, 1.1, 1.2])
                 if c.effect in ("soft tissue", "support")]
+
+
+def test_modes_command_names_the_conflicts(tmp_path, capsys):
+    from rigtool.cli import main
+    rig = write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
+                                 ROOT / "calibration" / "paper-rig.truth.json",
+                                 tmp_path / "paper-rig.calibrated.toml")
+    assert main(["modes", str(rig), "--mass", "80.8", "--com", "0", "-0.01", "0.33"]) == 0
+    out = capsys.readouterr().out
+    assert "modes with 80.8 kg" in out and "breathing" in out and "harmonic 2" in out
+    assert main(["modes", str(rig), "--mass", "-1"]) == 2
