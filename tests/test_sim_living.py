@@ -252,3 +252,29 @@ def test_support_with_swinging_links_is_refused():
     system = system_with(Living(support=SupportSpec()), free_joints=True)
     with pytest.raises(ConfigError, match="support"):
         simulate(system, 0.1, 100.0)
+
+
+def test_wall_and_skin_markers_move_as_asked():
+    from rigtool.sim.living import SkinSpec, WallMarker
+    from rigtool.sim.living_markers import marker_offsets
+    from rigtool.sim.markers import MarkerSet
+    wall = WallMarker(np.array([0.1, 0.0, 0.3]), np.array([0.0, 0.0, 0.008]))
+    living = Living(breathing=BreathingSpec(depth_m=0.012, wall_markers={"AB1": wall}),
+                    skin=SkinSpec(drift_m=0.0007, drift_period_s=8.0, tissue_gain=0.0,
+                                  links=("upper",)))
+    system = system_with(living)
+    traj = simulate(system, 60.0, 20.0)
+    sets = [MarkerSet("platform", {"P1": np.zeros(3)}),
+            MarkerSet("frame", {"AB1": wall.position_link, "F1": np.array([0.2, 0.1, 0.5])}),
+            MarkerSet("upper", {"U1": np.array([0.0, 0.05, -0.1])})]
+    off = marker_offsets(living, traj, sets, {"frame", "upper", "lower", "side"},
+                         np.random.default_rng(0))
+    assert np.all(off[:, 0] == 0) and np.all(off[:, 2] == 0)    # platform, a bone marker
+    # the wall marker moves 8 mm per breath along the link's z (peak to peak, lab)
+    rot = traj.rotation["frame"]
+    local = np.einsum("tji,tj->ti", rot, off[:, 1])
+    assert np.allclose(local[:, :2], 0, atol=1e-12)
+    assert 0.004 < np.ptp(local[:, 2]) < 0.014
+    # the skin marker drifts ~0.7 mm RMS per coordinate
+    rms = np.sqrt(np.mean((off[:, 3] - off[:, 3].mean(0)) ** 2, axis=0))
+    assert np.all((0.0003 < rms) & (rms < 0.0012)), rms
