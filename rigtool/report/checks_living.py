@@ -96,7 +96,9 @@ def breathing_check(out: SessionOutcome) -> Check:
     parts = [f"{name} on {link} ({max(h['rms_mm'] for h in v):.1f} mm)"
              for (link, name), v in hits.items()]
     resid = [i["residual_share"] for i in items if np.isfinite(i["residual_share"])]
-    finding = (f"{listing(parts)} move on their link at {min(rates):.0f}-{max(rates):.0f}/min "
+    span = (f"{min(rates):.0f}" if round(min(rates)) == round(max(rates))
+            else f"{min(rates):.0f}-{max(rates):.0f}")
+    finding = (f"{listing(parts)} move on their link at {span}/min "
                f"with {100 * min(i['share'] for i in items):.0f} % or more of their motion at "
                "that rhythm and its harmonics")
     if resid:
