@@ -170,8 +170,15 @@ def base_on_platform(plat_rotation: np.ndarray, plat_position_m: np.ndarray,
 
 def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
                           valid: np.ndarray, gravity_lab: np.ndarray, rate_hz: float,
-                          bands_hz: list[tuple[float, float]]) -> list[dict]:
+                          bands_hz: list[tuple[float, float]],
+                          tilt_rad: np.ndarray | None = None) -> list[dict]:
     """The mass the springs see in each frequency band: ``F = m (a_com - g)``.
+
+    With ``tilt_rad`` (``[T, 3]``, the carrying body's small rotation about its mean, lab
+    rotation vector), ``com_lab_m`` is any point fixed on that body and each band fits
+    ``F = m a + alpha x h`` with its own first moment ``h`` about that point: a COM that
+    a rigid fit moved to fit all modes at once (or one that moves from mode to mode) does
+    not leak into the masses.
 
     ``m`` in a band is the least-squares ratio of the band-passed spring force to the
     band-passed COM acceleration (the three axes together; a zero-phase Butterworth
@@ -190,6 +197,7 @@ def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
                  "accel_rms": float("nan")} for b in bands_hz]
     pos = _fill(com_lab_m, ok)
     force = _fill(spring_force_lab, ok)
+    tilt = None if tilt_rad is None else _fill(tilt_rad, ok)
     dt = 1.0 / rate_hz
     cut = max(7, int(round(2.0 * rate_hz)))      # the filters' start and end transients
     # The position's white noise (markers) adds its own power to the band's acceleration and
@@ -217,8 +225,14 @@ def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
         fa = (-xp[4:] + 16 * xp[3:-1] - 30 * xp[2:-2] + 16 * xp[1:-3] - xp[:-4]) / (12 * dt * dt)
         ff = sosfiltfilt(sos, force, axis=0)[2:-2]
         fa, ff = fa[cut:-cut], ff[cut:-cut]
+        alpha = None
+        if tilt is not None:
+            tp = sosfiltfilt(sos, tilt, axis=0)
+            alpha = ((-tp[4:] + 16 * tp[3:-1] - 30 * tp[2:-2] + 16 * tp[1:-3] - tp[:-4])
+                     / (12 * dt * dt))[cut:-cut]
         if low_pass:
             fa, ff = fa - fa.mean(0), ff - ff.mean(0)
+            alpha = None if alpha is None else alpha - alpha.mean(0)
         aa = float(np.sum(fa * fa))
         if fa.size == 0 or aa <= 0:
             out.append({"band_hz": [lo, hi], "mass_kg": float("nan"), "std_kg": float("nan"),
@@ -230,8 +244,19 @@ def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
         aa_signal = aa - noise_power * fa.size            # fa.size = samples x 3 axes
         if aa_signal < 0.5 * aa:                           # the band is mostly noise
             aa_signal = 0.5 * aa
-        m = float(np.sum(fa * ff) / aa_signal)
-        resid = ff - m * fa
+        if alpha is None:
+            m = float(np.sum(fa * ff) / aa_signal)
+            resid = ff - m * fa
+        else:
+            # columns: a (for m) and alpha x e_k (for h_k); the noise power comes off a.a
+            cols = [fa.ravel()] + [np.cross(alpha, np.eye(3)[k]).ravel() for k in range(3)]
+            design = np.stack(cols, 1)
+            normal = design.T @ design
+            normal[0, 0] = aa_signal
+            coef = np.linalg.solve(normal, design.T @ ff.ravel())
+            m = float(coef[0])
+            resid = ff - (design @ coef).reshape(ff.shape)
+            aa_signal = 1.0 / float(np.linalg.inv(normal)[0, 0])    # m's own information
         # the band's samples are correlated: about 2 B T independent ones per axis
         n_eff = max(3.0, 2 * (hi - lo) * len(fa) / rate_hz * 3)
         std = float(np.sqrt(np.sum(resid * resid) / (aa * n_eff)))

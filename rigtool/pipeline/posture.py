@@ -301,8 +301,12 @@ def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
         com_platform = (plat.mass * plat.com + object_mass_kg * com_obj_platform) / total
         com_lab = pos + np.einsum("tij,j->ti", rot, com_platform)
         force = spring_wrench(rig, rot, pos)[..., :3]
+        # the platform's small rotation about its mean (lab): each band fits its own first
+        # moment, so the fitted COM (which a rigid fit moves to fit every mode) stays out
+        r_mean = mean_rotation(rot[plat_traj.valid])[0]
+        tilt = Rotation.from_matrix(rot @ r_mean.T).as_rotvec()
         bands = apparent_mass_by_band(force, com_lab, plat_traj.valid, rig.gravity_lab, rate,
-                                      APPARENT_MASS_BANDS_HZ)
+                                      APPARENT_MASS_BANDS_HZ, tilt_rad=tilt)
         for b in bands:
             b["object_mass_kg"] = b["mass_kg"] - plat.mass
     return {"rhythm": rhythm, "base_on_platform": on_platform, "apparent_mass": bands,
