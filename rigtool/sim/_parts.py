@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rigtool.sim._model import cross, quat_to_matrix, quat_rate
+from rigtool.sim._model import quat_to_matrix, quat_rate
 
 
 @dataclass(frozen=True)
@@ -202,4 +202,4 @@ class LivingTerms:
         return r_a.T @ (o_s + r_s @ pad.c - o_a) - pad.a
 
 
-__all__ = ["CarriedMass", "PointSatellite", "RigidSatellite", "Pad", "LivingTerms", "cross"]
+__all__ = ["CarriedMass", "PointSatellite", "RigidSatellite", "Pad", "LivingTerms"]
