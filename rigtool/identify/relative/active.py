@@ -212,9 +212,6 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     prob.n_frames = min(n_total, max(20, int(round(first_horizon_s / dt))))
     st_first, r_first, first_stage = fit_initial_state(prob, st0, max_nfev)
     iterations, stage_log = first_stage[1], [first_stage]
-    # the platform's rigid markers when they give one (skin markers would inflate it)
-    if np.isfinite(sigma[0]):
-        sigma = sigma[:1]
     sigma_mm = 1e3 * float(np.nanmedian(sigma)) if np.any(np.isfinite(sigma)) else float("nan")
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
         sigma_mm = float(np.sqrt(np.mean(r_first ** 2)))

@@ -270,9 +270,6 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     stage_log = [first_stage]
     # marker noise for the prior's weight: from the rigid fits of every marker set (no model
     # involved); the short first fit's RMS when those are unusable
-    # (the platform's rigid markers when they give one: skin markers would inflate it)
-    if np.isfinite(rigid_sigma[0]):
-        rigid_sigma = rigid_sigma[:1]
     sigma_mm = 1e3 * float(np.nanmedian(rigid_sigma)) if np.any(np.isfinite(rigid_sigma)) \
         else float("nan")
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
