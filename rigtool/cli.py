@@ -20,7 +20,7 @@ from rigtool.errors import RigtoolError
 
 #: Sub-commands in the order ``rigtool --help`` lists them.
 COMMANDS: tuple[str, ...] = ("inspect", "convert", "camera", "track", "simulate", "calibrate",
-                             "weigh", "subset", "run", "batch", "export")
+                             "weigh", "subset", "run", "batch", "export", "modes")
 
 
 def _load(name: str):

@@ -27,10 +27,13 @@ from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
 from rigtool.identify.subset.fit import PostureOverall
 from rigtool.engine.whiten import MarkerCovariance
+from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_platform,
+                                             marker_rhythm)
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
 from rigtool.kinematics.rotation_mean import mean_rotation, rms_angle
 from rigtool.mocap import MarkerData, read_capture
+from rigtool.rig import spring_wrench
 from rigtool.pipeline.lab_frames import posture_lab_frame_warning
 from rigtool.pipeline.methods import check_method
 from rigtool.tree import Tree
@@ -59,6 +62,11 @@ class PostureOutcome:
                                                      # problems of the estimate
     rotation_cov: dict[str, np.ndarray] = field(default_factory=dict)
                                                  # link -> covariance of 0R_j's error (rad^2)
+    marker_noise_body_mm: dict[str, float] = field(default_factory=dict)
+                                                 # body -> marker noise its rigid fit implies
+    living_signs: dict = field(default_factory=dict)
+                                                 # what a living body leaves in the capture
+                                                 # (living_signs(); the report's checks)
 
     @property
     def method(self) -> str:
@@ -236,21 +244,73 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
     bodies = {"platform": plat_traj, **trajs}
     rms = {k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in bodies.items()}
-    noise = [marker_sigma_from_residual(t.residual_rms_m, len(t.marker_names))
-             for t in bodies.values()]
-    noise = [v for v in noise if np.isfinite(v)]
+    body_noise = {k: marker_sigma_from_residual(t.residual_rms_m, len(t.marker_names))
+                  for k, t in bodies.items()}
+    # The marker noise is the platform's: its markers are screwed to a rigid plate, while a
+    # person's sit on skin that slides and vibrates (a noise estimate from them absorbs that
+    # motion and hides it). The object's bodies only stand in when the platform gives none.
+    noise = [v for v in body_noise.values() if np.isfinite(v)]
+    if np.isfinite(body_noise["platform"]):
+        noise = [body_noise["platform"]]
     scatter = {k: dict(zip(t.marker_names,
                            marker_scatter_mm(t, data.select(list(t.marker_names))).tolist()))
                for k, t in bodies.items()}
     warnings = list(res.warnings) if refinement is None else list(refinement.warnings)
     other_lab = posture_lab_frame_warning(rigfile.raw, capture)
     warnings += [f"{name}: {other_lab}"] if other_lab else []
+    signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb)
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms, warnings,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
                           marker_scatter_mm=scatter, notes=list(cap.warnings),
-                          rotation_cov=rotation_cov)
+                          rotation_cov=rotation_cov,
+                          marker_noise_body_mm={k: 1e3 * float(v) for k, v in
+                                                body_noise.items()},
+                          living_signs=signs)
+
+
+#: frequency bands the apparent mass is measured in: the pendulum modes, and the modes above
+#: breathing's harmonics (a 20/min breath carries little above 1.5 Hz)
+APPARENT_MASS_BANDS_HZ = [(0.15, 1.0), (1.6, 8.0)]
+
+
+def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
+                 trajs: dict[str, BodyTrajectory], tree: Tree, com_base_m: np.ndarray,
+                 object_mass_kg: float, r_pb: np.ndarray, t_pb: np.ndarray) -> dict:
+    """Breathing rhythm of each object marker, the base link's motion on the platform and
+    the apparent mass band by band (:mod:`rigtool.kinematics.living_signs`)."""
+    rate = float(data.rate_hz)
+    rhythm = {}
+    for link in tree.links:
+        t = trajs[link.name]
+        xyz = data.select(list(t.marker_names))
+        rhythm[link.name] = dict(zip(t.marker_names, marker_rhythm(
+            t.rotation, t.position_m, t.valid, xyz, rate)))
+    base = trajs[tree.links[0].name]
+    valid = plat_traj.valid & base.valid
+    on_platform = base_on_platform(plat_traj.rotation, plat_traj.position_m, base.rotation,
+                                   base.position_m, valid, rig.gravity_lab, rate)
+    plat = rig.platform.params
+    bands = []
+    if plat is not None and np.all(np.isfinite(com_base_m)) and np.isfinite(object_mass_kg):
+        rot = np.where(plat_traj.valid[:, None, None], plat_traj.rotation, np.eye(3))
+        pos = np.where(plat_traj.valid[:, None], plat_traj.position_m, 0.0)
+        com_obj_platform = r_pb @ np.asarray(com_base_m, float) + t_pb
+        total = plat.mass + object_mass_kg
+        com_platform = (plat.mass * plat.com + object_mass_kg * com_obj_platform) / total
+        com_lab = pos + np.einsum("tij,j->ti", rot, com_platform)
+        force = spring_wrench(rig, rot, pos)[..., :3]
+        # the platform's small rotation about its mean (lab): each band fits its own first
+        # moment, so the fitted COM (which a rigid fit moves to fit every mode) stays out
+        r_mean = mean_rotation(rot[plat_traj.valid])[0]
+        tilt = Rotation.from_matrix(rot @ r_mean.T).as_rotvec()
+        bands = apparent_mass_by_band(force, com_lab, plat_traj.valid, rig.gravity_lab, rate,
+                                      APPARENT_MASS_BANDS_HZ, tilt_rad=tilt)
+        for b in bands:
+            b["object_mass_kg"] = b["mass_kg"] - plat.mass
+    return {"rhythm": rhythm, "base_on_platform": on_platform, "apparent_mass": bands,
+            "rate_hz": rate}
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:
@@ -262,4 +322,4 @@ def posture_overall(p: PostureOutcome) -> PostureOverall:
 
 
 __all__ = ["PostureOutcome", "MotionTraces", "motion_traces", "fit_one_posture",
-           "posture_overall"]
+           "posture_overall", "living_signs"]

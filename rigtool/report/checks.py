@@ -1,7 +1,9 @@
 """The session's quality checks, in the order a reviewer asks for them.
 
 Captures first (rigtool.report.checks_capture: marker residual against marker noise, markers
-still on their bodies, postures held, the mass against the scale), then the identification
+still on their bodies, postures held, the mass against the scale; rigtool.report.checks_living:
+breathing, soft tissue, the support, skin markers, shown when they find something), then the
+identification
 (rigtool.report.checks_model: Phi_s rank and condition, physical bounds, the calibration's age
 and held-out test, the segments against Phi_B), then whatever else the fits said, once.
 Each check judges the estimate the report gives; a warning is a check that is not green.
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rigtool.report.check_types import Check, worst
 from rigtool.report.checks_capture import capture_checks
+from rigtool.report.checks_living import living_checks
 from rigtool.report.checks_model import fit_messages, model_checks
 
 if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
@@ -37,7 +40,7 @@ def session_checks(out: SessionOutcome, *, now: _dt.datetime | None = None
     """
     others, notes = fit_messages(out)
     extra = [others] if others.is_warning else []          # shown only when there are any
-    return capture_checks(out) + model_checks(out, now) + extra, notes
+    return capture_checks(out) + living_checks(out) + model_checks(out, now) + extra, notes
 
 
 def verdict(checks: list[Check]) -> str:

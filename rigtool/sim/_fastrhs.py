@@ -75,13 +75,15 @@ _CROSS_MAP = _cross_map()
 class FastRHS:
     """Callable ``(t, y) -> dy/dt`` for ``scipy.integrate.solve_ivp`` (one state, no batch)."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, living=None) -> None:
         self.model = model
+        self.living = living        # rigtool.sim._parts.LivingTerms or None (rigid)
         b = model.n_bodies
         self.b = b
         self.n = model.n_nu
         self.q_slice = slice(3, 3 + 4 * b)
         self.nu_start = 3 + 4 * b
+        self.nu_stop = self.nu_start + self.n       # living satellites' states follow
         self.h_body = model.first_moment_body[:, :, None]
         self.i_body = model.inertia_body
         self.mass_eye = model.mass_eye
@@ -108,7 +110,17 @@ class FastRHS:
     def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
         b = self.b
         quat = y[self.q_slice].reshape(b, 4)
-        nu = y[self.nu_start:]
+        living = self.living
+        if living is None:
+            nu = y[self.nu_start:]
+            h_body, i_body, mass_eye, mass_col = (self.h_body, self.i_body, self.mass_eye,
+                                                  self.mass_col)
+        else:
+            nu = y[self.nu_start:self.nu_stop]
+            paths = living.evaluate_paths(t)
+            h_body, i_body, mass = living.body_params(paths, self.h_body, self.i_body,
+                                                      self.model.mass)
+            mass_eye, mass_col = mass[:, None, None] * np.eye(3), mass[:, None, None]
         omega = nu[3:].reshape(b, 3, 1)
         # np.dot rather than @ for 2-D products: half the call overhead at these sizes
         qq = np.dot((quat[:, :, None] * quat[:, None, :]).reshape(b, 16), _ROT_NORM_MAP)
@@ -117,10 +129,10 @@ class FastRHS:
         w_skew = w_maps[:, :9].reshape(b, 3, 3)
         w_skew2 = w_skew @ w_skew
         # rigid-body terms about each origin, lab: h = R h_body, I = R I_body R^T
-        h = rot @ self.h_body                                            # [B, 3, 1]
-        inertia = rot @ self.i_body @ rot.transpose(0, 2, 1)
+        h = rot @ h_body                                                 # [B, 3, 1]
+        inertia = rot @ i_body @ rot.transpose(0, 2, 1)
         sh = np.dot(h.reshape(b, 3), _SKEW).reshape(b, 3, 3)
-        lam = np.concatenate([np.concatenate([self.mass_eye, -sh], 2),
+        lam = np.concatenate([np.concatenate([mass_eye, -sh], 2),
                               np.concatenate([sh, inertia], 2)], 1)
         # springs on body 0
         r = np.dot(self.att, rot[0].T)
@@ -137,18 +149,28 @@ class FastRHS:
                                  np.dot(np.dot(r.T, f_spring).reshape(9), _CROSS_MAP)])
         if b == 1:
             g_eff = self.gravity
-            wrench = np.concatenate([self.mass_col[0] * g_eff - w_skew2[0] @ h[0],
+            wrench = np.concatenate([mass_col[0] * g_eff - w_skew2[0] @ h[0],
                                      sh[0] @ g_eff - w_skew[0] @ (inertia[0] @ omega[0])])
             mass_matrix, q = lam[0], wrench[:, 0] + spring
+            if living is not None:
+                w_add, extra_dot = living.forces(t, y[self.nu_stop:], rot, y[None, :3],
+                                                 nu[None, :3], nu[None, 3:6], paths)
+                q = q + w_add[0]
         else:
             lever = rot[self.par] @ self.joint                           # [B-1, 3, 1]
             bias = np.dot(self.anc, (w_skew2[self.par] @ lever).reshape(b - 1, 3))
             g_eff = self.gravity - bias[:, :, None]                        # [B, 3, 1]
-            wrench = np.concatenate([self.mass_col * g_eff - w_skew2 @ h,
+            wrench = np.concatenate([mass_col * g_eff - w_skew2 @ h,
                                      sh @ g_eff - w_skew @ (inertia @ omega)], 1)
             jac = self.jac0.copy()
             jac.reshape(-1)[self.scatter] = np.dot(lever.reshape(b - 1, 3)[self.edge],
                                                    _NEG_SKEW).reshape(-1)
+            if living is not None:
+                origin = y[:3] + np.dot(self.anc, lever.reshape(b - 1, 3))
+                vel = (jac[:, :3, :] @ nu[:, None])[..., 0]
+                w_add, extra_dot = living.forces(t, y[self.nu_stop:], rot, origin, vel,
+                                                 nu[3:].reshape(b, 3), paths)
+                wrench = wrench + w_add[:, :, None]
             jac_t = jac.reshape(6 * b, self.n).T
             mass_matrix = np.dot(jac_t, (lam @ jac).reshape(6 * b, self.n))
             q = np.dot(jac_t, wrench.reshape(6 * b))
@@ -169,4 +191,6 @@ class FastRHS:
         if not np.isfinite(nu_dot).all():   # a spring of zero length; would stall the solver
             raise FloatingPointError("non-finite acceleration")
         q_dot = w_maps[:, 9:].reshape(b, 4, 4) @ quat[:, :, None]
+        if living is not None:
+            return np.concatenate([nu[:3], q_dot.reshape(4 * b), nu_dot, extra_dot])
         return np.concatenate([nu[:3], q_dot.reshape(4 * b), nu_dot])

@@ -40,6 +40,8 @@ from rigtool.sim import _model
 from rigtool.sim._fastrhs import FastRHS
 from rigtool.sim.assembly import _assemble, _posture, lumped_params
 from rigtool.sim.equilibrium import linear_modes, static_equilibrium, static_wrench
+from rigtool.sim.living_assembly import assemble_living
+from rigtool.sim.living_trajectory import living_initial_state, living_trajectory
 from rigtool.sim.system import FixedBody, System, Trajectory
 
 __all__ = ["FixedBody", "System", "Trajectory", "static_equilibrium", "simulate",
@@ -130,10 +132,15 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
     t = np.arange(n_samples) / rate_hz
     y0 = _initial_state(system, model, outputs, platform_offset, platform_velocity,
                         link_rotation, link_omega)
+    living = None
+    if system.living is not None and system.living.any_dynamic:
+        living = assemble_living(system, model, outputs, static_equilibrium(system)[0])
+        y0 = np.concatenate([y0, living_initial_state(living, y0)])
+    rhs = FastRHS(model) if living is None else FastRHS(living.model, living.terms)
     try:
         if n_samples > 1:
             try:
-                sol = solve_ivp(FastRHS(model), (0.0, t[-1]), y0, method=method, t_eval=t,
+                sol = solve_ivp(rhs, (0.0, t[-1]), y0, method=method, t_eval=t,
                                 rtol=rtol, atol=atol)
             except FloatingPointError:
                 sol = SimpleNamespace(success=False, message="a spring reached zero length")
@@ -145,6 +152,8 @@ def simulate(system: System, duration_s: float, rate_hz: float, *,
             y = sol.y.T
         else:
             y = y0[None, :]
+        if living is not None:
+            return living_trajectory(living, rhs, t, y)
         return _trajectory(model, outputs, t, y)
     except np.linalg.LinAlgError:
         raise ConfigError("the mass matrix is singular: a free DOF moves a body without mass "

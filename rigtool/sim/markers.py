@@ -193,7 +193,8 @@ def _inject(xyz: np.ndarray, names: list[str], owner: list[int], art: Artefacts,
 def synthesize_markers(traj: PoseTrajectory, sets: Sequence[MarkerSet], /, *,
                        noise_sigma_m: float = 1e-4, artefacts: Artefacts | None = None,
                        rng: np.random.Generator | None = None,
-                       rate_hz: float | None = None) -> MarkerData:
+                       rate_hz: float | None = None,
+                       offsets_m: np.ndarray | None = None) -> MarkerData:
     """Marker data of a simulated capture.
 
     Parameters
@@ -211,6 +212,9 @@ def synthesize_markers(traj: PoseTrajectory, sets: Sequence[MarkerSet], /, *,
         Source of every random draw (default: a fresh unseeded generator).
     rate_hz : float, optional
         Frame rate; default ``1 / median(diff(time))``.
+    offsets_m : ndarray [T, N, 3], optional
+        Lab displacement of every marker from its rigid position before noise (a living
+        body's skin and chest wall, :mod:`rigtool.sim.living_markers`).
 
     Returns
     -------
@@ -221,6 +225,8 @@ def synthesize_markers(traj: PoseTrajectory, sets: Sequence[MarkerSet], /, *,
     rng = np.random.default_rng() if rng is None else rng
     time_s = np.asarray(traj.time_s, float)
     names, xyz, owner = marker_positions(traj, sets)
+    if offsets_m is not None:
+        xyz = xyz + offsets_m
     if noise_sigma_m < 0:
         raise ValueError("noise_sigma_m must be >= 0")
     if noise_sigma_m > 0:

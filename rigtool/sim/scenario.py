@@ -19,6 +19,7 @@ rad/s, lab axes) applied to the static equilibrium.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +30,12 @@ from rigtool.inertia import InertialParams
 from rigtool.rig import Platform, Rig, Spring
 from rigtool.sim.scenario_fields import (_markers, _params, _rotation, _settings, _subject,
                                          orthonormalise)
+from rigtool.sim.scenario_living import read_living
 from rigtool.sim.scenario_object import _object, _posture_rotations, _relative
 from rigtool.sim.scenario_types import (EXTENSIONS, CalibrationPlan, CaptureSettings,
                                         ObjectSpec, Placement, PosturePlan,
                                         ReferenceBodySpec, RelativePlan, Scenario)
+from rigtool.tree import Tree
 from rigtool.validate import as_array, as_float, as_str, require
 
 __all__ = ["load_scenario", "orthonormalise", "EXTENSIONS", "CaptureSettings",
@@ -61,6 +64,7 @@ def load_scenario(path: str | Path) -> Scenario:
     """
     path = Path(path)
     raw = _read_with_extends(path)
+    _drop_tables(raw, path=path)
     sc = raw.get("scenario", {})
     name = as_str(sc.get("name", path.stem), field="scenario.name", path=path)
     seed = sc.get("seed", 0)
@@ -182,15 +186,51 @@ def load_scenario(path: str | Path) -> Scenario:
         if "relative_motion" in raw:
             relative = _relative(raw["relative_motion"], obj.tree, postures, defaults, path=path)
 
+    living = read_living(raw.get("living"), None if obj is None else obj.tree, path=path)
+    if living is not None:
+        if living.support is not None and relative is not None:
+            raise ConfigError("a compliant support is simulated with the joints locked only: "
+                              "leave out the relative-motion capture (in [scenario], "
+                              "drop = [\"relative_motion\"])", path=path, field="living.support")
+        obj = _with_wall_markers(obj, living)
     _check_marker_names(rig, platform_subject, bodies, obj, path=path)
     return Scenario(path, name, seed, rig, InertialParams.from_com(pm, pc, pi), platform_subject,
-                    bodies, tuple(calibration), obj, tuple(postures), relative)
+                    bodies, tuple(calibration), obj, tuple(postures), relative, living)
+
+
+def _drop_tables(raw: dict, *, path: Path) -> None:
+    """``[scenario] drop = ["relative_motion", ...]``: top-level tables an extending file
+    leaves out of what it inherits."""
+    drop = raw.get("scenario", {}).pop("drop", [])
+    allowed = ("relative_motion", "postures", "calibration_captures", "living")
+    if not (isinstance(drop, list) and all(isinstance(d, str) and d in allowed for d in drop)):
+        raise ConfigError(f"expected a list of tables among {', '.join(allowed)}", path=path,
+                          field="scenario.drop", found=drop)
+    for d in drop:
+        raw.pop(d, None)
+
+
+def _with_wall_markers(obj: ObjectSpec, living) -> ObjectSpec:
+    """The breathing link gets its chest/abdominal wall markers (at their mean positions)."""
+    b = living.breathing
+    if b is None or not b.wall_markers:
+        return obj
+    link_name = b.link or obj.tree.links[0].name
+    links = []
+    for link in obj.tree.links:
+        if link.name == link_name:
+            markers = dict(link.markers_link)
+            markers.update({k: np.asarray(w.position_link, float)
+                            for k, w in b.wall_markers.items()})
+            link = replace(link, markers_link=markers)
+        links.append(link)
+    return replace(obj, tree=Tree(tuple(links)))
 
 
 def _read_with_extends(path: Path, _seen: tuple[Path, ...] = ()) -> dict:
     """Read a scenario; ``scenario.extends = "other.toml"`` takes every top-level table the
-    file does not define from the other one (``[scenario]``, ``[capture]`` and
-    ``[capture.artefacts]`` are merged key by key, this file winning)."""
+    file does not define from the other one (``[scenario]``, ``[capture]``,
+    ``[capture.artefacts]`` and ``[living]`` are merged key by key, this file winning)."""
     raw = read_toml(path)
     base_name = raw.get("scenario", {}).get("extends")
     if base_name is None:
@@ -204,6 +244,12 @@ def _read_with_extends(path: Path, _seen: tuple[Path, ...] = ()) -> dict:
     merged = {**base, **raw}
     for key in ("scenario", "capture"):
         merged[key] = {**base.get(key, {}), **raw.get(key, {})}
+    if "living" in base or "living" in raw:         # effects add up, key by key
+        merged["living"] = {**base.get("living", {}), **raw.get("living", {})}
+        for key, value in raw.get("living", {}).items():
+            below = base.get("living", {}).get(key)
+            if isinstance(value, dict) and isinstance(below, dict):
+                merged["living"][key] = {**below, **value}
     arts = {**base.get("capture", {}).get("artefacts", {}),
             **raw.get("capture", {}).get("artefacts", {})}
     if arts:

@@ -15,6 +15,7 @@ import numpy as np
 
 from rigtool.inertia import InertialParams
 from rigtool.rig import Rig
+from rigtool.sim.living import Living
 from rigtool.sim.markers import Artefacts
 from rigtool.tree import Tree
 
@@ -130,6 +131,7 @@ class Scenario:
     obj: ObjectSpec | None
     postures: tuple[PosturePlan, ...]
     relative: RelativePlan | None
+    living: Living | None = None               # the object's living effects (None: rigid)
 
     def with_format(self, fmt: str) -> "Scenario":
         """The same scenario with every capture written in ``fmt``."""

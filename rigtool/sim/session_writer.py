@@ -31,6 +31,7 @@ from rigtool import __version__
 from rigtool.errors import InputError
 from rigtool.mocap import write_capture
 from rigtool.rig import Platform
+from rigtool.sim.living_markers import marker_offsets
 from rigtool.sim.markers import MarkerSet, synthesize_markers
 from rigtool.sim.scenario_types import (EXTENSIONS, CalibrationPlan, CaptureSettings,
                                         PosturePlan, RelativePlan, Scenario)
@@ -85,7 +86,13 @@ def system_for(sc: Scenario, job: CaptureJob):
                       base_position_platform_m=obj.base_position_platform_m,
                       posture=dict(job.plan.rotations), free_joints=relative,
                       joint_damping=job.plan.joint_damping if relative else 0.0,
-                      joint_servo=dict(job.plan.drive) if relative else {})
+                      joint_servo=dict(job.plan.drive) if relative else {},
+                      living=sc.living, living_seed=_living_seed(sc.seed, job))
+
+
+def _living_seed(seed: int, job: "CaptureJob") -> int:
+    """Seed of a capture's breath and beat variability (keyed by its name, like the noise)."""
+    return int(zlib.crc32(f"living/{seed}/{job.kind}/{job.name}".encode()))
 
 
 def simulate_job(sc: Scenario, job: CaptureJob):
@@ -300,6 +307,7 @@ def write_bundle(sc: Scenario, out_dir: str | Path, /, *, seed: int | None = Non
     if fmt is not None:
         sc = sc.with_format(fmt)
     seed = sc.seed if seed is None else int(seed)
+    sc = replace(sc, seed=seed)            # the living effects' draws follow --seed too
     simulator = simulator or simulate_job
     jobs = capture_jobs(sc)
     rig_rel = Path("calibration") / f"{sc.rig.name}.toml"
@@ -325,9 +333,13 @@ def write_bundle(sc: Scenario, out_dir: str | Path, /, *, seed: int | None = Non
                   f"({job.settings.duration_s:g} s at {job.settings.rate_hz:g} Hz)",
                   file=sys.stderr, flush=True)
         traj = simulator(sc, job)
+        offsets = None
+        if sc.living is not None and job.kind != "calibration":
+            offsets = marker_offsets(sc.living, traj, job.marker_sets, sc.obj.tree.names,
+                                     np.random.default_rng(_living_seed(seed, job)))
         data = synthesize_markers(traj, job.marker_sets, noise_sigma_m=job.settings.noise_sigma_m,
                                   artefacts=job.settings.artefacts, rng=_rng(seed, job),
-                                  rate_hz=job.settings.rate_hz)
+                                  rate_hz=job.settings.rate_hz, offsets_m=offsets)
         path = out_dir / job.relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         write_capture(data, path, format=job.settings.format, units="mm")
@@ -363,6 +375,8 @@ def write_bundle(sc: Scenario, out_dir: str | Path, /, *, seed: int | None = Non
                                                encoding="utf-8")
         truth = {"rigtool_version": __version__, "scenario": sc.path.name, "seed": seed,
                  **_rig_truth(sc), **session_truth(sc), "captures": truths["session"]}
+        if sc.living is not None:
+            truth["living"] = living_truth(sc.living)
         _write_json(sess_dir / "truth.json", truth)
         result.session_file = Path("captures") / sc.obj.session / "session.toml"
         result.files += [result.session_file, result.session_file.with_name("truth.json")]
@@ -380,6 +394,23 @@ def _equilibrium_and_modes(sc: Scenario, job: CaptureJob):
         system = replace(system, free_joints=False)
     eq = dyn.static_equilibrium(system)
     return eq, dyn.linear_modes(system)[0]
+
+
+def living_truth(living) -> dict:
+    """The living effects as plain values (truth.json ``living``)."""
+    import dataclasses
+
+    def plain(v):
+        if dataclasses.is_dataclass(v):
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (tuple, list)):
+            return [plain(x) for x in v]
+        return v
+    return plain(living)
 
 
 def _write_json(path: Path, data: dict) -> None:

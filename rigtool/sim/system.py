@@ -14,6 +14,7 @@ import numpy as np
 
 from rigtool.inertia import InertialParams
 from rigtool.rig import Rig
+from rigtool.sim.living import Living
 from rigtool.sim.servo import JointServo
 from rigtool.tree import Tree
 
@@ -67,6 +68,10 @@ class System:
         Link name -> :class:`rigtool.sim.servo.JointServo`: that link's joint is driven (a
         muscle-like servo tracking a reference about the posture) instead of swinging
         freely (free joints only).
+    living : Living or None
+        The living effects on the object (:mod:`rigtool.sim.living`); None: a rigid object.
+    living_seed : int
+        Seed of the living effects' random draws (breath-to-breath variability).
     """
 
     rig: Rig
@@ -79,6 +84,8 @@ class System:
     free_joints: bool = False
     joint_damping: float | dict[str, float] = 0.0
     joint_servo: dict[str, JointServo] = field(default_factory=dict)
+    living: Living | None = None
+    living_seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,3 +103,7 @@ class Trajectory:
     omega_lab: dict[str, np.ndarray]
     accel_lab: dict[str, np.ndarray] = field(default_factory=dict)
     alpha_lab: dict[str, np.ndarray] = field(default_factory=dict)
+    internal: dict[str, dict] = field(default_factory=dict)
+    """Living systems: per internal mass (breathing, blood, wobbling tissue) its ``mass``,
+    carrier ``link``, mean/rest position ``rest_link`` (link frame) and its lab
+    ``position_m``/``velocity_lab`` ``[T, 3]``; ``"pads"``: the support pads' deflection."""

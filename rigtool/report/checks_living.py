@@ -1,0 +1,263 @@
+"""Checks that a living body left its marks in the captures, each naming its cause.
+
+A person is not the rigid body the model assumes. Each check looks for one effect's own
+signature in what the posture fits measured (``PostureOutcome.living_signs``, from
+:mod:`rigtool.kinematics.living_signs`) and speaks only when it finds it:
+
+- breathing: object markers moving on their link with one narrow rhythm at 6-40/min (and
+  its harmonics), the posture residual sharing it;
+- soft tissue: the springs see a different mass in the pendulum modes than in the higher
+  modes (a wobbling mass's apparent mass ``m (1 + 2 i zeta r)/(1 - r^2 + 2 i zeta r)``);
+- a compliant support: the base link's markers moving on the platform in step with the
+  platform's acceleration;
+- skin markers: a link's markers scattering well above the platform's rigid markers.
+
+Units: mm, Hz, kg.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rigtool.kinematics.living_signs import band_fraction
+from rigtool.report.check_types import Check, listing
+
+if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
+    from rigtool.pipeline.session import SessionOutcome
+
+#: a marker moves with the breath when this share of its motion is at one rhythm
+RHYTHM_SHARE = 0.5
+#: ... and it moves this many times the still-marker scatter (sqrt(3) sigma)
+RHYTHM_MOTION = 3.0
+#: ... and moves with another such marker (correlation of their motions)
+RHYTHM_COHERENCE = 0.8
+#: ... on one link, this many times more than the other links' markers move
+RHYTHM_LOCAL = 2.0
+#: skin: a link's median marker scatter over the platform markers' median scatter
+SKIN_RATIO = 2.0
+#: support: the base link moves this many times its pose noise, and the platform's
+#: specific force explains this share of that motion
+SUPPORT_MOTION, SUPPORT_R2 = 3.0, 0.3
+#: soft tissue: the bands' masses differ by this many combined standard errors, and by
+#: this fraction of the object's mass
+TISSUE_SIGMAS, TISSUE_FRACTION = 3.0, 0.02
+
+
+def _signs(out: SessionOutcome):
+    return [(p, p.living_signs) for p in out.postures if getattr(p, "living_signs", None)]
+
+
+def breathing_check(out: SessionOutcome) -> Check:
+    """Object markers moving with one breathing rhythm (and the residual following it)."""
+    title = "Breathing"
+    items, hits = [], {}
+    for p, s in _signs(out):
+        noise = p.marker_noise_mm
+        rhythm = s["rhythm"]
+        for link, markers in rhythm.items():
+            cand = {k: r for k, r in markers.items()
+                    if np.isfinite(r["band_fraction"]) and r["band_fraction"] >= RHYTHM_SHARE
+                    and r["rms_mm"] > RHYTHM_MOTION * np.sqrt(3) * noise
+                    and r.get("series_mm") is not None}
+            if len(cand) < 2:
+                continue
+            top_name = max(cand, key=lambda k: cand[k]["rms_mm"])
+            top = cand[top_name]
+            # the breath moves the chest and abdomen, not the limbs: markers elsewhere move
+            # far less (skin drifting on every segment moves them all alike)
+            elsewhere = [r["rms_mm"] for other, mk in rhythm.items() if other != link
+                         for r in mk.values() if np.isfinite(r["rms_mm"])]
+            if elsewhere and top["rms_mm"] < RHYTHM_LOCAL * float(np.median(elsewhere)):
+                continue
+            # ... together: a marker moving alone is not breathing (a moving marker drags
+            # its link's fitted pose, so its neighbours move with it: named only when they
+            # move at least a third as much)
+            mates = [k for k, r in cand.items() if k != top_name and abs(np.corrcoef(
+                r["series_mm"], top["series_mm"])[0, 1]) >= RHYTHM_COHERENCE]
+            if not mates:
+                continue
+            resid = _residual_share(p, top["frequency_hz"], s["rate_hz"])
+            for name in [top_name] + mates:
+                r = cand[name]
+                if r["rms_mm"] < 0.3 * top["rms_mm"]:
+                    continue
+                items.append({"posture": p.result.name, "link": link, "marker": name,
+                              "rate_per_min": 60 * r["frequency_hz"], "rms_mm": r["rms_mm"],
+                              "share": r["band_fraction"], "residual_share": resid})
+                hits.setdefault((link, name), []).append(items[-1])
+    if not _signs(out):
+        return Check("breathing", title, "not checked", "no posture measured")
+    if not hits:
+        return Check("breathing", title, "ok", "no object marker moves with a breathing "
+                     "rhythm (6-40/min)", items=items)
+    rates = [i["rate_per_min"] for i in items]
+    parts = [f"{name} on {link} ({max(h['rms_mm'] for h in v):.1f} mm)"
+             for (link, name), v in hits.items()]
+    resid = [i["residual_share"] for i in items if np.isfinite(i["residual_share"])]
+    span = (f"{min(rates):.0f}" if round(min(rates)) == round(max(rates))
+            else f"{min(rates):.0f}-{max(rates):.0f}")
+    finding = (f"{listing(parts)} move on their link at {span}/min "
+               f"with {100 * min(i['share'] for i in items):.0f} % or more of their motion at "
+               "that rhythm and its harmonics")
+    if resid:
+        finding += (f"; the posture fit's residual has {100 * max(resid):.0f} % of its "
+                    "variance in those bands")
+    return Check(
+        "breathing", title, "problem", finding,
+        "These are chest or abdominal wall markers: they follow the breath, not the link, "
+        "and in the fit they move the link's pose; the breath also moves mass inside the "
+        "trunk, and its rhythm and harmonics fall near the rig's pendulum modes, which the "
+        "rigid model cannot tell from the platform's own vibration: every posture's COM and "
+        "inertia carry an error their standard errors do not hold.",
+        "Take these markers out of the link's markers in the manifest (keep markers on bone: "
+        "sternum, pelvis); record each posture holding the breath at the end of a quiet "
+        "exhale, and prefer a rig whose pendulum modes stay clear of the breathing rate and "
+        "its first harmonics (rigtool.protocol.check_rig_modes).", items)
+
+
+def _residual_share(p, f0_hz: float, rate_hz: float) -> float:
+    """Share of the output-error residual's variance at ``f0`` and its harmonics."""
+    oe = getattr(p, "refinement", None)
+    per = getattr(oe, "residual_rms_frame_mm", None) if oe is not None else None
+    if per is None or not np.isfinite(f0_hz):
+        return float("nan")
+    per = np.asarray(per, float)
+    return band_fraction(per, rate_hz, f0_hz) if per.size > 64 else float("nan")
+
+
+def skin_check(out: SessionOutcome) -> Check:
+    """A link's markers scattering well above the platform's rigid markers."""
+    title = "Skin markers"
+    breathing = {(i["link"], i["marker"]) for i in breathing_check(out).items}
+    items, parts = [], []
+    for p in out.postures:
+        scatter = p.marker_scatter_mm
+        plat = [v for v in scatter.get("platform", {}).values() if np.isfinite(v)]
+        if not plat or out.tree is None:
+            continue
+        ref = float(np.median(plat))
+        for link in out.tree.links:
+            vals = [v for k, v in scatter.get(link.name, {}).items()
+                    if np.isfinite(v) and (link.name, k) not in breathing]
+            if len(vals) < 3 or ref <= 0:
+                continue
+            med = float(np.median(vals))
+            items.append({"posture": p.result.name, "link": link.name, "scatter_mm": med,
+                          "platform_scatter_mm": ref, "ratio": med / ref})
+            if med / ref >= SKIN_RATIO:
+                parts.append(items[-1])
+    if not items:
+        return Check("skin", title, "not checked", "no marker scatter to compare")
+    if not parts:
+        return Check("skin", title, "ok", "the links' markers scatter as the platform's rigid "
+                     f"markers do (at most {max(i['ratio'] for i in items):.1f}x)", items=items)
+    links = sorted({i["link"] for i in parts})
+    worst = max(parts, key=lambda i: i["ratio"])
+    return Check(
+        "skin", title, "caution",
+        f"the markers of {listing(links)} scatter {min(i['scatter_mm'] for i in parts):.2f}-"
+        f"{max(i['scatter_mm'] for i in parts):.2f} mm RMS about their places, up to "
+        f"{worst['ratio']:.1f}x the platform's rigid markers ({worst['platform_scatter_mm']:.2f}"
+        " mm)",
+        "Markers on skin slide over the bone and follow the soft tissue: the links' fitted "
+        "poses (and the joint rotations the subset fit takes) carry that motion. The marker "
+        "noise is taken from the platform's markers, so the fit's residual shows it rather "
+        "than absorbing it.",
+        "Put the markers on bony landmarks or rigid clusters strapped to the segment; check "
+        "the joint rotations' spread in the postures table.", parts)
+
+
+def support_check(out: SessionOutcome) -> Check:
+    """The base link moving on the platform in step with the platform's acceleration."""
+    title = "Support under the body"
+    items, found = [], []
+    axes = "xyz"
+    for p, s in _signs(out):
+        b = s["base_on_platform"]
+        k_base = len(p.marker_scatter_mm.get(out.tree.links[0].name, {})) if out.tree else 3
+        k_plat = len(p.marker_scatter_mm.get("platform", {})) or 3
+        pose_noise = p.marker_noise_mm * np.sqrt(1.0 / max(k_base, 1) + 1.0 / k_plat)
+        for k in range(3):
+            item = {"posture": p.result.name, "axis": axes[k], "rms_mm": float(b["rms_mm"][k]),
+                    "pose_noise_mm": float(pose_noise), "r2": float(b["r2"][k]),
+                    "frequency_hz": float(b["frequency_hz"][k])}
+            items.append(item)
+            if (np.isfinite(item["rms_mm"]) and item["rms_mm"] > SUPPORT_MOTION * pose_noise
+                    and np.isfinite(item["r2"]) and item["r2"] >= SUPPORT_R2
+                    and np.isfinite(item["frequency_hz"])):
+                found.append(item)
+    if not items:
+        return Check("support", title, "not checked", "no posture measured")
+    if not found:
+        return Check("support", title, "ok", "the base link keeps its place on the platform",
+                     items=items)
+    by_axis = {}
+    for i in found:
+        by_axis.setdefault(i["axis"], []).append(i)
+    parts = [f"along platform {ax} {max(i['rms_mm'] for i in v):.2f} mm RMS, as on a support "
+             f"of {np.median([i['frequency_hz'] for i in v]):.1f} Hz"
+             for ax, v in sorted(by_axis.items())]
+    return Check(
+        "support", title, "problem",
+        "the base link's markers move on the platform in step with its acceleration: "
+        + listing(parts),
+        "The body rests on something compliant (the soft tissue of the back, a mattress): on "
+        "its own springs it adds an apparent mass that differs from mode to mode, largest in "
+        "the rig's modes nearest the support's frequency, which the rigid model trades "
+        "against the COM and inertia: every posture number carries that error.",
+        "Strap the body to a rigid board bolted to the platform, or use a rig whose highest "
+        "mode stays well below the support's frequency (rigtool.protocol.check_rig_modes).",
+        found)
+
+
+def soft_tissue_check(out: SessionOutcome) -> Check:
+    """The springs see a different mass in the pendulum modes than in the higher modes."""
+    title = "Soft tissue (apparent mass by mode)"
+    items, found = [], []
+    for p, s in _signs(out):
+        bands = [b for b in s.get("apparent_mass", []) if np.isfinite(b.get("mass_kg", np.nan))]
+        if len(bands) < 2:
+            continue
+        lo, hi = bands[0], bands[-1]
+        diff = hi["object_mass_kg"] - lo["object_mass_kg"]
+        std = float(np.hypot(lo["std_kg"], hi["std_kg"]))
+        item = {"posture": p.result.name, "low_band_hz": lo["band_hz"],
+                "high_band_hz": hi["band_hz"], "low_kg": lo["object_mass_kg"],
+                "high_kg": hi["object_mass_kg"], "difference_kg": diff, "std_kg": std,
+                "weighed_kg": float(out.total_mass_kg)}
+        items.append(item)
+        if abs(diff) > TISSUE_SIGMAS * std and abs(diff) > TISSUE_FRACTION * out.total_mass_kg:
+            found.append(item)
+    if not items:
+        return Check("soft_tissue", title, "not checked", "no band had motion to weigh")
+    if not found:
+        return Check("soft_tissue", title, "ok", "the springs see one mass in every mode",
+                     items=items)
+    support = support_check(out).level == "problem"
+    parts = [f"{i['low_kg']:.1f} kg in {i['low_band_hz'][0]:g}-{i['low_band_hz'][1]:g} Hz and "
+             f"{i['high_kg']:.1f} kg in {i['high_band_hz'][0]:g}-{i['high_band_hz'][1]:g} Hz "
+             f"({i['posture']})" for i in found]
+    return Check(
+        "soft_tissue", title, "problem",
+        "the object's mass the springs see differs from mode to mode: " + listing(parts)
+        + f" (scale {out.total_mass_kg:.1f} kg)",
+        "Part of the body's mass moves on its own (viscera, muscle and fat on damped springs"
+        + (", or on the compliant support above" if support else "")
+        + "): its apparent mass m(1 + 2i zeta r)/(1 - r^2 + 2i zeta r) grows in the modes "
+        "nearest its frequency. A rigid model fitted to all modes at once trades the COM "
+        "against the inertia: the posture numbers carry that error.",
+        "Prefer a rig whose highest mode is well below the tissue's frequencies (4-10 Hz; "
+        "rigtool.protocol.check_rig_modes), and relaxed, supported segments.", found)
+
+
+def living_checks(out: SessionOutcome) -> list[Check]:
+    """The living body's checks that found something (a green one is not shown)."""
+    checks = [breathing_check(out), soft_tissue_check(out), support_check(out),
+              skin_check(out)]
+    return [c for c in checks if c.is_warning]
+
+
+__all__ = ["living_checks", "breathing_check", "soft_tissue_check", "support_check",
+           "skin_check"]

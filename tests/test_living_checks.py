@@ -1,0 +1,224 @@
+"""The living body's checks: each names its cause on a capture that has it, and none speaks
+on the rigid demo.
+
+Breathing, skin markers and a compliant support are put on the bundled demo's first posture
+(fitted against the simulator's true rig) by moving markers as each effect does: chest
+markers following a 15/min breath, every link marker drifting 0.7 mm on its bone, the base
+link's markers deflecting ``-f / (2 pi 5 Hz)^2`` with the platform's specific force. The
+apparent mass by band is checked on synthetic signals with a known mass per band; the
+scenario keys' validation on small files.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy.signal import savgol_filter
+
+from rigtool.config import load_rig, load_session
+from rigtool.errors import ConfigError
+from rigtool.kinematics.living_signs import apparent_mass_by_band
+from rigtool.kinematics.pose import body_trajectory
+from rigtool.mocap import read_capture
+from rigtool.pipeline.session import fit_one_posture, link_markers
+from rigtool.report.checks_living import (breathing_check, living_checks, skin_check,
+                                          soft_tissue_check, support_check)
+from rigtool.sim.scenario import load_scenario
+from rigtool.sim.true_calibration import write_true_calibration
+
+ROOT = Path(__file__).resolve().parents[1]
+MASS = 80.817
+
+
+@pytest.fixture(scope="module")
+def posture1(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("living")
+    shutil.copytree(ROOT / "captures" / "two-link", tmp / "captures" / "two-link",
+                    ignore=shutil.ignore_patterns("results"))
+    (tmp / "calibration").mkdir()
+    write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
+                           ROOT / "calibration" / "paper-rig.truth.json",
+                           tmp / "calibration" / "paper-rig.calibrated.toml")
+    session = load_session(tmp / "captures" / "two-link" / "session.toml")
+    rigfile = load_rig(session.rig_path)
+    markers = link_markers(session, session.tree)
+    return session, rigfile, session.tree, markers, read_capture(session.postures[0].capture)
+
+
+def _outcome(posture1, data):
+    session, rigfile, tree, markers, _ = posture1
+    ref = session.postures[0]
+    p = fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
+                        window=ref.window, units=ref.units, total_mass_kg=MASS,
+                        settings=session.filter, method="equation-error", data=data)
+    return SimpleNamespace(postures=[p], tree=tree, total_mass_kg=MASS, rigfile=rigfile)
+
+
+def _index(data, suffix):
+    return next(i for i, n in enumerate(data.names) if n.split(":")[-1] == suffix)
+
+
+def _with(data, xyz):
+    from dataclasses import replace
+    return replace(data, xyz_m=xyz)
+
+
+def test_rigid_demo_shows_no_living_sign(posture1):
+    out = _outcome(posture1, posture1[4])
+    assert living_checks(out) == []
+    assert soft_tissue_check(out).level == "ok"      # one mass in every band
+    assert support_check(out).level == "ok"
+
+
+def test_chest_markers_following_a_breath_are_named(posture1):
+    data = posture1[4]
+    xyz = data.xyz_m.copy()
+    t = data.time_s
+    phase = 0.25 * t + 0.1 * np.sin(2 * np.pi * 0.03 * t)          # 15/min, wandering
+    breath = 0.5 * (1 - np.cos(2 * np.pi * phase)) ** 1.5          # asymmetric: harmonics
+    for name, depth in (("T1", 0.006), ("T2", 0.008)):
+        xyz[:, _index(data, name), 2] += depth * breath
+    out = _outcome(posture1, _with(data, xyz))
+    check = breathing_check(out)
+    assert check.level == "problem"
+    named = {i["marker"] for i in check.items}
+    # T2 moves most; a moving marker drags its link's fitted pose, so its neighbours share
+    # the rhythm: the link's markers moving a third as much are named with it
+    assert "T2" in named and named <= {"T1", "T2", "T3", "T4"}
+    assert {i["link"] for i in check.items} == {"link0"}
+    assert all(13 < i["rate_per_min"] < 17 for i in check.items)
+    assert "breath" in check.meaning and "end of a quiet exhale" in check.action
+    assert skin_check(out).level == "ok"           # the chest markers are breathing's
+
+
+def test_skin_markers_drifting_on_bone_are_named(posture1):
+    data = posture1[4]
+    rng = np.random.default_rng(5)
+    xyz = data.xyz_m.copy()
+    t = data.time_s
+    for k, name in enumerate(data.names):
+        if name.split(":")[-1][0] in "TA":                         # link markers
+            f = rng.uniform(0.04, 0.25, (5, 3))           # slow, irregular: 5 sines each
+            xyz[:, k] += 0.0006 * np.sin(2 * np.pi * f * t[:, None, None]
+                                         + rng.uniform(0, 6, (5, 3))).sum(1)
+    out = _outcome(posture1, _with(data, xyz))
+    check = skin_check(out)
+    assert check.level == "caution"
+    assert {i["link"] for i in check.items} == {"link0", "link1"}
+    assert breathing_check(out).level == "ok"
+    # the marker noise stays the platform's (0.1 mm), not the skin's
+    assert abs(out.postures[0].marker_noise_mm - 0.1) < 0.01
+    assert out.postures[0].marker_noise_body_mm["link0"] > 0.3
+
+
+def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1):
+    session, rigfile, tree, markers, data = posture1
+    plat = body_trajectory(data, rigfile.rig.platform.markers_platform)
+    rate = data.rate_hz
+    base_origin = np.array([0.0, 0.30, 0.45])        # the base link's frame on the platform
+    carried = plat.position_m + np.einsum("tij,j->ti", plat.rotation, base_origin)
+    acc = savgol_filter(carried, 15, 3, deriv=2, delta=1 / rate, axis=0)
+    spec = np.einsum("tji,tj->ti", plat.rotation, acc - rigfile.rig.gravity_lab)
+    spec -= spec.mean(0)
+    omega = 2 * np.pi * 5.0
+    shift = np.einsum("tij,tj->ti", plat.rotation, -spec / omega ** 2)
+    xyz = data.xyz_m.copy()
+    for name in markers["link0"]:
+        xyz[:, _index(data, name)] += shift
+    out = _outcome(posture1, _with(data, xyz))
+    check = support_check(out)
+    assert check.level == "problem"
+    freqs = [i["frequency_hz"] for i in check.items]
+    assert all(4.0 < f < 6.0 for f in freqs), freqs
+
+
+def test_apparent_mass_by_band_recovers_each_band_mass():
+    rate = 100.0
+    t = np.arange(0, 20, 1 / rate)
+    rng = np.random.default_rng(1)
+    com = np.zeros((t.size, 3))
+    force = np.zeros((t.size, 3))
+    for f, m, amp in ((0.4, 100.0, 0.01), (3.5, 112.0, 0.001)):   # one mass per band
+        w = 2 * np.pi * f
+        beta, phase = 0.05, rng.uniform(0, 6, 3)
+        decay = np.exp(-beta * t)[:, None]
+        arg = w * t[:, None] + phase
+        com += amp * decay * np.sin(arg)
+        force += m * amp * decay * ((beta ** 2 - w ** 2) * np.sin(arg)
+                                    - 2 * beta * w * np.cos(arg))
+    force += 100.0 * 9.81 * np.array([0, 0, 1])
+    bands = apparent_mass_by_band(force, com, np.ones(t.size, bool), np.array([0, 0, -9.81]),
+                                  rate, [(0.15, 1.0), (1.0, 8.0)])
+    assert abs(bands[0]["mass_kg"] - 100.0) < 1.0
+    assert abs(bands[1]["mass_kg"] - 112.0) < 1.5
+    posture = SimpleNamespace(result=SimpleNamespace(name="p1"), living_signs={
+        "apparent_mass": [dict(b, object_mass_kg=b["mass_kg"] - 25.0) for b in bands],
+        "rhythm": {}, "base_on_platform": {"rms_mm": np.zeros(3), "r2": np.zeros(3),
+                                           "frequency_hz": np.full(3, np.nan)},
+        "rate_hz": rate}, marker_scatter_mm={}, marker_noise_mm=0.1)
+    out = SimpleNamespace(postures=[posture], tree=None, total_mass_kg=75.0)
+    check = soft_tissue_check(out)
+    assert check.level == "problem" and "mode to mode" in check.finding
+
+
+def _scenario(tmp_path, text):
+    base = tmp_path / "base.toml"
+    shutil.copy(ROOT / "scenarios" / "living" / "rigid.toml", tmp_path / "rigid.toml")
+    shutil.copy(ROOT / "scenarios" / "two_link_paper002.toml", tmp_path.parent / "two_link_paper002.toml")
+    base.write_text('[scenario]\nextends = "rigid.toml"\n' + text)
+    return base
+
+
+@pytest.mark.parametrize("text, field", [
+    ("[living.breathing]\nrate_per_min = 90.0\n", "living.breathing.rate_per_min"),
+    ("[living.breathing]\ndepht_mm = 10.0\n", "living.breathing"),
+    ("[[living.wobbling]]\nlink = \"arm\"\n", "living.wobbling[0].link"),
+    ("[living.support]\nshear_hz = -1.0\n", "living.support.shear_hz"),
+    ("[living.support]\n", "living.support"),                   # with a swing capture
+    ("[living.skin]\nlinks = [\"nope\"]\n", "living.skin.links"),
+])
+def test_living_keys_are_validated(tmp_path, text, field):
+    with pytest.raises(ConfigError) as err:
+        load_scenario(_scenario(tmp_path, text))
+    assert err.value.field == field
+
+
+def test_living_effects_add_up_through_extends_and_drop_leaves_a_table_out():
+    sc = load_scenario(ROOT / "scenarios" / "living" / "all.toml")
+    liv = sc.living
+    assert liv.breathing.rate_per_min == 14.0 and liv.cardiac.force_n == 2.0
+    assert len(liv.wobbling) == 2 and liv.support is not None and liv.skin is not None
+    assert sc.relative is None and sc.calibration == ()
+    assert {"CH1", "AB1"} <= set(sc.obj.tree.links[0].markers_link)
+
+
+def test_rig_modes_against_breathing_and_tissue():
+    from rigtool.protocol import apparent_mass_factor, clear_breathing_rates, mode_conflicts
+    modes = [0.36, 0.45, 1.4, 1.55, 2.0, 3.77]
+    found = mode_conflicts(modes)
+    breathing = [c for c in found if c.effect == "breathing"]
+    assert {round(c.mode_hz, 2) for c in breathing} == {0.36, 0.45}
+    tissue = [c for c in found if c.effect == "soft tissue"]
+    assert tissue and tissue[0].mode_hz == 3.77
+    # the closed form: resonance at r = 1 with zeta 0.3 is |1 + 0.6i| / 0.6
+    assert abs(abs(apparent_mass_factor(1.0, 0.3)) - abs(1 + 0.6j) / 0.6) < 1e-12
+    # a paced rate the benchmark uses keeps its three harmonics clear of the modes
+    assert any(a <= 17 <= b for a, b in clear_breathing_rates(modes))
+    # a rig with only slow pendulum modes and low highest mode is clear of tissue
+    assert not [c for c in mode_conflicts([0.12, 0.13, 0.9, 1.0, 1.1, 1.2])
+                if c.effect in ("soft tissue", "support")]
+
+
+def test_modes_command_names_the_conflicts(tmp_path, capsys):
+    from rigtool.cli import main
+    rig = write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
+                                 ROOT / "calibration" / "paper-rig.truth.json",
+                                 tmp_path / "paper-rig.calibrated.toml")
+    assert main(["modes", str(rig), "--mass", "80.8", "--com", "0", "-0.01", "0.33"]) == 0
+    out = capsys.readouterr().out
+    assert "modes with 80.8 kg" in out and "breathing" in out and "harmonic 2" in out
+    assert main(["modes", str(rig), "--mass", "-1"]) == 2
