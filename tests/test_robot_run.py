@@ -135,3 +135,20 @@ def test_bad_joint_angle_file_is_an_input_error(study, tmp_path, capsys):
     assert main(["run", str(manifest), "-o", str(tmp_path / "res")]) == 2
     err = capsys.readouterr().err
     assert "posture02.joints.csv, line 6" in err
+
+
+def test_model_files_hold_the_identified_bodies(study):
+    """The MuJoCo and OpenSim models of a robot session carry the report's per-body
+    parameters (the merged bodies) and one joint per moving URDF joint."""
+    mujoco = pytest.importorskip("mujoco")
+    _, out = study
+    rep = json.loads((out / "report.json").read_text())
+    assert [f["file"] for f in rep["model_files"]["files"]] == [
+        "model_mujoco.xml", "model.osim", "robot.urdf"]
+    m = mujoco.MjModel.from_xml_path(str(out / "model_mujoco.xml"))
+    bodies = rep["robot"]["links"]["links"]
+    assert m.njnt == 1 + len(bodies) - 1                       # the free base + 7 hinges
+    for name, body in bodies.items():
+        bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+        # report.json writes 7 significant digits
+        assert m.body_mass[bid] == pytest.approx(body["body"]["mass"], rel=1e-6)

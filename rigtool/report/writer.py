@@ -96,11 +96,14 @@ def write_robot_models(doc: dict, robot, out_dir: Path, *, base: str, geometry: 
         robot.inputs.model, list(robot.consistent.params), name=str(doc.get("session", "robot")),
         base=base, gravity_m_s2=doc.get("rig", {}).get("gravity"), provenance=provenance,
         prior_parameters=[k for k, v in robot.consistent.source.items() if v == "prior"])
-    files = (("model_mujoco.xml", "MJCF", write_mjcf), ("model.osim", "OpenSim 4", write_osim))
-    paths = [w(model, out_dir / name, geometry=geometry) for name, _, w in files]
+    files = (("model_mujoco.xml", "MJCF", "mujoco.MjModel.from_xml_path", write_mjcf),
+             ("model.osim", "OpenSim 4", "opensim.Model", write_osim))
+    paths = [w(model, out_dir / name, geometry=geometry) for name, _, _, w in files]
     block = {"base": base, "geometry": geometry,
-             "files": [{"file": name, "format": fmt} for name, fmt, _ in files]
-             + [{"file": "robot.urdf", "format": "URDF (the user's, identified <inertial>)"}],
+             "files": [{"file": name, "format": fmt, "loads_with": how}
+                       for name, fmt, how, _ in files]
+             + [{"file": "robot.urdf", "format": "URDF (the user's, only <inertial> replaced)",
+                 "loads_with": "pinocchio.buildModelFromUrdf, urdfdom"}],
              "links": [{"name": l.name, "label": l.label, "parent": l.parent,
                         "joint": None if l.joint is None else l.joint.type}
                        for l in model.links]}
