@@ -69,17 +69,23 @@ def run(args: argparse.Namespace) -> int:
             print(f"advice: {line}")
         for line in result.warnings:
             print(f"warning: {line}")
-    if args.output is not None:
-        try:
-            args.output.write_text(json.dumps(doc, indent=2) + "\n")
-        except OSError as exc:
-            raise ConfigError(f"cannot write the output: {exc.strerror}",
-                              path=args.output) from None
-        if not args.json:
-            print(f"wrote {args.output}")
+    _write_output(args, doc)
     # judged as `rigtool run` judges the same postures: a rank-deficient Phi_s is a
     # partial result (what is identified is written, the null directions named)
     return EXIT_OK if result.identified else EXIT_PARTIAL
+
+
+def _write_output(args: argparse.Namespace, doc: dict) -> None:
+    """``-o``: the JSON document (ConfigError naming the file when it cannot be written)."""
+    if args.output is None:
+        return
+    try:
+        args.output.write_text(json.dumps(doc, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the output: {exc.strerror}",
+                          path=args.output) from None
+    if not args.json:
+        print(f"wrote {args.output}")
 
 
 def run_robot(args: argparse.Namespace) -> int:
@@ -101,14 +107,7 @@ def run_robot(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         print(result.table())
-    if args.output is not None:
-        try:
-            args.output.write_text(json.dumps(doc, indent=2) + "\n")
-        except OSError as exc:
-            raise ConfigError(f"cannot write the output: {exc.strerror}",
-                              path=args.output) from None
-        if not args.json:
-            print(f"wrote {args.output}")
+    _write_output(args, doc)
     # a robot's rank deficiency is structural (no capture of this kind identifies more):
     # a complete result, the unidentifiable directions reported
     return EXIT_OK

@@ -339,13 +339,18 @@ _OVERALL_LINK = Table("one link of the tree", (
         "for every link but the base)"),
 ))
 
-_OVERALL_POSTURE = Table("one posture's overall properties, in the base link's frame", (
+#: a posture's overall properties, as a postures file gives them (a tree's or a robot's)
+_OVERALL = (
     Key("name", "string", "the posture's name", default="posture<N>"),
     Key("com", "array", "centre of mass, m", required=True),
     Key("inertia_com", "array", "3x3 inertia tensor about the centre of mass, kg m^2",
         required=True),
     Key("com_std", "any", "standard errors of the COM, m (one number or three)"),
     Key("inertia_std", "any", "standard error of the inertia, kg m^2 (one number or a 3x3)"),
+)
+
+_OVERALL_POSTURE = Table("one posture's overall properties, in the base link's frame",
+                         _OVERALL + (
     Key("rotations", "map", "link name -> 3x3 rotation of the link in the base frame",
         value_kind="array"),
 ))
@@ -399,13 +404,8 @@ _ROBOT_POSTURES_ROBOT = Table("the robot of a postures file", (
         value_kind="number"),
 ))
 
-_ROBOT_POSTURE = Table("one posture's overall properties, in the base link's frame", (
-    Key("name", "string", "the posture's name", default="posture<N>"),
-    Key("com", "array", "centre of mass, m", required=True),
-    Key("inertia_com", "array", "3x3 inertia tensor about the centre of mass, kg m^2",
-        required=True),
-    Key("com_std", "any", "standard errors of the COM, m (one number or three)"),
-    Key("inertia_std", "any", "standard error of the inertia, kg m^2 (one number or a 3x3)"),
+_ROBOT_POSTURE = Table("one posture's overall properties, in the base link's frame",
+                       _OVERALL + (
     Key("joint_angles", "map", "URDF joint -> angle (rad, or m for prismatic) in this "
         "posture", required=True, value_kind="number"),
 ))
