@@ -19,17 +19,15 @@ with its markers (:meth:`RobotSpec.links_tables`).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from rigtool.config.schema import closest_key
 from rigtool.config.toml_fields import _markers
 from rigtool.errors import ConfigError
 from rigtool.validate import as_float, as_str, require
-
-ROBOT_KEYS = ("urdf", "base_link", "fixed_joints", "markers")
 
 
 @dataclass(frozen=True)
@@ -67,13 +65,12 @@ class RobotSpec:
 
 
 def unknown_key(table: dict, allowed, *, field: str, path: Path) -> None:
-    """Raise for the first key of ``table`` not in ``allowed``, naming the closest valid
-    one."""
+    """Raise for the first key of ``table`` not in ``allowed`` (names the URDF defines:
+    joints, links), naming the closest valid one."""
     for key in table:
         if key not in allowed:
-            near = difflib.get_close_matches(str(key), list(allowed), n=1)
-            hint = f"; did you mean '{near[0]}'?" if near else ""
-            raise ConfigError(f"unknown key (expected one of {', '.join(allowed)}){hint}",
+            raise ConfigError(f"unknown key (expected one of {', '.join(allowed)})"
+                              + _hint(str(key), allowed),
                               path=path, field=f"{field}.{key}" if field else str(key))
 
 
@@ -100,7 +97,7 @@ def robot_section(raw: dict, path: Path) -> RobotSpec:
     if "links" in raw:
         raise ConfigError("give either [robot] (a URDF) or [[links]], not both", path=path,
                           field="links")
-    unknown_key(rt, ROBOT_KEYS, field="robot", path=path)
+    # the [robot] table's own keys are checked by the manifest's schema (load_session)
     urdf = path.parent / as_str(require(rt, "urdf", field="robot", path=path),
                                 field="robot.urdf", path=path)
     _, links, joints = parse_urdf_xml(urdf)
@@ -159,8 +156,8 @@ def robot_section(raw: dict, path: Path) -> RobotSpec:
 
 
 def _hint(name: str, choices) -> str:
-    near = difflib.get_close_matches(name, list(choices), n=1)
-    return f"; did you mean '{near[0]}'?" if near else ""
+    near = closest_key(name, list(choices))
+    return f"; did you mean '{near}'?" if near else ""
 
 
-__all__ = ["ROBOT_KEYS", "RobotSpec", "robot_section", "unknown_key"]
+__all__ = ["RobotSpec", "robot_section", "unknown_key"]

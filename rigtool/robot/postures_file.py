@@ -27,10 +27,10 @@ from rigtool.config import read_toml
 from rigtool.config.schema import ROBOT_POSTURES, check_keys, closest_key
 from rigtool.config.robot_section import unknown_key
 from rigtool.errors import ConfigError
-from rigtool.identify.subset.postures_file import _inertia_std, _std3
+from rigtool.identify.subset.postures_file import overall_fields
 from rigtool.identify.subset.regressor import PostureOverall
 from rigtool.robot.urdf_model import RobotModel, load_robot_model
-from rigtool.validate import as_array, as_float, as_str, as_symmetric_inertia, require
+from rigtool.validate import as_float, as_str, require
 
 
 
@@ -83,17 +83,7 @@ def load_robot_postures(path: str | Path) -> RobotPosturesFile:
     postures, angles, seen = [], [], set()
     for i, t in enumerate(pts):
         f = f"postures[{i}]"
-        name = as_str(t.get("name", f"posture{i + 1}"), field=f"{f}.name", path=path)
-        if name in seen:
-            raise ConfigError(f"posture name '{name}' is used twice", path=path,
-                              field=f"{f}.name")
-        seen.add(name)
-        com = as_array(require(t, "com", field=f, path=path), (3,), field=f"{f}.com", path=path)
-        inertia = as_symmetric_inertia(require(t, "inertia_com", field=f, path=path),
-                                       field=f"{f}.inertia_com", path=path)
-        com_std = _std3(t["com_std"], field=f"{f}.com_std", path=path) if "com_std" in t else None
-        i_std = (_inertia_std(t["inertia_std"], field=f"{f}.inertia_std", path=path)
-                 if "inertia_std" in t else None)
+        name, com, com_std, inertia, i_std = overall_fields(t, i, seen, path=path)
         ja = require(t, "joint_angles", field=f, path=path)
         if not isinstance(ja, dict):
             raise ConfigError("expected a table of joint name -> value (rad, or m)", path=path,

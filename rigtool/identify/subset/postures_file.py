@@ -104,17 +104,7 @@ def _postures(raw, tree: Tree, path: Path) -> list[PostureOverall]:
     out, seen = [], set()
     for i, t in enumerate(raw):
         f = f"postures[{i}]"
-        name = as_str(t.get("name", f"posture{i + 1}"), field=f"{f}.name", path=path)
-        if name in seen:
-            raise ConfigError(f"posture name '{name}' is used twice", path=path,
-                              field=f"{f}.name")
-        seen.add(name)
-        com = as_array(require(t, "com", field=f, path=path), (3,), field=f"{f}.com", path=path)
-        inertia = as_symmetric_inertia(require(t, "inertia_com", field=f, path=path),
-                                       field=f"{f}.inertia_com", path=path)
-        com_std = _std3(t["com_std"], field=f"{f}.com_std", path=path) if "com_std" in t else None
-        i_std = (_inertia_std(t["inertia_std"], field=f"{f}.inertia_std", path=path)
-                 if "inertia_std" in t else None)
+        name, com, com_std, inertia, i_std = overall_fields(t, i, seen, path=path)
         rot_t = t.get("rotations", {})
         if not isinstance(rot_t, dict):
             raise ConfigError("expected a table of link name -> 3x3 rotation", path=path,
@@ -134,6 +124,25 @@ def _postures(raw, tree: Tree, path: Path) -> list[PostureOverall]:
             rots[k] = _rotation(rot_t[k], field=f"{f}.rotations.{k}", path=path)
         out.append(PostureOverall(name, com, com_std, inertia, i_std, rots))
     return out
+
+
+def overall_fields(t: dict, i: int, seen: set[str], *, path: Path
+                   ) -> tuple[str, np.ndarray, np.ndarray | None, np.ndarray, object]:
+    """One ``[[postures]]`` table's name (unique: added to ``seen``), COM, its standard
+    errors, inertia about the COM and its standard error (a tree's or a robot's postures
+    file; ConfigError naming the field)."""
+    f = f"postures[{i}]"
+    name = as_str(t.get("name", f"posture{i + 1}"), field=f"{f}.name", path=path)
+    if name in seen:
+        raise ConfigError(f"posture name '{name}' is used twice", path=path, field=f"{f}.name")
+    seen.add(name)
+    com = as_array(require(t, "com", field=f, path=path), (3,), field=f"{f}.com", path=path)
+    inertia = as_symmetric_inertia(require(t, "inertia_com", field=f, path=path),
+                                   field=f"{f}.inertia_com", path=path)
+    com_std = _std3(t["com_std"], field=f"{f}.com_std", path=path) if "com_std" in t else None
+    i_std = (_inertia_std(t["inertia_std"], field=f"{f}.inertia_std", path=path)
+             if "inertia_std" in t else None)
+    return name, com, com_std, inertia, i_std
 
 
 def load_postures(path: str | Path) -> PosturesFile:
