@@ -14,12 +14,12 @@ not one rigid object).
 from __future__ import annotations
 
 import csv
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from rigtool.config.schema import closest_key
 from rigtool.errors import InputError
 
 TIME_COLUMNS = ("time_s", "time")
@@ -97,9 +97,9 @@ def read_joint_angles(path: str | Path, moving: list[str], held: list[str] = ()
         if name in moving:
             cols[name] = k
         elif name not in held:
-            near = difflib.get_close_matches(name, moving, n=1)
+            near = closest_key(name, moving)
             raise InputError("not a moving joint of the URDF"
-                             + (f"; did you mean '{near[0]}'?" if near else ""),
+                             + (f"; did you mean '{near}'?" if near else ""),
                              path=path, line=first_line, field=name)
     missing = [j for j in moving if j not in cols]
     if missing:

@@ -329,9 +329,9 @@ def parse_urdf_xml(path: Path) -> tuple[ET.Element, dict[str, ET.Element],
 
 
 def _closest(name: str, choices) -> str:
-    import difflib
-    near = difflib.get_close_matches(name, list(choices), n=1)
-    return f"; did you mean '{near[0]}'?" if near else ""
+    from rigtool.config.schema import closest_key
+    near = closest_key(name, list(choices))
+    return f"; did you mean '{near}'?" if near else ""
 
 
 def load_robot_model(path: str | Path, base_link: str,
