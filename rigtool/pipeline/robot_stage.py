@@ -198,8 +198,15 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
                                    extra=extra)
         notes.append(f"the joints' motion ({len(rows.frames)} frames) identifies "
                      f"{base.rank - locked.rank} more combinations: {base.rank} in all")
-    fit = fit_consistent(model, base) if consistent else None
-    warnings = list(inputs.warnings) + ([] if fit is None else fit.warnings)
+    fit, failed = None, []
+    if consistent:
+        try:
+            fit = fit_consistent(model, base)
+        except RuntimeError as exc:
+            # the solver found no per-link set: the base parameters, which the captures
+            # determine, are still the result (no robot.urdf, no model files), and say so
+            failed = [f"per-link parameters not written: {exc}"]
+    warnings = list(inputs.warnings) + failed + ([] if fit is None else fit.warnings)
     return RobotOutcome(inputs, base, fit, adv, locked=locked, warnings=warnings, notes=notes)
 
 
