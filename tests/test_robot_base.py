@@ -160,3 +160,27 @@ def test_subset_command_on_a_robot(tmp_path, capsys):
     path.write_text(path.read_text().replace("panda_joint4 = -", "panda_joint4 = ", 1))
     assert main(["subset", str(path)]) == 2
     assert "panda_joint4" in capsys.readouterr().err
+
+
+def test_a_failed_per_link_fit_leaves_the_base_parameters(monkeypatch):
+    """When the solver finds no per-link set, the robot stage still reports the base
+    parameters the postures determine, with a warning, and writes no per-link values."""
+    import rigtool.pipeline.robot_stage as stage
+    from rigtool.robot.joint_angles import PostureAngles
+
+    robot = _robot("panda")
+    pi = robot.prior_vector()
+    qs = _random_postures(robot, 9, seed=2)
+    overall = [_overall(robot, pi, q, f"p{i}") for i, q in enumerate(qs)]
+    angles = [PostureAngles(dict(zip(robot.moving_joints, q)), {}, {}) for q in qs]
+
+    def infeasible(*args, **kwargs):
+        raise RuntimeError("the per-link fit closest to the prior failed: infeasible")
+
+    monkeypatch.setattr(stage, "fit_consistent", infeasible)
+    out = stage.fit_robot(stage.RobotInputs(robot, angles), overall,
+                          sum(b.prior.mass for b in robot.bodies), advice=False)
+    assert out.consistent is None and out.base.rank == 52
+    assert any("per-link parameters not written" in w and "infeasible" in w
+               for w in out.warnings)
+    assert "links" not in out.to_json()
