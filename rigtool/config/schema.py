@@ -187,12 +187,16 @@ _PRIOR = Table("CAD values of a link's parameters and their uncertainties (the p
     Key("inertia_rel_std", "number", "relative standard uncertainty of the inertia tensor"),
 ))
 
-_LINK = Table("one link of the object's tree", (
+#: a link's place in the tree (the manifest's [[links]] and a postures file's)
+_TREE_KEYS = (
     Key("name", "string", "the link's name", required=True),
     Key("parent", "string", '"platform" for the base link, else the parent link\'s name',
         required=True),
     Key("joint", "string", "the joint to the parent", choices=("spherical",),
         default="spherical"),
+)
+
+_LINK = Table("one link of the object's tree", _TREE_KEYS + (
     Key("joint_center", "array", "the joint centre in the parent's frame, m",
         default="estimated from the relative-motion capture"),
     _MARKERS,
@@ -329,12 +333,7 @@ RIG = Table("the rig file (calibration/NAME.toml)", (
 
 # --------------------------------------------------------------------------- postures file
 
-_OVERALL_LINK = Table("one link of the tree", (
-    Key("name", "string", "the link's name", required=True),
-    Key("parent", "string", '"platform" for the base link, else the parent\'s name',
-        required=True),
-    Key("joint", "string", "the joint to the parent", choices=("spherical",),
-        default="spherical"),
+_OVERALL_LINK = Table("one link of the tree", _TREE_KEYS + (
     Key("joint_center", "array", "the joint centre in the parent's frame, m (required "
         "for every link but the base)"),
 ))
