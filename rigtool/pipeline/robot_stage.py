@@ -25,6 +25,7 @@ from rigtool.identify.subset.regressor import reference_radius
 from rigtool.robot.advice import PostureAdvice, advise_posture
 from rigtool.robot.base_parameters import RobotBaseResult, fit_base_parameters
 from rigtool.robot.consistent import ConsistentResult, fit_consistent
+from rigtool.robot.motion_advice import MotionAdvice
 from rigtool.robot.joint_angles import (JointAngles, PostureAngles, posture_angles,
                                         read_joint_angles)
 from rigtool.robot.urdf_model import RobotModel, load_robot_model
@@ -51,6 +52,7 @@ class RobotOutcome:
     advice: PostureAdvice | None
     locked: RobotBaseResult | None = None        # the locked postures' own, when ``base``
                                                  # also has the motion capture's rows
+    motion_advice: MotionAdvice | None = None
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     marker_checks: list[dict] = field(default_factory=list)
@@ -73,6 +75,8 @@ class RobotOutcome:
                 "text": self.advice.text, "joint_values": self.advice.joint_values,
                 "rank_now": self.advice.rank_now, "rank_with": self.advice.rank_with,
                 "rank_reachable": self.advice.rank_reachable},
+            "motion_advice": (None if self.motion_advice is None
+                              else self.motion_advice.to_json()),
             "marker_checks": self.marker_checks,
             "warnings": list(self.warnings), "notes": list(self.notes)}
         if self.consistent is not None:
@@ -162,12 +166,15 @@ def link_marker_checks(session: Session, inputs: RobotInputs) -> tuple[list[dict
 
 def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
               total_mass_std_kg: float | None = None, *, consistent: bool = True,
-              advice: bool = True, motion: dict | None = None) -> RobotOutcome:
+              advice: bool = True, motion: dict | None = None,
+              rig: dict | None = None) -> RobotOutcome:
     """Base parameters, advice and per-link parameters from the postures' overall
     properties (``overall``: :class:`~rigtool.identify.subset.regressor.PostureOverall` per
     posture, in the manifest's order). ``motion``: the keywords of
     :func:`rigtool.robot.motion_fit.motion_rows` but the robot and the encoders (a
-    ``[relative_motion]`` capture): its rows join the postures'."""
+    ``[relative_motion]`` capture): its rows join the postures'. ``rig``: ``rig``,
+    ``platform``, ``r_pb``, ``t_pb`` (the base link in the platform frame) and
+    ``passband_hz``, for the motion advice (rigtool.robot.motion_advice)."""
     model = inputs.model
     qs = [np.array([pa.values[j] for j in model.moving_joints]) for pa in inputs.angles]
     poses = [model.body_poses(q) for q in qs]
@@ -187,6 +194,10 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
                          f"combinations; these {len(qs)} reach {adv.rank_now}, and until the "
                          "rank is reached the combinations' groupings depend on the postures "
                          "chosen (see the advice)")
+    motion_adv = None
+    if advice and rig is not None:
+        motion_adv = _motion_advice(model, qs, poses, rig, total_mass_kg,
+                                    reference_radius(overall, total_mass_kg), notes)
     locked = None
     if motion is not None and inputs.motion_angles is not None:
         from rigtool.robot.motion_fit import motion_extra, motion_rows
@@ -196,7 +207,7 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
         base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], overall,
                                    model.names, total_mass_kg, total_mass_std_kg=mass_std,
                                    extra=extra)
-        notes.append(f"the joints' motion ({len(rows.frames)} frames) identifies "
+        notes.append(f"the joints' motion ({int(rows.used.sum())} frames) identifies "
                      f"{base.rank - locked.rank} more combinations: {base.rank} in all")
     fit, failed = None, []
     if consistent:
@@ -207,7 +218,30 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
             # determine, are still the result (no robot.urdf, no model files), and say so
             failed = [f"per-link parameters not written: {exc}"]
     warnings = list(inputs.warnings) + failed + ([] if fit is None else fit.warnings)
-    return RobotOutcome(inputs, base, fit, adv, locked=locked, warnings=warnings, notes=notes)
+    return RobotOutcome(inputs, base, fit, adv, locked=locked, motion_advice=motion_adv,
+                        warnings=warnings, notes=notes)
+
+
+def _motion_advice(model: RobotModel, qs: list[np.ndarray], poses: list, rig: dict,
+                   total_mass_kg: float, radius_m: float, notes: list[str]
+                   ) -> MotionAdvice | None:
+    """The joints' motion to capture (rigtool.robot.motion_advice), or None with a note
+    when the rig's modes leave no clear frequencies."""
+    from rigtool.robot.base_parameters import overall_regressor, structural_rows
+    from rigtool.robot.motion_advice import (advise_motion, motion_center, motion_rank,
+                                             rig_with_robot)
+
+    center = motion_center(model, qs)
+    lin = rig_with_robot(rig["rig"], rig["platform"], model, center, rig["r_pb"],
+                         rig["t_pb"])
+    try:
+        adv = advise_motion(model, center, lin, passband_hz=rig["passband_hz"])
+    except ValueError as exc:
+        notes.append(f"no joint motion advised: {exc}")
+        return None
+    locked = structural_rows([overall_regressor(r, p) for r, p in poses], total_mass_kg,
+                             radius_m)
+    return motion_rank(model, adv, locked, total_mass_kg, radius_m)
 
 
 __all__ = ["RobotInputs", "RobotOutcome", "prepare_robot", "fit_robot",

@@ -272,7 +272,11 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                           t_pb=outcomes[0].base_position_platform,
                           window=session.relative_motion.window)
         robot = fit_robot(robot_inputs, [posture_overall(o) for o in outcomes], total_mass,
-                          mass_std, motion=motion)
+                          mass_std, motion=motion,
+                          rig=dict(rig=rigfile.rig, platform=rigfile.rig.platform.params,
+                                   r_pb=outcomes[0].base_rotation_platform,
+                                   t_pb=outcomes[0].base_position_platform,
+                                   passband_hz=session.filter.passband_hz))
         robot.marker_checks, marker_warnings = link_marker_checks(session, robot_inputs)
         robot.warnings += marker_warnings
         warnings += [f"robot: {w}" for w in robot.warnings]

@@ -56,6 +56,8 @@ def robot_section(doc: dict) -> Section | None:
                    Table(cols, rows)]
     if rb.get("advice"):
         blocks += [Sub("The next posture"), Para(rb["advice"]["text"])]
+    if rb.get("motion_advice"):
+        blocks += [Sub("The joints' motion to capture"), Para(rb["motion_advice"]["text"])]
     if rb.get("marker_checks"):
         worst = max((d for c in rb["marker_checks"] for d in c["distance_m"].values()),
                     default=None)

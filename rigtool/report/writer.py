@@ -65,12 +65,20 @@ def write_report(out: SessionOutcome, out_dir: Path, *,
     return written
 
 
+#: Length of the advised joint trajectory written for the robot's controller, s
+MOTION_ADVICE_S = 15.0
+
+
 def write_robot_files(robot, out_dir: Path) -> list[Path]:
     """A robot session's robot.urdf (the user's URDF, identified <inertial> blocks) and
     base_parameters.csv."""
     from rigtool.robot.outputs import write_base_parameters_csv, write_robot_urdf
 
     written = [write_base_parameters_csv(robot.base, out_dir / "base_parameters.csv")]
+    if robot.motion_advice is not None:
+        path = out_dir / "motion_advice.csv"
+        robot.motion_advice.write_csv(path, MOTION_ADVICE_S)
+        written.append(path)
     if robot.consistent is not None:
         written.append(write_robot_urdf(robot.inputs.model, robot.consistent.own,
                                         out_dir / "robot.urdf"))

@@ -2,7 +2,7 @@
 
 Candidates are configurations the robot can take: drawn uniformly inside every moving
 joint's URDF limits, 5 % of the range away from each end (a posture at a hard stop is
-not asked for). For each candidate the structural regressor of the measured postures plus
+not asked for), with every link clear of the deck (rigtool.robot.clearance). For each candidate the structural regressor of the measured postures plus
 that one is evaluated (rigtool.robot.base_parameters.structural_rows):
 
 - when the measured postures do not yet reach the rank that locked postures of this robot
@@ -22,6 +22,7 @@ import numpy as np
 
 from rigtool.robot.base_parameters import (RobotBaseResult, structural_rows,
                                            transform_matrices)
+from rigtool.robot.clearance import clear_of_deck
 from rigtool.robot.urdf_model import RobotModel
 
 #: Fraction of each joint's range kept away from its limits.
@@ -51,6 +52,27 @@ class PostureAdvice:
     worst_parameter: str
     std_ratio: float
     text: str
+
+
+def candidate_postures(robot: RobotModel, n: int, *, seed: int = 0,
+                       max_draws: int = 50) -> np.ndarray:
+    """``[n, k]`` configurations drawn uniformly inside the limits (:data:`LIMIT_MARGIN`
+    from the ends) that keep every link clear of the deck
+    (:func:`rigtool.robot.clearance.clear_of_deck`)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = robot.limits()
+    span = hi - lo
+    kept: list[np.ndarray] = []
+    for _ in range(max_draws):
+        draw = rng.uniform(lo + LIMIT_MARGIN * span, hi - LIMIT_MARGIN * span,
+                           size=(n, lo.size))
+        kept += [q for q in draw if clear_of_deck(robot, q)]
+        if len(kept) >= n:
+            return np.array(kept[:n])
+    if not kept:
+        raise ValueError(f"no configuration of '{robot.path.name}' inside its joint limits "
+                         "keeps every link clear of the deck")
+    return np.array(kept)
 
 
 def _regressors(robot: RobotModel, qs: np.ndarray) -> list[np.ndarray]:
@@ -84,11 +106,7 @@ def advise_posture(robot: RobotModel, measured_q: list[np.ndarray], base: RobotB
     seed : int
         Of the candidate draw (deterministic advice).
     """
-    rng = np.random.default_rng(seed)
-    lo, hi = robot.limits()
-    span = hi - lo
-    cand = rng.uniform(lo + LIMIT_MARGIN * span, hi - LIMIT_MARGIN * span,
-                       size=(n_candidates, lo.size))
+    cand = candidate_postures(robot, n_candidates, seed=seed)
     k_meas = _regressors(robot, measured_q)
     k_cand = _regressors(robot, cand)
     w_now = structural_rows(k_meas, total_mass_kg, radius_m)
@@ -142,4 +160,4 @@ def _fmt_q(robot: RobotModel, q: np.ndarray) -> str:
     return ", ".join(parts)
 
 
-__all__ = ["LIMIT_MARGIN", "PostureAdvice", "advise_posture"]
+__all__ = ["LIMIT_MARGIN", "PostureAdvice", "advise_posture", "candidate_postures"]

@@ -157,6 +157,7 @@ class RobotBaseResult:
             return x if math.isfinite(x) else None
         return {"names": list(self.names), "expressions": self.expressions,
                 "values": [num(v) for v in self.values], "std": [num(v) for v in self.std],
+                "covariance": [[num(v) for v in row] for row in self.covariance],
                 "rank": int(self.rank), "n_parameters": int(self.n_parameters),
                 "n_postures": int(self.n_postures), "reduced_chi2": num(self.reduced_chi2),
                 "singular_values": [num(v) for v in self.singular_values],

@@ -13,11 +13,15 @@ to the platform's). So ``X Y_r pi = w_springs - Y_p pi_platform`` is linear in t
 ``10 n`` standard parameters. The platform's motion is the capture's, filtered and
 differentiated as every stage does (rigtool.identify.common.platform_motion); the joints'
 rates and accelerations are the encoders' angles interpolated to the capture's frames,
-differentiated and passed through the same zero-phase filter.
+passed through the same zero-phase filter and differentiated as the pose is; gravity's
+share of both bodies' equations comes from the raw pose and encoders through that filter,
+as the springs' wrench does.
 
-Stacked with the locked postures' rows (rigtool.robot.base_parameters, ``extra``): rows
-whitened with each wrench component's residual RMS (a first fit's), unit-free structural
-rows (forces over ``M |g|``, moments over ``M |g| r``) for the rank.
+Stacked with the locked postures' rows (rigtool.robot.base_parameters, ``extra``): the
+frame-wise equations' noise is coloured (twice-differentiated marker positions, a
+zero-phase filter), so they enter as independent frequency-domain rows weighted by a first
+fit's residual spectrum (rigtool.identify.common.spectral_rows); unit-free structural rows
+(forces over ``M |g|``, moments over ``M |g| r``) decide the rank.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import numpy as np
 
 from rigtool.config import FilterSettings
 from rigtool.identify.common.platform_motion import capture_motion
+from rigtool.identify.common.spectral_rows import spectral_rows, uniform_frames
 from rigtool.inertia import InertialParams, regressor_body
+from rigtool.kinematics import derivative
 from rigtool.mocap import MarkerData
 from rigtool.identify.posture.equation_error import spring_wrench_body
 from rigtool.rig import Rig
@@ -39,15 +45,18 @@ from rigtool.robot.urdf_model import RobotModel
 
 @dataclass
 class MotionRows:
-    """The motion capture's equations ``a @ pi = b`` (``[rows, 10 n]``, platform axes about
-    its origin, N and N m), per frame six rows; ``frames`` the capture's frames used."""
+    """The motion capture's equations ``a @ pi = b`` per frame (``a [T, 6, 10 n]``,
+    ``b [T, 6]``; platform axes about its origin, N and N m) over an evenly sampled span of
+    the capture's frames (``frames``); frames without a valid measurement are zero rows
+    (``used`` false)."""
 
     a: np.ndarray
     b: np.ndarray
     frames: np.ndarray
     time_s: np.ndarray
-    #: used frames per independent sample: the filter keeps 2 passband samples per second
-    frames_per_sample: float = 1.0
+    used: np.ndarray
+    dt_s: float
+    passband_hz: float
 
 
 def _wrench_to_platform(r_pb: np.ndarray, t_pb: np.ndarray) -> np.ndarray:
@@ -79,72 +88,81 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
     r_pb, t_pb : ndarray
         The base link's frame in the platform frame (from the locked postures).
     window : (float, float), optional
-    step : int
-        Every ``step``-th valid frame is used (neighbouring filtered frames are correlated).
     """
     cap = capture_motion(data, rig.platform.markers_platform, settings, name=name,
                          window=window)
     t = cap.time_s
     k = len(robot.moving_joints)
-    q = np.stack([np.interp(t, angles.time_s, angles.values[:, i]) for i in range(k)], axis=1)
+    q_raw = np.stack([np.interp(t, angles.time_s, angles.values[:, i]) for i in range(k)],
+                     axis=1)
     dt = float(np.median(np.diff(t)))
-    qd = np.gradient(q, dt, axis=0)
-    qdd = np.gradient(qd, dt, axis=0)
-    q, qd, qdd = cap.filt(q), cap.filt(qd), cap.filt(qdd)
+    # filtered, then differentiated by the 7-point stencils, as the platform's pose is
+    q = cap.filt(q_raw)
+    qd, qdd = derivative(q, 1.0 / dt, 1), derivative(q, 1.0 / dt, 2)
     inside = (t >= angles.time_s[0]) & (t <= angles.time_s[-1])
     ok = cap.valid & inside & np.isfinite(q).all(1) & np.isfinite(qdd).all(1)
-    frames = np.flatnonzero(ok)[::step]
-    rt = np.swapaxes(cap.rotation[frames], -1, -2)
+    frames = uniform_frames(ok)
+    used = ok[frames]
+    if not used.any():
+        raise ValueError(f"{name}: no frame with the platform and the encoders measured")
+    model = floating_model(robot)
+    r_bp = r_pb.T
     g_lab = np.asarray(rig.gravity_lab, float)
+    # gravity's share, from the raw pose and the raw encoders, then filtered: the springs'
+    # wrench is (below), and the filter's gain at 0 Hz is not exactly 1 (a few 1e-4 of the
+    # weight, a constant force the weights' unfiltered terms would not see)
+    raw = np.isfinite(cap.rotation_raw).all(axis=(1, 2))
+    g_raw_b = np.full((t.size, 3), np.nan)
+    g_raw_b[raw] = np.einsum("tji,j->ti", cap.rotation_raw[raw], g_lab)
+    still_q, still_b = np.zeros((int(raw.sum()), k)), np.zeros((int(raw.sum()), 6))
+    y_rg = np.full((t.size, 6, 10 * robot.n_bodies), np.nan)
+    y_rg[raw] = base_wrench_regressor(robot, model, q_raw[raw], still_q, still_q, still_b,
+                                      still_b, g_raw_b[raw] @ r_bp.T)
+    y_rg = cap.filt(y_rg.reshape(t.size, -1)).reshape(y_rg.shape)[frames]
+    y_pg = np.full((t.size, 6, 10), np.nan)
+    y_pg[raw] = regressor_body(-g_raw_b[raw], np.zeros((int(raw.sum()), 3)),
+                               np.zeros((int(raw.sum()), 3)))
+    y_pg = cap.filt(y_pg.reshape(t.size, -1)).reshape(y_pg.shape)[frames]
+    rt = np.swapaxes(cap.rotation[frames], -1, -2)
     omega_b = cap.omega_body[frames]                       # platform axes
     domega_b = cap.omega_dot_body[frames]
     acc_b = np.einsum("tij,tj->ti", rt, cap.accel_lab[frames])
     vel_b = np.einsum("tij,tj->ti", rt, cap.velocity_lab[frames])
-    g_b = np.einsum("tij,j->ti", rt, g_lab)
     # the platform's own equation: springs and robot against its inertia
     # the springs as the posture stage sees them: the elastic part from the raw pose, then
     # filtered like the accelerations (a filtered pose is not the pose's filtered wrench)
     w_spring = spring_wrench_body(rig, cap)[frames]
-    y_p = regressor_body(acc_b - g_b, omega_b, domega_b)
+    y_p = regressor_body(acc_b, omega_b, domega_b) + y_pg
     b = w_spring - y_p @ platform.pi
     # the base link's motion in its own axes (pinocchio's local convention)
-    r_bp = r_pb.T
     v_o = vel_b + np.cross(omega_b, t_pb)                   # base origin, platform axes
     a_o = acc_b + np.cross(domega_b, t_pb) + np.cross(omega_b, np.cross(omega_b, t_pb))
     w_base = omega_b @ r_bp.T
     v_base = np.concatenate([v_o @ r_bp.T, w_base], axis=1)
     a_lin = a_o @ r_bp.T - np.cross(w_base, v_o @ r_bp.T)
     a_base = np.concatenate([a_lin, domega_b @ r_bp.T], axis=1)
-    y_r = base_wrench_regressor(robot, floating_model(robot), q[frames], qd[frames],
-                                qdd[frames], v_base, a_base, g_b @ r_bp.T)
+    # the regressor is linear in the base's acceleration: motion's share + gravity's share
+    y_r = base_wrench_regressor(robot, model, q[frames], qd[frames], qdd[frames], v_base,
+                                a_base, np.zeros((frames.size, 3))) + y_rg
     x = _wrench_to_platform(r_pb, t_pb)
     a = np.einsum("ij,tjk->tik", x, y_r)
-    per_sample = max(1.0, 1.0 / (dt * 2.0 * settings.passband_hz * step))
-    return MotionRows(a.reshape(-1, a.shape[-1]), b.reshape(-1), frames, t[frames],
-                      per_sample)
+    a[~used] = 0.0                                 # lost frames: 0 = 0, evenly sampled
+    b[~used] = 0.0
+    return MotionRows(a, b, frames, t[frames], used, dt, settings.passband_hz)
 
 
 def motion_extra(rows: MotionRows, total_mass_kg: float, radius_m: float,
                  gravity: float = 9.80665) -> tuple:
     """``(structural, a_whitened, b_whitened, label)`` for
-    :func:`rigtool.robot.base_parameters.fit_base_parameters`: each wrench component's rows
-    over its residual RMS (of a least-squares fit of these rows alone), inflated by the
-    square root of the used frames per independent sample (the zero-phase filter correlates
-    neighbouring frames)."""
-    a = rows.a.reshape(-1, 6, rows.a.shape[-1])
-    b = rows.b.reshape(-1, 6)
+    :func:`rigtool.robot.base_parameters.fit_base_parameters`: unit-free rows for the rank,
+    and the frequency-domain rows weighted by the residual spectrum of a first
+    least-squares fit of these rows alone (rigtool.identify.common.spectral_rows) for the
+    estimate and its covariance."""
+    a, b = rows.a[rows.used], rows.b[rows.used]
     scale = np.array([1.0] * 3 + [1.0 / radius_m] * 3) / (total_mass_kg * gravity)
     structural = (a * scale[None, :, None]).reshape(-1, a.shape[-1])
-    # a first fit of these rows alone (least squares in their row space) for the noise
-    sol = np.linalg.lstsq(rows.a, rows.b, rcond=1e-10)[0]
-    resid = (b - (a @ sol))
-    sigma = np.sqrt(np.mean(resid ** 2, axis=0))
-    sigma = np.maximum(sigma, 1e-9 * np.abs(b).max())
-    # filtered frames are correlated: each row counts for 1 / frames_per_sample of one
-    sigma = sigma * np.sqrt(rows.frames_per_sample)
-    a_w = (a / sigma[None, :, None]).reshape(-1, a.shape[-1])
-    b_w = (b / sigma[None, :]).reshape(-1)
-    return structural, a_w, b_w, "relative_motion"
+    spec = spectral_rows(rows.a, rows.b, rows.dt_s, rows.passband_hz)
+    return structural, spec.a, spec.b, "relative_motion"
 
 
 __all__ = ["MotionRows", "motion_rows", "motion_extra"]

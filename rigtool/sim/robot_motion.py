@@ -209,31 +209,4 @@ def simulate_robot_motion(rig: Rig, platform: InertialParams, robot: RobotModel,
                              robot.base_link: pos_out + rot_out @ t_pb}, q_out)
 
 
-def multisine_joints(q_center: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
-                     amplitude_rad: float = 0.3, frequencies_hz=(0.23, 0.41, 0.67),
-                     ramp_s: float = 1.0, seed: int = 0) -> JointTrajectory:
-    """A smooth multi-sine about ``q_center`` per joint (random phases), scaled into the
-    limits, faded in over ``ramp_s`` (the motion starts from rest) with a smoothstep."""
-    rng = np.random.default_rng(seed)
-    k = q_center.size
-    f = np.asarray(frequencies_hz, float)
-    phase = rng.uniform(0, 2 * np.pi, (k, f.size))
-    room = np.minimum(q_center - lower, upper - q_center) * 0.9
-    amp = np.minimum(amplitude_rad, room) / f.size
-
-    def traj(t: float):
-        s = min(max(t / ramp_s, 0.0), 1.0)
-        w = s * s * (3 - 2 * s)
-        dw = 6 * s * (1 - s) / ramp_s if t < ramp_s else 0.0
-        ddw = (6 - 12 * s) / ramp_s ** 2 if t < ramp_s else 0.0
-        arg = 2 * np.pi * f[None, :] * t + phase
-        y = (amp[:, None] * np.sin(arg)).sum(1)
-        yd = (amp[:, None] * 2 * np.pi * f * np.cos(arg)).sum(1)
-        ydd = (-amp[:, None] * (2 * np.pi * f) ** 2 * np.sin(arg)).sum(1)
-        return (q_center + w * y, dw * y + w * yd, ddw * y + 2 * dw * yd + w * ydd)
-
-    return traj
-
-
-__all__ = ["MotionTrajectory", "platform_robot_model", "simulate_robot_motion",
-           "multisine_joints"]
+__all__ = ["MotionTrajectory", "platform_robot_model", "simulate_robot_motion"]

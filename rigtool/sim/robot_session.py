@@ -86,15 +86,16 @@ def perturbed_own_parts(robot: RobotModel, rng: np.random.Generator,
 def random_postures(robot: RobotModel, n: int, rng: np.random.Generator, *,
                     margin: float = 0.05, min_height_m: float = 0.05) -> list[np.ndarray]:
     """``n`` configurations inside the joint limits (``margin`` of each range from its
-    ends) with every body origin at least ``min_height_m`` above the base (the arm clear of
-    the platform it is bolted to)."""
+    ends) with every link at least ``min_height_m`` above the deck
+    (rigtool.robot.clearance: the arm clear of the platform it is bolted to)."""
+    from rigtool.robot.clearance import clear_of_deck
+
     lo, hi = robot.limits()
     span = hi - lo
     out = []
     while len(out) < n:
         q = rng.uniform(lo + margin * span, hi - margin * span)
-        _, pos = robot.body_poses(q)
-        if np.all(pos[1:, 2] >= min_height_m):
+        if clear_of_deck(robot, q, min_height_m):
             out.append(q)
     return out
 
@@ -106,12 +107,13 @@ def _l(a) -> list:
 def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str | Path,
                       base_link: str, fixed_joints: dict[str, float] | None = None, *,
                       session: str = "robot", n_postures: int = 9, seed: int = 0,
-                      duration_s: float | None = None, encoder_noise_rad: float = 2e-5,
+                      duration_s: float | None = None, rate_hz: float | None = None,
+                      encoder_noise_rad: float = 2e-5,
                       perturbation: PriorPerturbation = PriorPerturbation(),
                       postures: list[np.ndarray] | None = None,
                       base_position_platform_m=(0.0, 0.0, 0.0),
                       link_markers: dict[str, dict[str, list]] | None = None,
-                      motion_s: float | None = None) -> Path:
+                      motion_s: float | None = None, motion=None) -> Path:
     """Simulate a robot study (see module docstring) and return its manifest's path.
 
     Parameters
@@ -130,6 +132,8 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
         Every random draw (prior, postures, noise).
     duration_s : float, optional
         Per capture (default: the scenario's).
+    rate_hz : float, optional
+        Frame rate of the captures and the encoders (default: the scenario's).
     encoder_noise_rad : float
         White noise of the joint angles (rad; m for prismatic joints).
     perturbation : PriorPerturbation
@@ -142,9 +146,11 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
         Markers on other links (link -> {marker: link-frame coordinates, m}): captured with
         the rest (placed by forward kinematics) and named in the manifest as checks.
     motion_s : float, optional
-        Also a ``[relative_motion]`` capture this long: the motors move every joint along a
-        multi-sine about the first posture (rigtool.sim.robot_motion), its encoders beside
-        it.
+        Also a ``[relative_motion]`` capture this long: the motors move every joint along
+        ``motion`` (default: the trajectory rigtool advises, rigtool.robot.motion_advice),
+        simulated by rigtool.sim.robot_motion, its encoders beside it.
+    motion : MotionAdvice, optional
+        The joints' trajectory of that capture.
     """
     out_dir = Path(out_dir)
     sc = load_scenario(rig_scenario)
@@ -172,6 +178,8 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
         settings = replace(settings, duration_s=duration_s,
                            window=None if settings.window is None else
                            (settings.window[0], min(settings.window[1], duration_s - 0.5)))
+    if rate_hz is not None:
+        settings = replace(settings, rate_hz=float(rate_hz))
     markers = {k: np.array(v) for k, v in BASE_MARKERS.items()}
     entries, truth_postures = [], []
     for i, q in enumerate(qs):
@@ -212,9 +220,18 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
     motion_entry = None
     if motion_s is not None:
         from rigtool.sim.markers import MarkerSet
-        from rigtool.sim.robot_motion import multisine_joints, simulate_robot_motion
-        lo, hi = robot.limits()
-        joints = multisine_joints(qs[0], lo, hi, seed=seed)
+        from rigtool.config import FilterSettings
+        from rigtool.robot.motion_advice import (advise_motion, motion_center,
+                                                 rig_with_robot)
+        from rigtool.sim.robot_motion import simulate_robot_motion
+        # the motion rigtool advises (from the true rig with the true robot)
+        t_base = np.asarray(base_position_platform_m, float)
+        center = motion_center(robot, qs)
+        lin = rig_with_robot(sc.rig, sc.platform_params, robot, center, np.eye(3), t_base)
+        motion = (motion if motion is not None else
+                  advise_motion(robot, center, lin,
+                                passband_hz=FilterSettings().passband_hz, seed=seed))
+        joints = motion.trajectory()
         traj = simulate_robot_motion(
             sc.rig, sc.platform_params, robot, np.eye(3),
             np.asarray(base_position_platform_m, float), joints, motion_s, settings.rate_hz,
@@ -255,6 +272,8 @@ def write_robot_study(rig_scenario: str | Path, out_dir: str | Path, urdf: str |
              "prior_params": _l(prior.prior_vector()), "total_mass": float(truth_pi[0::10].sum()),
              "postures": truth_postures, "encoder_noise_rad": encoder_noise_rad,
              "marker_noise_m": settings.noise_sigma_m}
+    if motion_entry is not None:
+        truth["motion"] = motion.to_json()
     (folder / "truth.json").write_text(json.dumps(truth, indent=1))
     return path
 
