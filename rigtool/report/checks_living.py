@@ -253,9 +253,14 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
 
 
 def living_checks(out: SessionOutcome) -> list[Check]:
-    """The living body's checks that found something (a green one is not shown)."""
-    checks = [breathing_check(out), soft_tissue_check(out), support_check(out),
-              skin_check(out)]
+    """The living body's checks that found something (a green one is not shown). A robot
+    does not breathe, carry soft tissue or wear skin: its session gets the support check
+    alone (a base that moves on the platform is a loose mount)."""
+    if getattr(out, "robot", None) is not None:
+        checks = [support_check(out)]
+    else:
+        checks = [breathing_check(out), soft_tissue_check(out), support_check(out),
+                  skin_check(out)]
     return [c for c in checks if c.is_warning]
 
 

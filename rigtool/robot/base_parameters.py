@@ -207,6 +207,10 @@ def identifiable_structure(k_list: list[np.ndarray], names: list[str], total_mas
     w = structural_rows(k_list, total_mass_kg, radius_m)
     if extra_structural is not None:
         w = np.vstack([w, extra_structural])
+    if w.shape[0] > w.shape[1]:
+        # W = Q R: R has W's column norms, singular values, right singular vectors and
+        # column dependencies, in a square matrix (a motion capture has thousands of rows)
+        w = scipy.linalg.qr(w, mode="r")[0][:w.shape[1]]
     scale = np.linalg.norm(w, axis=0)
     scale[scale == 0] = 1.0
     _, s, vt = np.linalg.svd(w / scale, full_matrices=True)
