@@ -126,7 +126,8 @@ def test_motion_rows_hold_for_the_true_parameters(panda):
     motion capture's equations leave a residual of a few 1e-4 of the wrench they balance
     (the filter's passband ripple acting on products of signals); in particular no
     constant force (the zero-phase filter's gain at 0 Hz differs from 1 by a few 1e-4:
-    gravity's share goes through it as the springs' wrench does)."""
+    gravity's share goes through it as the springs' wrench does). Encoders on a clock of
+    their own are put back on the capture's."""
     from rigtool.config import FilterSettings
     from rigtool.robot.joint_angles import JointAngles
     from rigtool.robot.motion_advice import advise_motion, rig_with_robot
@@ -160,3 +161,16 @@ def test_motion_rows_hold_for_the_true_parameters(panda):
     assert abs(resid[:, 2].mean()) < 2e-5 * weight
     assert np.all(np.sqrt(np.mean(resid ** 2, axis=0))
                   < 2e-3 * np.sqrt(np.mean(signal ** 2, axis=0)) + 1e-3)
+    assert rows.clock is not None and not rows.clock.applied
+    # the encoders logged on a clock 37 ms ahead: found from the motion to a millisecond
+    # (a tenth of a frame) and taken off, and the equations hold as before
+    late = JointAngles(angles.path, angles.time_s + 0.037, angles.names, angles.values)
+    shifted = motion_rows(panda, sc.rig, sc.platform_params, data, late, FilterSettings(),
+                          np.eye(3), np.zeros(3))
+    assert shifted.clock.applied and abs(shifted.clock.offset_s - 0.037) < 1e-3
+    assert "37 ms ahead of the capture's" in shifted.clock.note()
+    # what a millisecond's error leaves: the signal's rate at the top sine times 1 ms
+    resid_late = (shifted.b - shifted.a @ panda.prior_vector())[shifted.used]
+    slack = 2 * np.pi * joints.frequencies_hz.max() * 1e-3
+    assert np.all(np.sqrt(np.mean(resid_late ** 2, axis=0))
+                  < (2e-3 + slack) * np.sqrt(np.mean(signal ** 2, axis=0)) + 1e-3)

@@ -207,6 +207,8 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
         base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], overall,
                                    model.names, total_mass_kg, total_mass_std_kg=mass_std,
                                    extra=extra)
+        if rows.clock is not None and rows.clock.note():
+            notes.append(rows.clock.note())
         notes.append(f"the joints' motion ({int(rows.used.sum())} frames) identifies "
                      f"{base.rank - locked.rank} more combinations: {base.rank} in all")
     fit, failed = None, []

@@ -38,6 +38,7 @@ from rigtool.kinematics import derivative
 from rigtool.mocap import MarkerData
 from rigtool.identify.posture.equation_error import spring_wrench_body
 from rigtool.rig import Rig
+from rigtool.robot.clock_offset import estimate_clock_offset
 from rigtool.robot.joint_angles import JointAngles
 from rigtool.robot.motion_regressor import base_wrench_regressor, floating_model
 from rigtool.robot.urdf_model import RobotModel
@@ -57,6 +58,68 @@ class MotionRows:
     used: np.ndarray
     dt_s: float
     passband_hz: float
+    clock: "EncoderClock | None" = None
+
+
+@dataclass(frozen=True)
+class EncoderClock:
+    """The encoders' clock against the capture's (rigtool.robot.clock_offset): the offset
+    found, and whether it was taken off (``ClockOffset.significant``)."""
+
+    offset_s: float
+    applied: bool
+    explained: float
+    explained_at_zero: float
+
+    def note(self) -> str | None:
+        """What the report says, when the offset was taken off."""
+        if not self.applied:
+            return None
+        return (f"the encoders' clock runs {abs(self.offset_s) * 1e3:.0f} ms "
+                f"{'ahead of' if self.offset_s > 0 else 'behind'} the capture's during the "
+                "joints' motion (estimated from the motion: the joints explain "
+                f"{self.explained:.2f} of the platform's wrench there, {self.explained_at_zero:.2f} "
+                "without the offset); the offset was taken off")
+
+
+def _clock_offset(cap, rig: Rig, platform: InertialParams, robot: RobotModel,
+                  angles: JointAngles, r_pb: np.ndarray, t_pb: np.ndarray) -> EncoderClock:
+    """The encoders' clock offset from the motion (rigtool.robot.clock_offset): the
+    platform's measured wrench from the robot (springs minus its own inertia and weight)
+    against the URDF prior's prediction from the encoders."""
+    from scipy.ndimage import uniform_filter1d
+
+    ok = cap.valid
+    rt = np.swapaxes(cap.rotation[ok], -1, -2)
+    g_b = np.einsum("tij,j->ti", rt, np.asarray(rig.gravity_lab, float))
+    acc_b = np.einsum("tij,tj->ti", rt, cap.accel_lab[ok])
+    # the robot's own reaction to the platform's vibration (the locked robot at its mean
+    # posture, the prior) is not the joints': taken off with the platform's
+    from rigtool.inertia import transform_params
+    locked = transform_params(robot.composite(robot.prior_vector(),
+                                              angles.values.mean(axis=0)).pi, r_pb, t_pb)
+    wrench = np.full((cap.time_s.size, 6), np.nan)
+    wrench[ok] = (spring_wrench_body(rig, cap)[ok]
+                  - regressor_body(acc_b - g_b, cap.omega_body[ok], cap.omega_dot_body[ok])
+                  @ platform.pi
+                  - regressor_body(acc_b, cap.omega_body[ok], cap.omega_dot_body[ok])
+                  @ locked)
+    te = angles.time_s
+    rate = 1.0 / float(np.median(np.diff(te)))
+    # rates and accelerations for the search only: differences smoothed over ~40 ms
+    width = max(3, int(round(0.04 * rate)) | 1)
+    q = uniform_filter1d(angles.values, width, axis=0, mode="nearest")
+    qd = np.gradient(q, te, axis=0)
+    qdd = uniform_filter1d(np.gradient(qd, te, axis=0), width, axis=0, mode="nearest")
+    still = np.zeros((te.size, 6))
+    g_base = np.tile(r_pb.T @ g_b.mean(axis=0), (te.size, 1))
+    y = base_wrench_regressor(robot, floating_model(robot), q, qd, qdd, still, still, g_base)
+    predicted = np.einsum("ij,tj->ti", _wrench_to_platform(r_pb, t_pb),
+                          y @ robot.prior_vector())
+    found = estimate_clock_offset(cap.time_s, wrench, ok, te, predicted)
+    dt = float(np.median(np.diff(cap.time_s)))
+    return EncoderClock(found.offset_s, found.significant(dt), found.explained,
+                        found.explained_at_zero)
 
 
 def _wrench_to_platform(r_pb: np.ndarray, t_pb: np.ndarray) -> np.ndarray:
@@ -93,13 +156,15 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
                          window=window)
     t = cap.time_s
     k = len(robot.moving_joints)
-    q_raw = np.stack([np.interp(t, angles.time_s, angles.values[:, i]) for i in range(k)],
+    offset = _clock_offset(cap, rig, platform, robot, angles, r_pb, t_pb)
+    enc_time = angles.time_s - (offset.offset_s if offset.applied else 0.0)
+    q_raw = np.stack([np.interp(t, enc_time, angles.values[:, i]) for i in range(k)],
                      axis=1)
     dt = float(np.median(np.diff(t)))
     # filtered, then differentiated by the 7-point stencils, as the platform's pose is
     q = cap.filt(q_raw)
     qd, qdd = derivative(q, 1.0 / dt, 1), derivative(q, 1.0 / dt, 2)
-    inside = (t >= angles.time_s[0]) & (t <= angles.time_s[-1])
+    inside = (t >= enc_time[0]) & (t <= enc_time[-1])
     ok = cap.valid & inside & np.isfinite(q).all(1) & np.isfinite(qdd).all(1)
     frames = uniform_frames(ok)
     used = ok[frames]
@@ -148,7 +213,7 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
     a = np.einsum("ij,tjk->tik", x, y_r)
     a[~used] = 0.0                                 # lost frames: 0 = 0, evenly sampled
     b[~used] = 0.0
-    return MotionRows(a, b, frames, t[frames], used, dt, settings.passband_hz)
+    return MotionRows(a, b, frames, t[frames], used, dt, settings.passband_hz, offset)
 
 
 def motion_extra(rows: MotionRows, total_mass_kg: float, radius_m: float,
