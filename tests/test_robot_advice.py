@@ -47,7 +47,7 @@ def test_motion_frequencies_keep_clear_of_the_modes():
     f = motion_frequencies(modes, n=3)
     assert f.size == 3 and np.all(np.diff(f) >= 0.1 - 1e-9)
     assert np.all(np.abs(f[:, None] - modes) > MODE_MARGIN * modes)
-    assert np.all(np.abs(2 * f[:, None] - modes) > 0.5 * MODE_MARGIN * modes)
+    assert np.all(np.abs(2 * f[:, None] - modes) > MODE_MARGIN / 3 * modes)
     with pytest.raises(ValueError, match="modes"):
         motion_frequencies(np.arange(0.3, 2.6, 0.1), n=3)
 

@@ -7,10 +7,11 @@ moved at a rig mode drives the platform at resonance (a 17 kg arm on a 25 kg pla
 it by decimetres and tens of degrees at its pendulum modes), far from the small motion the
 platform's model and the markers' volume are made for. Each joint therefore follows a sum
 of sines whose frequencies all keep a relative margin from every mode of the rig with the
-robot on it (linear modes about the equilibrium, rigtool.sim.dynamics.linear_modes), and
-their second harmonics (the arm's reaction is not linear in the angles) a smaller one; the
-highest such frequencies are taken (the acceleration grows as f^2 for the same excursion),
-below the zero-phase filter's passband. Amplitudes fill the joint's room to its limits
+robot on it (linear modes about the equilibrium, rigtool.rig.modes), and their second
+harmonics (the arm's reaction is not linear in the angles) a smaller one; the highest such
+frequencies are taken (the acceleration grows as f^2 for the same excursion),
+below half the zero-phase filter's passband (above the modes the equations' noise rises as
+f^4, below about 1 Hz the joints' room caps the acceleration). Amplitudes fill the joint's room to its limits
 about a centre posture, bounded by the URDF's velocity limit and an acceleration bound, and
 the motion fades in from rest. Phases are random (seeded), so the joints' accelerations are
 not proportional to one another.
@@ -31,9 +32,10 @@ import numpy as np
 from rigtool.robot.clearance import clear_of_deck
 from rigtool.robot.urdf_model import RobotModel
 
-#: Relative distance a motion frequency keeps from every rig mode (its second harmonic:
-#: half of it)
-MODE_MARGIN = 0.2
+#: Relative distance a motion frequency keeps from every rig mode (its second harmonic, which
+#: the arm's nonlinearity makes a percent or two as strong: a third of it); the excursion
+#: bound below scales the motion for what resonance is left
+MODE_MARGIN = 0.15
 #: Joint acceleration bound of the advice, rad/s^2 (m/s^2 for prismatic joints: 2)
 MAX_ACCELERATION = (8.0, 2.0)
 #: Excursion bound about the centre posture, rad (m for prismatic joints: 0.1)
@@ -140,7 +142,7 @@ class MotionAdvice:
 def motion_frequencies(modes_hz: np.ndarray, *, n: int = 3, f_min_hz: float = 0.3,
                        f_max_hz: float = 2.5, margin: float = MODE_MARGIN) -> np.ndarray:
     """The ``n`` highest frequencies in ``[f_min_hz, f_max_hz]``, at least 0.1 Hz apart,
-    each ``margin`` (relative) from every mode and its second harmonic ``margin / 2``
+    each ``margin`` (relative) from every mode and its second harmonic ``margin / 3``
     from every mode.
 
     Raises
@@ -151,7 +153,7 @@ def motion_frequencies(modes_hz: np.ndarray, *, n: int = 3, f_min_hz: float = 0.
     grid = np.round(np.arange(f_min_hz, f_max_hz + 1e-9, 0.01), 2)
     modes = np.asarray(modes_hz, float)
     clear = np.all(np.abs(grid[:, None] - modes) > margin * modes, axis=1)
-    clear &= np.all(np.abs(2 * grid[:, None] - modes) > 0.5 * margin * modes, axis=1)
+    clear &= np.all(np.abs(2 * grid[:, None] - modes) > margin / 3 * modes, axis=1)
     picked: list[float] = []
     for f in grid[clear][::-1]:
         if all(abs(f - g) >= 0.1 for g in picked):
