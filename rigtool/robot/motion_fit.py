@@ -15,7 +15,8 @@ differentiated as every stage does (rigtool.identify.common.platform_motion); th
 rates and accelerations are the encoders' angles interpolated to the capture's frames,
 passed through the same zero-phase filter and differentiated as the pose is; gravity's
 share of both bodies' equations comes from the raw pose and encoders through that filter,
-as the springs' wrench does.
+as the springs' wrench does. Encoders on a clock of their own are put on the capture's
+first (rigtool.robot.clock_offset).
 
 Stacked with the locked postures' rows (rigtool.robot.base_parameters, ``extra``): the
 frame-wise equations' noise is coloured (twice-differentiated marker positions, a
