@@ -7,7 +7,7 @@ markers, :func:`rigtool.kinematics.pose.body_trajectory`) and taken relative to 
 over the capture. The displacements of all of them, ``D(t) [3M]``, have a few principal
 directions (one when the walls move in phase; the rib cage and the abdomen, Konno & Mead
 1967, may need two), chosen by the data: a direction is kept while its RMS is well above the
-noise of the rest. The breath coordinates ``u(t) [k]`` (m) are the projections of ``D`` on
+noise. The breath coordinates ``u(t) [k]`` (m) are the projections of ``D`` on
 the kept directions, each smoothed by a cubic smoothing spline (its smoothing chosen by
 generalised cross-validation: scipy.interpolate.make_smoothing_spline), which gives ``u``,
 ``du/dt`` and ``d2u/dt2`` at any time (the integrators' half steps).
@@ -31,8 +31,8 @@ __all__ = ["BreathMotion", "measure_breath", "MAX_COMPONENTS", "KEEP_RATIO"]
 
 #: at most this many breath coordinates (rib cage, abdomen, and one more)
 MAX_COMPONENTS = 3
-#: a principal direction is kept while its RMS is above this many times the noise: the RMS
-#: per direction of what the kept ones leave, and the markers' own noise
+#: a principal direction is kept when its RMS is above this many times the noise (the
+#: markers' own on their link, or the smallest direction's)
 KEEP_RATIO = 4.0
 
 
@@ -152,13 +152,10 @@ def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarr
     _, sv, vt = np.linalg.svd(disp[use], full_matrices=False)
     rms = sv / np.sqrt(use.sum())
     noise = float(np.nanmax(sigmas)) if np.any(np.isfinite(sigmas)) else 0.0
-    k = 0
-    while k < min(MAX_COMPONENTS, len(rms)):
-        rest = rms[k + 1:]
-        floor = max(float(np.sqrt(np.mean(rest ** 2))) if rest.size else 0.0, noise)
-        if not rms[k] > KEEP_RATIO * floor:
-            break
-        k += 1
+    # the noise floor: the markers' own noise, or the smallest direction's RMS when there are
+    # more directions than breath coordinates can be (it is noise then)
+    floor = max(noise, float(rms[-1]) if len(rms) > MAX_COMPONENTS else 0.0)
+    k = int(np.sum(rms[:MAX_COMPONENTS] > KEEP_RATIO * floor))
     if k == 0:
         return None
     directions = vt[:k].T

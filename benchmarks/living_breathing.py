@@ -1,0 +1,162 @@
+"""Breathing as a measured internal wrench: the posture numbers before and after naming the
+breathing markers.
+
+Simulates the breathing scenarios (scenarios/living/breathing14.toml, breathing10.toml, and
+all.toml with --only) for a few seeds, completes the rig file with the TRUE rig, and runs the
+default ``rigtool run`` on the postures twice: as simulated (the rigid model, what a manifest
+without ``breathing_markers`` gets) and with ``breathing_markers = ["CH1", "AB1"]`` on the
+trunk (the breath's internal wrench in the posture fits). The relative-motion capture is
+left out of both manifests (these figures are the postures'). Prints per scenario and run the
+posture COM errors (mm), the inertia errors (% of the inertia's Frobenius norm, as
+benchmarks/living.py), the largest COM error over its standard error per coordinate
+(coverage: |err| / SE within 2 for ~95 % of coordinates when the SEs are right) and the
+identified ``G`` against the simulator's point-mass value.
+
+    PYTHONPATH=. python3 benchmarks/living_breathing.py [--only breathing14] [--seeds 2]
+        [--keep DIR] [--reuse]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ("breathing14", "breathing10")
+WALLS = '["CH1", "AB1"]'
+
+
+def simulate(name: str, seed_offset: int, out: Path) -> Path:
+    """One seed of a scenario into ``out`` (true rig as the calibrated rig file)."""
+    from rigtool.sim.scenario import load_scenario
+    from rigtool.sim.session_writer import write_bundle
+    from rigtool.sim.true_calibration import write_true_calibration
+
+    sc = load_scenario(ROOT / "scenarios" / "living" / f"{name}.toml")
+    sc = dataclasses.replace(sc, seed=sc.seed + 7919 * seed_offset)
+    bundle = write_bundle(sc, out, force=True)
+    rig_toml = out / bundle.rig_file
+    write_true_calibration(rig_toml, rig_toml.with_suffix(".truth.json"),
+                           rig_toml.with_name(f"{sc.rig.name}.calibrated.toml"))
+    return out / bundle.session_file
+
+
+def manifests(session: Path) -> tuple[Path, Path]:
+    """Posture-only manifests next to ``session``: as simulated, and naming the trunk's
+    wall markers as its breathing markers."""
+    text = session.read_text()
+    head = text.split("[relative_motion]")[0]
+    rigid = session.with_name("postures-rigid.toml")
+    rigid.write_text(head)
+    lines, done = [], False
+    for line in head.splitlines():
+        lines.append(line)
+        if not done and line.startswith("markers = ") and "CH1" in line:
+            lines.append(f"breathing_markers = {WALLS}")
+            done = True
+    if not done:
+        raise SystemExit(f"{session}: no trunk markers line with CH1")
+    breath = session.with_name("postures-breathing.toml")
+    breath.write_text("\n".join(lines) + "\n")
+    return rigid, breath
+
+
+def run(manifest: Path, label: str) -> tuple[dict, float]:
+    results = manifest.parent / f"results-{label}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "rigtool.cli", "run", str(manifest), "-o",
+                           str(results)], capture_output=True, text=True, cwd=ROOT, env=env)
+    if not (results / "report.json").exists():
+        print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
+        raise SystemExit(f"rigtool run failed on {manifest}")
+    return json.loads((results / "report.json").read_text()), time.perf_counter() - t0
+
+
+def true_g(truth: dict, report_posture: dict, scenario: str) -> np.ndarray | None:
+    """The point-mass ``G`` (kg, base-link frame) of the simulated breath for the measured
+    breath coordinate: mass x depth / (the walls' excursion along the measured direction)."""
+    from rigtool.sim.scenario import load_scenario
+    sc = load_scenario(ROOT / "scenarios" / "living" / f"{scenario}.toml")
+    b = sc.living.breathing if sc.living is not None else None
+    br = report_posture.get("breathing", {})
+    if b is None or "measurement" not in br or br["measurement"]["components"] != 1:
+        return None
+    names = [m.split(":")[1] for m in br["measurement"]["markers"]]
+    walls = np.concatenate([b.wall_markers[n].displacement_link for n in names])
+    along = float(np.asarray(br["measurement"]["directions"][0]) @ walls)
+    return b.mass_kg * b.depth_m / along * np.asarray(b.direction_link)
+
+
+def scores(report: dict, truth: dict, scenario: str) -> dict:
+    true_p = {p["name"]: p for p in truth["postures"]}
+    com, inertia, ratio, g_err = [], [], [], []
+    for p in report.get("postures", []):
+        t = true_p[p["name"]]
+        err = np.subtract(p["com"], t["com"])
+        com.append(1e3 * np.linalg.norm(err))
+        ratio.append(float(np.max(np.abs(err) / np.asarray(p["com_std"]))))
+        i_t = np.asarray(t["inertia_com"])
+        inertia.append(100 * np.linalg.norm(np.subtract(p["inertia_com"], i_t))
+                       / np.linalg.norm(i_t))
+        g_true = true_g(truth, p, scenario)
+        if g_true is not None:
+            g = np.asarray(p["breathing"]["G_kg"])[:, 0]
+            g_err.append(f"G {np.round(g, 2).tolist()} (point mass {np.round(g_true, 2).tolist()})")
+    return {"com_mm": com, "inertia_pct": inertia, "ratio": ratio, "g": g_err}
+
+
+def _span(values, fmt="{:.2f}") -> str:
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if np.isclose(lo, hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="comma-separated scenario names")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per scenario")
+    ap.add_argument("--keep", type=Path, help="write the bundles under this folder")
+    ap.add_argument("--reuse", action="store_true", help="take the bundles under --keep")
+    args = ap.parse_args()
+    names = [n for n in (args.only.split(",") if args.only else SCENARIOS) if n]
+    base = args.keep or Path(tempfile.mkdtemp(prefix="rigtool-breathing-"))
+    print(f"bundles under {base}", flush=True)
+    header = (f"{'scenario':<12} {'seed':>4} {'model':<9} {'COM err mm':>12} "
+              f"{'inertia err %':>14} {'max |err|/SE':>13} {'run s':>6}")
+    rows = []
+    for name in names:
+        for s in range(args.seeds):
+            folder = base / f"{name}-s{s}"
+            session = folder / "captures" / "two-link" / "session.toml"
+            if not args.reuse:
+                session = simulate(name, s, folder)
+            truth = json.loads((session.parent / "truth.json").read_text())
+            rigid, breath = manifests(session)
+            for label, manifest in (("rigid", rigid), ("breathing", breath)):
+                report, secs = run(manifest, label)
+                sc = scores(report, truth, name)
+                row = (f"{name:<12} {s:>4} {label:<9} {_span(sc['com_mm']):>12} "
+                       f"{_span(sc['inertia_pct']):>14} {_span(sc['ratio'], '{:.1f}'):>13} "
+                       f"{secs:>6.0f}")
+                rows.append(row)
+                print(row, flush=True)
+                for g in sc["g"]:
+                    print("    " + g, flush=True)
+    print("\n" + header)
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
