@@ -36,7 +36,7 @@ def test_internal_wrench_of_a_point_mass_on_a_locked_platform():
     u_dd = (-amp * w * w * np.sin(w * t))[:, None]
     a_minus_g = np.broadcast_to(-g, (t.size, 3))
     zero = np.zeros((t.size, 3))
-    beta = np.concatenate([mu * e, mu * np.cross(s0, e)])
+    beta = _point_mass_beta(mu, s0, e)
     mean_body = InertialParams.from_com(mu, s0, np.zeros((3, 3))).pi
     wrench = (regressor_body(a_minus_g, zero, zero) @ mean_body
               + internal_columns(u, u_d, u_dd, a_minus_g, zero, zero) @ beta)
@@ -57,13 +57,28 @@ def test_rotating_platform_adds_the_coriolis_force_of_the_moving_mass():
     s0, e = np.array([0.2, 0.1, -0.1]), np.array([1.0, 0.0, 0.0])
     u, u_d, u_dd = np.array([[0.004]]), np.array([[0.03]]), np.array([[-0.2]])
     zero = np.zeros((1, 3))
-    beta = np.concatenate([mu * e, mu * np.cross(s0, e)])
+    beta = _point_mass_beta(mu, s0, e)
     mean_body = InertialParams.from_com(mu, s0, np.zeros((3, 3))).pi
     wrench = (regressor_body(zero, w, zero) @ mean_body
               + internal_columns(u, u_d, u_dd, zero, w, zero) @ beta)
     s, s_d, s_dd = s0 + u[0] * e, u_d[0] * e, u_dd[0] * e
     acc = s_dd + 2 * np.cross(w[0], s_d) + np.cross(w[0], np.cross(w[0], s))
     assert np.allclose(wrench[0, :3], mu * acc, atol=1e-12)
+    # the torque up to what the model leaves out: the Coriolis torque of the excursion's
+    # own rate, second order in u (mu (s - s0) x (2 w x s')) and the excursion's
+    # centripetal torque about itself (mu u^2 e x (w x (w x e)))
+    torque = np.cross(s, mu * acc)
+    left_out = mu * (2 * np.linalg.norm(np.cross(s - s0, np.cross(w[0], s_d))) +
+                     np.linalg.norm(np.cross(s - s0, np.cross(w[0], np.cross(w[0], s - s0)))))
+    rigid_only = np.linalg.norm(torque - regressor_body(zero, w, zero)[0, 3:] @ mean_body)
+    err = np.linalg.norm(wrench[0, 3:] - torque)
+    assert err <= left_out + 1e-12 and err < 0.05 * rigid_only, (err, left_out, rigid_only)
+
+
+def _point_mass_beta(mu, s0, e):
+    """``[G, K, D]`` of a point mass ``mu`` moving by ``u e`` about ``s0``."""
+    d = mu * (2 * (s0 @ e) * np.eye(3) - np.outer(s0, e) - np.outer(e, s0))
+    return np.concatenate([mu * e, mu * np.cross(s0, e), d[np.triu_indices(3)]])
 
 
 def test_internal_engine_without_a_breath_is_the_rigid_engine():
@@ -81,7 +96,7 @@ def test_internal_engine_without_a_breath_is_the_rigid_engine():
     theta = rigid.theta_of(pi, rig.stiffness, rig.free_length, rig.damping)
     ref, _ = rigid.simulate(model, theta, y0, 600, 1 / 120)
     grid = internal.input_grid(lambda t: (np.sin(t)[:, None],) * 3, 0.0, 600, 1 / 120, 1)
-    got, _ = internal.simulate(model, np.concatenate([theta, np.zeros(6)]), y0, 600, 1 / 120,
+    got, _ = internal.simulate(model, np.concatenate([theta, np.zeros(12)]), y0, 600, 1 / 120,
                                inputs=grid)
     # the same model and RK4 grid, written in lab rather than body components: rounding
     # (the rigid engine's own test against its numpy reference allows 1e-9 over 10 s)
@@ -122,7 +137,7 @@ def test_internal_engine_tracks_the_simulated_breathing_body():
     e = r_l @ (system.living.breathing.direction_link / np.linalg.norm(
         system.living.breathing.direction_link))
     s0 = r_l @ b["rest_link"] + p_l
-    beta = np.concatenate([b["mass"] * e, b["mass"] * np.cross(s0, e)])
+    beta = _point_mass_beta(b["mass"], s0, e)
     spl = make_interp_spline(traj.time_s, b["excursion_m"], k=5)
 
     def breath_at(t):
@@ -202,9 +217,15 @@ def test_breath_model_in_the_base_frame():
     rot = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     t = np.array([0.1, 0.2, 0.3])
     g_p, k_p = np.array([1.0, 2.0, 3.0]), np.array([0.5, -0.5, 0.1])
-    out = breath_in_base_frame(np.concatenate([g_p, k_p]), np.eye(6) * 1e-4, 1, rot, t)
+    s0 = np.array([0.3, -0.1, 0.2])
+    d_p = _point_mass_beta(2.0, s0, g_p / 2.0)[6:]
+    beta = np.concatenate([g_p, k_p, d_p])
+    out = breath_in_base_frame(beta, np.eye(12) * 1e-4, 1, rot, t)
     assert np.allclose(np.asarray(out["G_kg"])[:, 0], rot.T @ g_p)
     assert np.allclose(np.asarray(out["K_kg_m"])[:, 0], rot.T @ (k_p - np.cross(t, g_p)))
+    # a point mass's D about the base origin: the same formula with s0 - t, in base axes
+    expected = _point_mass_beta(2.0, rot.T @ (s0 - t), rot.T @ g_p / 2.0)[6:]
+    assert np.allclose(out["D_kg_m"][0], expected)
 
 
 MANIFEST = """

@@ -3,16 +3,19 @@ dynamics, RK4 and exact sensitivities.
 
 As :mod:`rigtool.engine.rigid` (state ``y [18]``, lab frame, all six DOFs free or some
 locked), with the load's first moment about the platform origin ``h(t) = h0 + G u(t)``
-(platform axes) and its internal angular momentum ``K u'(t)`` driven by a prescribed input
-``u(t) [k]`` (the measured breath, rigtool.kinematics.breath_motion). With ``c = R (h0 + G
-u)``, the inertia ``I_o = R I R^T`` of the mean load and ``g`` gravity::
+(platform axes), its inertia about the platform origin ``I(t) = I0 + sum_j u_j D_j`` and
+its internal angular momentum ``K u'(t)`` driven by a prescribed input ``u(t) [k]`` (the
+measured breath, rigtool.kinematics.breath_motion). With ``c = R (h0 + G u)``, ``I_o = R
+I(t) R^T``, ``I_o' = R (sum_j u_j' D_j) R^T`` (the part of its rate that is not the
+rotation's) and ``g`` gravity::
 
-    [m 1    -[c x]] [a_o  ]   [F + m g - w x (w x c) - R G u'' - 2 w x R G u'   ]
-    [[c x]   I_o  ] [alpha] = [N + c x g - w x (I_o w) - R K u'' - w x R K u'    ]
+    [m 1    -[c x]] [a_o  ]   [F + m g - w x (w x c) - R G u'' - 2 w x R G u'           ]
+    [[c x]   I_o  ] [alpha] = [N + c x g - w x (I_o w) - I_o' w - R K u'' - w x R K u'  ]
 
 (rigtool.identify.posture.breathing derives the terms). Parameters ``theta = [pi (10), k
-(S), k L0 (S), c (S), G (3k, column by column), K (3k)]``; inputs ``[u, u', u''] (3k)``
-sampled every half RK4 step. With ``G = K = 0`` this is the rigid engine's model.
+(S), k L0 (S), c (S), G (3k, column by column), K (3k), D (6k, each xx xy xz yy yz zz)]``;
+inputs ``[u, u', u''] (3k)`` sampled every half RK4 step. With ``G = K = D = 0`` this is
+the rigid engine's model.
 """
 
 from __future__ import annotations
@@ -35,10 +38,14 @@ def rhs(y, theta, consts, uin, free: tuple[int, ...], n_u: int):
     pi = theta[:10]
     gm = theta[n0:n0 + 3 * n_u].reshape(n_u, 3).T          # [3, k]
     km = theta[n0 + 3 * n_u:n0 + 6 * n_u].reshape(n_u, 3).T
+    dm = theta[n0 + 6 * n_u:n0 + 12 * n_u].reshape(n_u, 6)        # [k, 6]
     u, u_d, u_dd = uin[:n_u], uin[n_u:2 * n_u], uin[2 * n_u:]
     rot, v, w = y[3:12].reshape(3, 3), y[12:15], y[15:18]
     m = pi[0]
-    i_body = jnp.array([[pi[4], pi[5], pi[6]], [pi[5], pi[7], pi[8]], [pi[6], pi[8], pi[9]]])
+    i6 = pi[4:10] + jnp.sum(dm * u[:, None], axis=0)
+    i_body = jnp.array([[i6[0], i6[1], i6[2]], [i6[1], i6[3], i6[4]], [i6[2], i6[4], i6[5]]])
+    d6 = jnp.sum(dm * u_d[:, None], axis=0)
+    i_rate = jnp.array([[d6[0], d6[1], d6[2]], [d6[1], d6[3], d6[4]], [d6[2], d6[4], d6[5]]])
     force, moment = spring_wrench(y, theta[:n0], consts)
     w_dot_r = jnp.cross(w[None, :], rot.T).T.reshape(9)
     c = _mv(rot, pi[1:4] + _mv(gm, u))
@@ -46,8 +53,9 @@ def rhs(y, theta, consts, uin, free: tuple[int, ...], n_u: int):
                   [None, :, :], axis=1)
     f_net = (force + m * g - jnp.cross(w, jnp.cross(w, c)) - _mv(rot, _mv(gm, u_dd))
              - 2.0 * jnp.cross(w, _mv(rot, _mv(gm, u_d))))
+    w_b = _mv(rot.T, w)
     n_net = (moment + jnp.cross(c, g) - jnp.cross(w, _mv(i_o, w)) - _mv(rot, _mv(km, u_dd))
-             - jnp.cross(w, _mv(rot, _mv(km, u_d))))
+             - jnp.cross(w, _mv(rot, _mv(km, u_d))) - _mv(rot, _mv(i_rate, w_b)))
     if len(free) == 6:
         # about the COM: I_c alpha = n - c x f / m, a = (f + c x alpha) / m (closed form)
         sc = _skew(c)

@@ -120,7 +120,7 @@ class PostureProblem:
     state_offset: np.ndarray | None = None
     # the measured breath (rigtool.identify.posture.breathing): ``breath_at(t) -> (u, u',
     # u'')`` with ``t`` in the capture's time, the window's first frame at ``t0_s``; its
-    # unknowns ``beta`` (6k) come last in ``x`` and are held at ``beta0`` with the object
+    # unknowns ``beta`` (12k) come last in ``x`` and are held at ``beta0`` with the object
     breath_at: object | None = None
     n_breath: int = 0
     t0_s: float = 0.0
@@ -132,8 +132,8 @@ class PostureProblem:
 
     @property
     def n_beta(self) -> int:
-        """Unknowns of the breath's model (``G`` and ``K``; 0 without a breath)."""
-        return 6 * self.n_breath if self.breath_at is not None else 0
+        """Unknowns of the breath's model (``G``, ``K``, ``D``; 0 without a breath)."""
+        return 12 * self.n_breath if self.breath_at is not None else 0
 
     def _full(self, x: np.ndarray) -> np.ndarray:
         """``x`` with the held object (and breath) in: every unknown the engine takes."""
