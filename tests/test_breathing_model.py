@@ -265,3 +265,21 @@ def test_bad_breathing_markers_name_the_field(tmp_path, extra, words):
     with pytest.raises(ConfigError) as err:
         load_session(_manifest(tmp_path, extra))
     assert "links[0].breathing_markers" in str(err.value) and words in str(err.value)
+
+
+def test_breathing_check_says_the_breath_was_modelled():
+    from types import SimpleNamespace
+    from rigtool.report.checks_living import breathing_check, skin_check
+    modelled = SimpleNamespace(result=SimpleNamespace(name="p1"), living_signs={},
+                               marker_scatter_mm={},
+                               breathing={"model": "measured internal wrench",
+                                          "measurement": {"components": 1}})
+    still = SimpleNamespace(result=SimpleNamespace(name="p2"), living_signs={},
+                            marker_scatter_mm={},
+                            breathing={"model": "rigid", "reason": "no breath"})
+    out = SimpleNamespace(postures=[modelled, still], tree=None, total_mass_kg=75.0)
+    check = breathing_check(out)
+    assert check.level == "ok"
+    assert "p1" in check.finding and "mean mass distribution" in check.finding
+    assert "p2" in check.finding and "rigid model" in check.finding
+    skin_check(out)                                  # reads the rhythm check's items only

@@ -158,7 +158,7 @@ def _residual_share(p, f0_hz: float, rate_hz: float) -> float:
 def skin_check(out: SessionOutcome) -> Check:
     """A link's markers scattering well above the platform's rigid markers."""
     title = "Skin markers"
-    breathing = {(i["link"], i["marker"]) for i in breathing_check(out).items}
+    breathing = {(i["link"], i["marker"]) for i in _rhythm_check(out).items}
     items, parts = [], []
     for p in out.postures:
         scatter = p.marker_scatter_mm
