@@ -115,14 +115,15 @@ def _breathing_system():
 def test_internal_engine_tracks_the_simulated_breathing_body():
     """The simulator (rigtool.sim: the breathing mass carried on its path inside the base
     link, integrated by DOP853) against the identification's engine with the point mass's
-    ``G``, ``K`` and its excursion as ``u``: the platform's motion agrees to what the engine
-    leaves out (the second moment's change, the internal Coriolis torque: ~1e-4 of the
-    breath's effect), while the rigid engine with the same mean body misses the breath's
-    whole effect."""
+    ``G``, ``K``, ``D`` and its excursion as ``u``: the platform's motion agrees to what the
+    engine leaves out (the internal Coriolis torque, second order in the excursion; measured
+    6e-4 of the breath's whole effect at this 5 mm, 0.02 rad excitation, 1e-4 at a tenth of
+    it; without ``D`` 1.7e-2), while the rigid engine with the same mean body misses the
+    breath's whole effect."""
     system = _breathing_system()
     rate, dur = 400.0, 3.0
-    traj = simulate(system, dur, rate, platform_offset=np.array([0.0004, -0.0003, 0.0005,
-                                                                 0.001, -0.001, 0.002]))
+    traj = simulate(system, dur, rate, platform_offset=np.array([0.004, -0.003, 0.005,
+                                                                 0.01, -0.01, 0.02]))
     n = traj.time_s.size
     rot_p, pos_p = traj.rotation["platform"][0], traj.position_m["platform"][0]
     pi_total = system.platform_params.pi.copy()
@@ -157,7 +158,7 @@ def test_internal_engine_tracks_the_simulated_breathing_body():
     missed = np.abs(rigid_only[:, :3] - truth).max()
     assert np.ptp(b["excursion_m"]) > 0.01                     # it breathes
     assert missed > 2e-5, missed                                # and the breath shows
-    assert err < 0.01 * missed, (err, missed)
+    assert err < 2e-3 * missed, (err, missed)
 
 
 def _capture(xyz: np.ndarray, names, rate=100.0) -> MarkerData:
