@@ -85,9 +85,11 @@ def run(manifest: Path, label: str) -> tuple[dict, float]:
     return json.loads((results / "report.json").read_text()), time.perf_counter() - t0
 
 
-def true_g(truth: dict, report_posture: dict, scenario: str) -> np.ndarray | None:
-    """The point-mass ``G`` (kg, base-link frame) of the simulated breath for the measured
-    breath coordinate: mass x depth / (the walls' excursion along the measured direction)."""
+def true_g(truth: dict, report_posture: dict, scenario: str):
+    """The point-mass ``G`` (kg), ``K`` (kg m) of the simulated breath (base-link frame and
+    origin; the breathing mass in the base link at its COM) for the measured breath
+    coordinate: ``G = mass x depth / (the walls' excursion along the measured direction) e``,
+    ``K = s0 x G``."""
     from rigtool.sim.scenario import load_scenario
     sc = load_scenario(ROOT / "scenarios" / "living" / f"{scenario}.toml")
     b = sc.living.breathing if sc.living is not None else None
@@ -97,7 +99,10 @@ def true_g(truth: dict, report_posture: dict, scenario: str) -> np.ndarray | Non
     names = [m.split(":")[1] for m in br["measurement"]["markers"]]
     walls = np.concatenate([b.wall_markers[n].displacement_link for n in names])
     along = float(np.asarray(br["measurement"]["directions"][0]) @ walls)
-    return b.mass_kg * b.depth_m / along * np.asarray(b.direction_link)
+    g = b.mass_kg * b.depth_m / along * np.asarray(b.direction_link)
+    s0 = (np.asarray(truth["links"][0]["com"]) if b.position_link is None
+          else np.asarray(b.position_link))
+    return g, np.cross(s0, g)
 
 
 def capture_mean_truth(truth: dict) -> dict:
@@ -128,10 +133,16 @@ def scores(report: dict, truth: dict, scenario: str) -> dict:
         i_err = np.subtract(p["inertia_com"], i_t)
         i_ratio.append(float(np.max(np.abs(i_err) / np.asarray(p["inertia_com_std"]))))
         inertia.append(100 * np.linalg.norm(i_err) / np.linalg.norm(i_t))
-        g_true = true_g(truth, p, scenario)
-        if g_true is not None:
-            g = np.asarray(p["breathing"]["G_kg"])[:, 0]
-            g_err.append(f"G {np.round(g, 2).tolist()} (point mass {np.round(g_true, 2).tolist()})")
+        gk_true = true_g(truth, p, scenario)
+        if gk_true is not None:
+            br = p["breathing"]
+            g, k = np.asarray(br["G_kg"])[:, 0], np.asarray(br["K_kg_m"])[:, 0]
+            g_se, k_se = np.asarray(br["G_std_kg"])[:, 0], np.asarray(br["K_std_kg_m"])[:, 0]
+            g_err.append(f"{p['name']}: G {np.round(g, 2).tolist()} +- "
+                         f"{np.round(g_se, 2).tolist()} (point mass "
+                         f"{np.round(gk_true[0], 2).tolist()}), K {np.round(k, 2).tolist()} +- "
+                         f"{np.round(k_se, 2).tolist()} (point mass "
+                         f"{np.round(gk_true[1], 2).tolist()})")
     return {"com_mm": com, "inertia_pct": inertia, "ratio": ratio, "i_ratio": i_ratio,
             "g": g_err}
 

@@ -309,9 +309,9 @@ def breathing_model(note: dict, fitted: dict | None, r_pb: np.ndarray,
     k = int(fitted["k"])
     return {"model": "measured internal wrench",
             "what": "the posture's COM and inertia are its mean mass distribution over the "
-                    "capture; the breath moves the first moment by G u(t) (u: the breath "
-                    "coordinates the breathing markers measure, m) and adds the internal "
-                    "momentum K u'(t)",
+                    "capture; the breath moves the first moment by G u(t) and the inertia "
+                    "about the base-link origin by D u(t) (u: the breath coordinates the "
+                    "breathing markers measure, m) and adds the internal momentum K u'(t)",
             "measurement": fitted["summary"],
             **breath_in_base_frame(fitted["beta"], fitted["cov"], k, r_pb, t_pb)}
 
