@@ -81,13 +81,14 @@ def _point_mass_beta(mu, s0, e):
     return np.concatenate([mu * e, mu * np.cross(s0, e), d[np.triu_indices(3)]])
 
 
-def test_internal_engine_without_a_breath_is_the_rigid_engine():
+@pytest.mark.parametrize("locked", [(), ("rz", "x")])
+def test_internal_engine_without_a_breath_is_the_rigid_engine(locked):
     anchors = [[0.72, 0.42, 2.3], [-0.7, 0.41, 2.3], [-0.71, -0.43, 2.3], [0.69, -0.4, 2.3]]
     atts = [[0.55, 0.25, 0.0], [-0.55, 0.25, 0.0], [-0.55, -0.25, 0.0], [0.55, -0.25, 0.0]]
     from rigtool.rig import Platform, Rig, Spring
     springs = tuple(Spring(f"S{i}", np.array(a), np.array(b), 3000.0 + 50 * i, 1.02, 6.0)
                     for i, (a, b) in enumerate(zip(anchors, atts)))
-    rig = Rig("t", Platform({}), springs, np.array([0.0, 0.0, -9.80665]), ())
+    rig = Rig("t", Platform({}), springs, np.array([0.0, 0.0, -9.80665]), tuple(locked))
     pi = InertialParams.from_com(90.0, np.array([0.05, -0.02, 0.1]),
                                  np.diag([8.0, 20.0, 25.0]) + 0.5).pi
     y0 = np.concatenate([[0.003, 0.002, 1.2], np.eye(3).ravel(), [0.01, 0.0, 0.02],
