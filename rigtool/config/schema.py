@@ -200,6 +200,10 @@ _LINK = Table("one link of the object's tree", _TREE_KEYS + (
     Key("joint_center", "array", "the joint centre in the parent's frame, m",
         default="estimated from the relative-motion capture"),
     _MARKERS,
+    Key("breathing_markers", "array", "markers of this link that move with the breath (chest "
+        "and abdominal wall; names from its markers): left out of the link's rigid pose, "
+        "their motion on the link is the measured breath the posture fits take into account",
+        default="none"),
     Key("frame", "table", "the link frame from a static capture", table=_FRAME),
     Key("segment", "string", "de Leva's (1996) segment whose table is the prior (e.g. "
         '"trunk", "upper_arm")'),

@@ -145,6 +145,9 @@ class Session:
     subject_sex: str | None = None
     total_mass_std_kg: float | None = None      # the scale's standard uncertainty, kg
     robot: "RobotSpec | None" = None            # [robot]: a URDF instead of [[links]]
+    #: link -> its breathing markers {name: xyz at the breath's mean, link frame, m}; they
+    #: are not among the tree's (rigid) markers of the link
+    breathing_markers: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
@@ -196,7 +199,7 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
     links_t = raw.get("links") if robot is None else robot.links_tables()
     if not isinstance(links_t, list) or not links_t:
         raise ConfigError("expected at least one [[links]] table", path=path, field="links")
-    links, frames, priors = [], {}, {}
+    links, frames, priors, breathing = [], {}, {}, {}
     for i, lt in enumerate(links_t):
         f = f"links[{i}]"
         lname = as_str(require(lt, "name", field=f, path=path), field=f"{f}.name", path=path)
@@ -211,6 +214,10 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
         mk = {}
         if "markers" in lt:
             mk = _markers(lt["markers"], field=f"{f}.markers", path=path)
+        if "breathing_markers" in lt:
+            moving = _breathing_markers(lt["breathing_markers"], mk, field=f"{f}.breathing_markers",
+                                        path=path)
+            breathing[lname] = {n: mk.pop(n) for n in moving}
         if "frame" in lt:
             fr = lt["frame"]
             xa = fr.get("x_axis")
@@ -273,7 +280,26 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
                          _units(rt, field="relative_motion", path=path),
                          _motion_model(rt.get("motion", "auto"), path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
-                   tuple(postures), rel, raw, priors, sex, mass_std, robot)
+                   tuple(postures), rel, raw, priors, sex, mass_std, robot, breathing)
+
+
+def _breathing_markers(value, markers: dict, *, field: str, path: Path) -> list[str]:
+    """The names of ``breathing_markers``: a non-empty list of distinct names from the link's
+    ``markers`` (whose coordinates place them at the breath's mean)."""
+    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        raise ConfigError('expected a list of marker names such as ["CH1", "AB1"]', path=path,
+                          field=field, found=value)
+    missing = [v for v in value if v not in markers]
+    if missing:
+        raise ConfigError(f"{', '.join(missing)} not among this link's markers (markers: "
+                          f"{', '.join(markers)})", path=path, field=field, found=value)
+    if len(set(value)) != len(value):
+        raise ConfigError("a marker named twice", path=path, field=field, found=value)
+    if len(markers) - len(value) < 3:
+        raise ConfigError("a link needs at least 3 markers besides its breathing markers (they "
+                          "give the link's pose the breath is measured in)", path=path,
+                          field=field, found=value)
+    return list(value)
 
 
 

@@ -51,6 +51,9 @@ class RigidCapture:
     extra: dict = field(default_factory=dict)
     whiten: np.ndarray | None = None
     offset: np.ndarray | None = None
+    #: ``simulator(theta, y0, n_frames, substeps=, tangent_theta=, tangent_y0=, offset=)``
+    #: instead of the rigid engine's (a load with a prescribed internal motion)
+    simulator: object | None = None
 
     def n_rows(self) -> int:
         """Residual rows on the current horizon."""
@@ -66,9 +69,16 @@ class RigidCapture:
         columns are then handled by the caller.
         """
         try:
-            states, tangents = simulate(self.model, theta, y0, self.n_frames, self.dt,
-                                        substeps=self.substeps, tangent_theta=tangent_theta,
-                                        tangent_y0=tangent_y0, offset=self.offset)
+            if self.simulator is not None:
+                states, tangents = self.simulator(theta, y0, self.n_frames,
+                                                  substeps=self.substeps,
+                                                  tangent_theta=tangent_theta,
+                                                  tangent_y0=tangent_y0, offset=self.offset)
+            else:
+                states, tangents = simulate(self.model, theta, y0, self.n_frames, self.dt,
+                                            substeps=self.substeps,
+                                            tangent_theta=tangent_theta,
+                                            tangent_y0=tangent_y0, offset=self.offset)
         except (FloatingPointError, np.linalg.LinAlgError):
             p = 0 if tangent_theta is None and tangent_y0 is None else \
                 (tangent_theta if tangent_theta is not None else tangent_y0).shape[1]

@@ -25,6 +25,9 @@ from rigtool.identify.common.platform_motion import (CaptureMotion, capture_moti
                                                      with_noise_probes)
 from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
+from rigtool.identify.common.output_error import window_frames
+from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
+from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.identify.subset.fit import PostureOverall
 from rigtool.engine.whiten import MarkerCovariance
 from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_platform,
@@ -67,6 +70,9 @@ class PostureOutcome:
     living_signs: dict = field(default_factory=dict)
                                                  # what a living body leaves in the capture
                                                  # (living_signs(); the report's checks)
+    breathing: dict = field(default_factory=dict)
+                                                 # the breath's model when the manifest names
+                                                 # breathing markers (breathing_model())
 
     @property
     def method(self) -> str:
@@ -219,9 +225,13 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     # a base link or a joint that moves during the capture is judged by the report
     # (rigtool.report.checks), once for every posture
     rotations, spread, rotation_cov = _child_rotations(tree, trajs, capture)
+    breath, breath_note = None, {}
+    if session.breathing_markers:
+        breath, breath_note = measured_breath(data, markers, session.breathing_markers, window)
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                       base_position_platform=t_pb, total_mass_kg=total_mass_kg,
-                      spring_model=spring_model, weighting=weighting, fit_mass=True)
+                      spring_model=spring_model, weighting=weighting, fit_mass=True,
+                      **({"breath": breath} if breath is not None else {}))
     equation_error, refinement = res, None
     if method == "output-error":
         fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
@@ -238,7 +248,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     standard_errors=standard_errors,
                                     cluster_frames=cluster_frames,
                                     **(_attached_markers(tree, markers)
-                                       if object_markers_in_fit else {}))
+                                       if object_markers_in_fit else {}),
+                                    **({"breath": breath} if breath is not None else {}))
         res = refinement.as_posture_result()
         if refinement.base_pose_fitted:
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
@@ -259,6 +270,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     other_lab = posture_lab_frame_warning(rigfile.raw, capture)
     warnings += [f"{name}: {other_lab}"] if other_lab else []
     signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb)
+    breathing = (breathing_model(breath_note, res.breath, r_pb, t_pb)
+                 if session.breathing_markers else {})
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms, warnings,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
@@ -267,7 +280,40 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           rotation_cov=rotation_cov,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},
-                          living_signs=signs)
+                          living_signs=signs, breathing=breathing)
+
+
+def measured_breath(data: MarkerData, markers: dict[str, dict[str, np.ndarray]],
+                    breathing_markers: dict[str, dict[str, np.ndarray]], window
+                    ) -> tuple[BreathInput | None, dict]:
+    """The breath the manifest's breathing markers measure over the fitted window
+    (rigtool.kinematics.breath_motion), as the posture fits take it, and what the report
+    says of it (None and the reason when no breath stands above the marker noise)."""
+    frames = window_frames(data, window, "a free-vibration capture")
+    motion = measure_breath(data, markers, breathing_markers, frames=frames)
+    if motion is None:
+        names = ", ".join(n for m in breathing_markers.values() for n in m)
+        return None, {"model": "rigid",
+                      "reason": f"the breathing markers ({names}) do not move on their link "
+                                "above the marker noise: no breath to model"}
+    return BreathInput(motion.at, motion.n_components, motion.summary()), {}
+
+
+def breathing_model(note: dict, fitted: dict | None, r_pb: np.ndarray,
+                    t_pb: np.ndarray) -> dict:
+    """The report's account of the breath's model: what was measured, what was fitted
+    (``G``, ``K`` in the base-link frame with standard errors) and what the posture's
+    numbers are (its mean mass distribution)."""
+    if fitted is None:
+        return dict(note) or {"model": "rigid"}
+    k = int(fitted["k"])
+    return {"model": "measured internal wrench",
+            "what": "the posture's COM and inertia are its mean mass distribution over the "
+                    "capture; the breath moves the first moment by G u(t) and the inertia "
+                    "about the base-link origin by D u(t) (u: the breath coordinates the "
+                    "breathing markers measure, m) and adds the internal momentum K u'(t)",
+            "measurement": fitted["summary"],
+            **breath_in_base_frame(fitted["beta"], fitted["cov"], k, r_pb, t_pb)}
 
 
 #: frequency bands the apparent mass is measured in: the pendulum modes, and the modes above

@@ -50,6 +50,33 @@ def _signs(out: SessionOutcome):
 
 
 def breathing_check(out: SessionOutcome) -> Check:
+    """Object markers moving with one breathing rhythm (and the residual following it); with
+    breathing markers named in the manifest, what their measured breath's model did."""
+    check = _rhythm_check(out)
+    named = [p for p in out.postures if getattr(p, "breathing", None)]
+    if not named:
+        return check
+    modelled = [p for p in named if p.breathing.get("model") == "measured internal wrench"]
+    rigid = [p for p in named if p not in modelled]
+    parts = []
+    if modelled:
+        k = sorted({int(p.breathing["measurement"]["components"]) for p in modelled})
+        parts.append(f"the breath the breathing markers measure ({'/'.join(map(str, k))} "
+                     f"coordinate{'s' if max(k) > 1 else ''}) is in the fits of "
+                     f"{listing([p.result.name for p in modelled])}: their COM and inertia "
+                     "are the mean mass distribution over each capture")
+    if rigid:
+        parts.append(f"in {listing([p.result.name for p in rigid])} the breathing markers "
+                     "do not move above the marker noise, and the rigid model was fitted")
+    finding = "; ".join(parts)
+    items = [{"posture": p.result.name, "model": p.breathing.get("model")} for p in named]
+    if check.level == "problem":
+        return Check(check.key, check.title, check.level, f"{check.finding}; {finding}",
+                     check.meaning, check.action, check.items + items)
+    return Check("breathing", check.title, "ok", finding[0].upper() + finding[1:], items=items)
+
+
+def _rhythm_check(out: SessionOutcome) -> Check:
     """Object markers moving with one breathing rhythm (and the residual following it)."""
     title = "Breathing"
     items, hits = [], {}
@@ -111,10 +138,11 @@ def breathing_check(out: SessionOutcome) -> Check:
         "trunk, and its rhythm and harmonics fall near the rig's pendulum modes, which the "
         "rigid model cannot tell from the platform's own vibration: every posture's COM and "
         "inertia carry an error their standard errors do not hold.",
-        "Take these markers out of the link's markers in the manifest (keep markers on bone: "
-        "sternum, pelvis); record each posture holding the breath at the end of a quiet "
-        "exhale, and prefer a rig whose pendulum modes stay clear of the breathing rate and "
-        "its first harmonics (rigtool.protocol.check_rig_modes).", items)
+        "Name these markers as the link's breathing_markers in the manifest (the posture "
+        "fits then take the measured breath into account; keep markers on bone, sternum, "
+        "pelvis, for the link's pose), or record each posture holding the breath at the end "
+        "of a quiet exhale, and prefer a rig whose pendulum modes stay clear of the breathing "
+        "rate and its first harmonics (rigtool.protocol.check_rig_modes).", items)
 
 
 def _residual_share(p, f0_hz: float, rate_hz: float) -> float:
@@ -130,7 +158,7 @@ def _residual_share(p, f0_hz: float, rate_hz: float) -> float:
 def skin_check(out: SessionOutcome) -> Check:
     """A link's markers scattering well above the platform's rigid markers."""
     title = "Skin markers"
-    breathing = {(i["link"], i["marker"]) for i in breathing_check(out).items}
+    breathing = {(i["link"], i["marker"]) for i in _rhythm_check(out).items}
     items, parts = [], []
     for p in out.postures:
         scatter = p.marker_scatter_mm

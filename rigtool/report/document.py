@@ -73,6 +73,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
         "method": p.method,
         "warnings": list(p.warnings),
     }
+    if getattr(p, "breathing", None):
+        entry["breathing"] = r(p.breathing, 4)
     if p.refinement is not None:
         oe, ee = p.refinement, p.equation_error
         entry["output_error"] = {

@@ -354,6 +354,9 @@ def write_bundle(sc: Scenario, out_dir: str | Path, /, *, seed: int | None = Non
             truths["calibration"].append(entry)
         else:
             entry["kind"] = job.kind
+            shift = breathing_mean_shift(sc, traj)
+            if shift is not None and job.kind != "relative":
+                entry["breathing_mean_pi_base"] = _l(shift)
             truths["session"].append(entry)
 
     (out_dir / rig_rel).parent.mkdir(parents=True, exist_ok=True)
@@ -394,6 +397,36 @@ def _equilibrium_and_modes(sc: Scenario, job: CaptureJob):
         system = replace(system, free_joints=False)
     eq = dyn.static_equilibrium(system)
     return eq, dyn.linear_modes(system)[0]
+
+
+def breathing_mean_shift(sc: Scenario, traj) -> np.ndarray | None:
+    """How the capture's time-averaged mass distribution differs from the links' truth (the
+    breathing mass at its path's long-run mean): ``[10]`` standard parameters about the
+    base-link origin, base axes (truth.json ``breathing_mean_pi_base`` of a locked capture).
+
+    Over a capture of a few breaths the mass's mean place is not its path's mean (a part
+    cycle, the breath's wandering depth); a fit of the capture's mean distribution is
+    judged against ``pi(posture) + this``. None without a breathing mass.
+    """
+    item = traj.internal.get("breathing") if getattr(traj, "internal", None) else None
+    if item is None:
+        return None
+    base = sc.obj.tree.links[0].name
+    rot, pos = traj.rotation[base], traj.position_m[base]
+    s_base = np.einsum("tji,tj->ti", rot, item["position_m"] - pos)       # R^T (x - p)
+    link = item["link"]
+    r_l = rot[0].T @ traj.rotation[link][0]
+    p_l = rot[0].T @ (traj.position_m[link][0] - pos[0])
+    s_mean = r_l @ np.asarray(item["rest_link"], float) + p_l
+    m = float(item["mass"])
+
+    def point(s):                     # standard parameters of the mass at s [..., 3]
+        sq = np.einsum("...i,...i->...", s, s)
+        i_o = m * (sq[..., None, None] * np.eye(3) - s[..., :, None] * s[..., None, :])
+        return np.concatenate([np.full(s.shape[:-1] + (1,), m), m * s,
+                               i_o[..., [0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]], axis=-1)
+
+    return point(s_base).mean(axis=0) - point(s_mean)
 
 
 def living_truth(living) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from rigtool.engine.lm import WARM_LAMBDA, levenberg_marquardt
-from rigtool.engine.rigid import simulate
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
 from rigtool.identify.posture.attached_markers import (attached_positions,
                                                        platform_frame_positions, pose_columns)
@@ -211,7 +210,7 @@ def polish_stage(prob: PostureProblem, x: np.ndarray, final_substeps: int, *, ft
         return None
     theta, _, y0, _ = prob.inputs(x)
     offset = integrator_offset(
-        lambda n: simulate(prob.model, theta, y0, prob.n_frames, prob.dt, substeps=n)[0],
+        lambda n: prob.simulate(theta, y0, prob.n_frames, substeps=n)[0],
         prob.substeps, final_substeps, coarse=prob._primal_states(theta, y0))
     polished = None
     if offset is not None:

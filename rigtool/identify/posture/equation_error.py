@@ -32,6 +32,7 @@ from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle
                                   solve_compensated, solve_wls)
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
+from rigtool.identify.posture.breathing import BreathInput, internal_columns
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
 from rigtool.rig import Rig, linearised_stiffness, spring_wrench, spring_wrench_regressor
 
@@ -131,6 +132,8 @@ class PostureResult:
     mass_from_vibration: tuple[float, float] | None = None   # (kg, std) when asked
     covariance9: np.ndarray | None = None  # cov of [h (3), J0 six xx yy zz yz zx xy] (subset)
     compensated: bool = False              # errors-in-variables bias removed (noise probes)
+    breath: dict | None = None             # the breath's model when fitted (posture/breathing):
+                                           # beta (platform frame), its covariance, k
 
 
 def dual_metric_rows(metric: np.ndarray) -> np.ndarray:
@@ -184,7 +187,8 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
 def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 base_rotation_platform: np.ndarray, base_position_platform: np.ndarray,
                 total_mass_kg: float, spring_model: str = "exact", weighting: str = "noise",
-                consistent: bool = True, fit_mass: bool = False) -> PostureResult:
+                consistent: bool = True, fit_mass: bool = False,
+                breath: BreathInput | None = None) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -208,6 +212,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         Physically consistent object parameters (pseudo-inertia LMI).
     fit_mass : bool
         Also report the mass identified from the vibration itself (a check on the scale).
+    breath : BreathInput, optional
+        The measured breath: its internal wrench joins the model with ``6k`` more unknowns
+        (rigtool.identify.posture.breathing); the object's parameters are then its mean
+        mass distribution. Noise or plain weighting only (dual-metric falls back to noise).
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -217,6 +225,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if weighting == "dual-metric" and rig.locked_dofs:
         warnings.append("dual-metric weighting needs all six DOFs free; used noise weighting")
         weighting = "noise"
+    if weighting == "dual-metric" and breath is not None:
+        warnings.append("dual-metric weighting does not take the breath's model; used noise "
+                        "weighting")
+        weighting = "noise"
     tmat = transform_matrix(base_rotation_platform, base_position_platform)
 
     def rows(c: CaptureMotion):
@@ -225,6 +237,11 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         y_c = regressor_body(a_minus_g, c.omega_body, c.omega_dot_body)
         w_c = spring_wrench_body(rig, c, model=spring_model)
         a_full_c = y_c @ tmat                                # [T, 6, 10] in object params
+        if breath is not None:
+            u, u_d, u_dd = breath.at(c.time_s)
+            a_full_c = np.concatenate([a_full_c, internal_columns(
+                np.nan_to_num(u), np.nan_to_num(u_d), np.nan_to_num(u_dd), a_minus_g,
+                c.omega_body, c.omega_dot_body)], axis=2)
         rows_a = equation_rows(rig, c.rotation, a_full_c)
         rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
         ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
@@ -273,7 +290,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
 
     def consistent_map(xv):
         import cvxpy as cp
-        return consistency_constraints(cp.hstack([np.array([total_mass_kg]), xv]))
+        return consistency_constraints(cp.hstack([np.array([total_mass_kg]), xv[:9]]))
 
     if weighting == "dual-metric":
         basis = spatial_inertia_basis()
@@ -305,7 +322,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 pr_w = [(np.moveaxis(wt(np.moveaxis(da, 2, -1)), -1, 2), wt(db), n_fit)]
                 fit = solve_compensated(a_w, b_w, *noise_moments(pr_w), max_lag=lag)
                 x = fit.x
-            unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+            unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x[:9]]))
             if consistent and not unconstrained.is_physically_consistent():
                 rq, z = compensated_triangle(a_w, b_w, *noise_moments(pr_w))
                 scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
@@ -314,7 +331,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             wt = whiten(x)
             a_w = np.moveaxis(wt(np.moveaxis(a, 1, -1)), -1, 1)
             fit = solve_wls(a_w, wt(b), max_lag=lag)
-            unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+            unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x[:9]]))
     else:
         fit = None
         if probes:
@@ -326,7 +343,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             probes = []
             fit = solve_wls(a, b, row_weights=weights, max_lag=lag)
         x = fit.x
-        unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x]))
+        unconstrained = InertialParams(np.concatenate([[total_mass_kg], fit.x[:9]]))
         if consistent and not unconstrained.is_physically_consistent():
             if probes:
                 rq, z = compensated_triangle(a, b, *noise_moments(probes, weights), weights)
@@ -337,25 +354,35 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if np.any(np.abs(x - fit.x) > 2 * fit.std):
         warnings.append("the physically consistent estimate differs from the unconstrained "
                         "one by more than 2 standard errors")
-    params = InertialParams(np.concatenate([[total_mass_kg], x]))
+    params = InertialParams(np.concatenate([[total_mass_kg], x[:9]]))
 
     def props(v):
-        p = InertialParams(np.concatenate([[total_mass_kg], v]))
+        p = InertialParams(np.concatenate([[total_mass_kg], v[:9]]))
         return np.concatenate([p.com, p.inertia_com.ravel()])
 
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
+    breath_fit = None
+    if breath is not None:
+        u, u_d, u_dd = (np.nan_to_num(v) for v in breath.at(cap.time_s))
+        rt = np.swapaxes(cap.rotation, -1, -2)
+        a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
+        fitted = fitted + internal_columns(u, u_d, u_dd, a_minus_g, cap.omega_body,
+                                           cap.omega_dot_body) @ x[9:]
+        breath_fit = {"beta": x[9:].copy(), "cov": fit.cov[9:, 9:].copy(),
+                      "k": breath.n_components, "summary": breath.summary}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)
     cov9 = fit.cov[np.ix_(perm, perm)]
+    params_cov = fit.cov[:9, :9]
     resid = (w - fitted)[ok]
     rms = {"force": float(np.sqrt(np.mean(resid[:, :3] ** 2))),
            "torque": float(np.sqrt(np.mean(resid[:, 3:] ** 2)))}
     # mass_check is judged by the report (rigtool.report.checks), against a tolerance that
     # holds the scale's and the calibration's uncertainty too
     return PostureResult(cap.name, total_mass_kg, params.com, pstd[:3], params.inertia_com,
-                         pstd[3:].reshape(3, 3), params, fit.cov, pcov, unconstrained, rms, w,
-                         fitted, cap.time_s, spring_model, weighting, warnings, mass_check,
-                         cov9, bool(probes))
+                         pstd[3:].reshape(3, 3), params, params_cov, pcov, unconstrained, rms,
+                         w, fitted, cap.time_s, spring_model, weighting, warnings, mass_check,
+                         cov9, bool(probes), breath_fit)

@@ -82,6 +82,7 @@ class OutputErrorResult:
     se_cluster_frames: int = 0
     se_rel_precision: float = float("nan")
     se_score_autocorrelation: np.ndarray | None = None
+    breath: dict | None = None                        # the breath's model (as the start's)
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the
@@ -91,6 +92,7 @@ class OutputErrorResult:
                        params=self.params, params_cov=self.params_cov,
                        props_cov=self.props_cov, covariance9=self.covariance9,
                        weighting="output-error",
+                       breath=self.start.breath if self.breath is None else self.breath,
                        residual_rms={**self.start.residual_rms,
                                      "marker_mm": self.residual_rms_mm},
                        mass_from_vibration=(None if self.mass_from_vibration is None else

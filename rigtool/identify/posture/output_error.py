@@ -79,6 +79,7 @@ from rigtool.identify.posture.attached_markers import joint_information, nuisanc
 from rigtool.calibration_uncertainty import calibration_members_of
 from rigtool.identify.common.output_error import (final_substeps_of, next_horizon,
                                                   start_state, window_frames)
+from rigtool.identify.posture.breathing import BreathInput
 from rigtool.identify.posture.equation_error import PostureResult, transform_matrix
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    polish_stage, solve_stage)
@@ -115,7 +116,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    object_markers: list[str] | tuple[str, ...] = (),
                    marker_covariance: MarkerCovariance | None = None,
                    standard_errors: str = "auto", cluster_frames: int = 1,
-                   name: str | None = None) -> OutputErrorResult:
+                   name: str | None = None,
+                   breath: BreathInput | None = None) -> OutputErrorResult:
     """Refine a posture's COM and inertia by fitting the simulated platform motion to the
     raw platform markers (maximum likelihood for white marker noise).
 
@@ -198,6 +200,12 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         Frames per cluster with "frame".
     name : str, optional
         Defaults to ``start.name``.
+    breath : BreathInput, optional
+        The measured breath (rigtool.identify.posture.breathing): the platform is integrated
+        with the load's first moment ``h0 + G u(t)`` and internal momentum ``K u'(t)``
+        (rigtool.engine.internal), ``G`` and ``K`` unknowns of the fit (started at the
+        equation-error fit's, which must have had the same breath); the object's reported
+        parameters are its mean mass distribution.
 
     Returns
     -------
@@ -231,6 +239,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                     transform_matrix(base_rotation_platform, base_position_platform),
                     float(total_mass_kg), mk, np.where(mask[..., None], xyz, 0.0), mask, dt,
                     rot_ref, substeps, z_obj, nuisance, whiten=whiten)
+    beta0 = np.zeros(0)
+    if breath is not None:
+        beta0 = np.asarray(start.breath["beta"], float)
+        prob.breath_at, prob.n_breath = breath.at, breath.n_components
+        prob.t0_s, prob.beta0 = float(data.time_s[idx[0]]), beta0
     n_total = len(idx)
     extra = [1.0] if nuisance == "damping-scale" else []
     # 1) the initial state on a short horizon, object held at the start
@@ -241,7 +254,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     iterations = sol.n_cost + sol.n_normal
     # 2) everything, on a growing horizon
     prob.fit_object = True
-    x = np.concatenate([z_obj, sol.x])
+    x = np.concatenate([z_obj, sol.x, beta0])
     horizons = []
     stage_log = [(prob.n_frames * dt, sol.n_cost, sol.n_normal)]
     label = name or start.name
@@ -351,6 +364,12 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     params, cov9, pcov = est.params, est.cov9, est.props_cov
     pstd, pstd_noise = est.props_std, est.props_std_noise
     _, st, scale = prob.split(x)
+    breath_fit = None
+    if breath is not None:
+        nb = prob.n_beta
+        b_idx = np.arange(n_x - nb, n_x)
+        breath_fit = {"beta": x[b_idx].copy(), "cov": cov_all[np.ix_(b_idx, b_idx)].copy(),
+                      "k": breath.n_components, "summary": breath.summary}
     rot0 = Rotation.from_rotvec(st[3:6]).as_matrix() @ rot_ref
     per_frame = np.full(n_total, np.nan)
     seen = mask.sum(1)
@@ -394,6 +413,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         se_score_autocorrelation=None if robust is None else acf,
         se_rel_precision=(float("nan") if robust is None else
                           0.5 * float(robust.variance_rel_std[:9].max())),
+        breath=breath_fit,
     )
 
 

@@ -118,9 +118,55 @@ class PostureProblem:
     # converged estimate, rigtool.identify.common.output_error.integrator_offset); whoever
     # sets it clears ``cache`` and ``last_primal``
     state_offset: np.ndarray | None = None
+    # the measured breath (rigtool.identify.posture.breathing): ``breath_at(t) -> (u, u',
+    # u'')`` with ``t`` in the capture's time, the window's first frame at ``t0_s``; its
+    # unknowns ``beta`` (12k) come last in ``x`` and are held at ``beta0`` with the object
+    breath_at: object | None = None
+    n_breath: int = 0
+    t0_s: float = 0.0
+    beta0: np.ndarray | None = None
+    _inputs_cache: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.model = RigidModel.of(self.rig)
+
+    @property
+    def n_beta(self) -> int:
+        """Unknowns of the breath's model (``G``, ``K``, ``D``; 0 without a breath)."""
+        return 12 * self.n_breath if self.breath_at is not None else 0
+
+    def _full(self, x: np.ndarray) -> np.ndarray:
+        """``x`` with the held object (and breath) in: every unknown the engine takes."""
+        if self.fit_object:
+            return x
+        parts = [self.z_obj, x] + ([self.beta0] if self.n_beta else [])
+        return np.concatenate(parts)
+
+    def beta(self, x: np.ndarray) -> np.ndarray:
+        """The breath's unknowns at ``x`` (empty without a breath)."""
+        if not self.n_beta:
+            return np.zeros(0)
+        return x[x.size - self.n_beta:] if self.fit_object else self.beta0
+
+    def breath_inputs(self, substeps: int) -> np.ndarray:
+        """The engine's breath input on the whole window for ``substeps`` (cached)."""
+        from rigtool.engine.internal import input_grid
+        key = (substeps, self.measured.shape[0])
+        if key not in self._inputs_cache:
+            self._inputs_cache[key] = input_grid(self.breath_at, self.t0_s,
+                                                 self.measured.shape[0], self.dt, substeps)
+        return self._inputs_cache[key]
+
+    def simulate(self, theta: np.ndarray, y0: np.ndarray, n_frames: int, *,
+                 substeps: int | None = None, **kw):
+        """The engine's simulation of this problem (the rigid one, or with the breath's
+        prescribed input): ``rigtool.engine.rigid.simulate``'s arguments and returns."""
+        substeps = self.substeps if substeps is None else substeps
+        if not self.n_beta:
+            return simulate(self.model, theta, y0, n_frames, self.dt, substeps=substeps, **kw)
+        from rigtool.engine.internal import simulate as simulate_internal
+        return simulate_internal(self.model, theta, y0, n_frames, self.dt, substeps=substeps,
+                                 inputs=self.breath_inputs(substeps), **kw)
 
     def split(self, x: np.ndarray):
         i = 0
@@ -139,6 +185,9 @@ class PostureProblem:
                           self.rig.damping) if calib is None else calib
         pi_obj, dpi_dz, _ = body_params(z_obj, self.mass_kg)
         theta = theta_of(plat + self.tmat @ pi_obj, k, l0, scale * np.asarray(c, float))
+        n_rigid = theta.size
+        if self.n_beta:
+            theta = np.concatenate([theta, self.beta(x)])
         n = x.size
         d_theta = np.zeros((theta.size, n))
         i = 0
@@ -150,12 +199,15 @@ class PostureProblem:
         d_y0[:, i:i + 12] = dy0_ds
         if self.nuisance == "damping-scale":
             s_n = len(self.rig.springs)
-            d_theta[10 + 2 * s_n:, i + 12] = c
+            d_theta[10 + 2 * s_n:n_rigid, i + 12] = c
+        if self.n_beta and self.fit_object:
+            d_theta[n_rigid:, n - self.n_beta:] = np.eye(self.n_beta)
         return theta, d_theta, y0, d_y0
 
     def capture(self) -> RigidCapture:
         return RigidCapture(self.model, self.measured, self.mask, self.dt, self.substeps,
-                            self.n_frames, whiten=self.whiten, offset=self.state_offset)
+                            self.n_frames, whiten=self.whiten, offset=self.state_offset,
+                            simulator=self.simulate if self.n_beta else None)
 
     def _placed(self, states: np.ndarray) -> np.ndarray:
         """Markers ``[K, 3]`` with the attached ones at their best places on ``states``."""
@@ -173,7 +225,7 @@ class PostureProblem:
         if key not in self.cache:
             # the object's columns are always carried (one compiled width serves every stage)
             # and dropped when the object is held
-            full = x if self.fit_object else np.concatenate([self.z_obj, x])
+            full = self._full(x)
             fit_object, self.fit_object = self.fit_object, True
             try:
                 theta, d_theta, y0, d_y0 = self.inputs(full)
@@ -182,7 +234,7 @@ class PostureProblem:
             out = self.capture().rows(theta, y0, self.markers_body, tangent_theta=d_theta,
                                       tangent_y0=d_y0)
             if not fit_object and out.jac is not None:
-                out.jac = out.jac[:, 9:]
+                out.jac = out.jac[:, 9:9 + x.size]
             self.cache = {key: out}
         return self.cache[key]
 
@@ -202,8 +254,7 @@ class PostureProblem:
         hit = self.last_primal.get(self._primal_key(theta, y0))
         if hit is not None:
             return hit
-        return simulate(self.model, theta, y0, self.n_frames, self.dt,
-                        substeps=self.substeps, offset=self.state_offset)[0]
+        return self.simulate(theta, y0, self.n_frames, offset=self.state_offset)[0]
 
     def trajectory(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The platform's simulated rotation ``[T, 3, 3]`` and position ``[T, 3]`` at ``x``
@@ -227,7 +278,7 @@ class PostureProblem:
     def cost(self, x: np.ndarray) -> float:
         """``r^T r`` (mm^2) at ``x`` from one primal simulation (inf where the motion leaves
         the model)."""
-        full = x if self.fit_object else np.concatenate([self.z_obj, x])
+        full = self._full(x)
         fit_object, self.fit_object = self.fit_object, True
         try:
             theta, _, y0, _ = self.inputs(full)
@@ -255,13 +306,13 @@ class PostureProblem:
         ``frame_columns``: six more columns last, the rows' change when the whole rig moves
         by ``x -> exp([r]x) x + t`` (a calibrated lab frame's uncertainty,
         rigtool.engine.lab_frame); closed form on the predicted markers."""
-        full = x if self.fit_object else np.concatenate([self.z_obj, x])
+        full = self._full(x)
         fit_object, self.fit_object = self.fit_object, True
         try:
             theta, d_theta, y0, d_y0 = self.inputs(full)
         finally:
             self.fit_object = fit_object
-        keep = np.arange(d_theta.shape[1]) if fit_object else np.arange(9, d_theta.shape[1])
+        keep = np.arange(d_theta.shape[1]) if fit_object else np.arange(9, 9 + x.size)
         if extra_theta is not None:
             keep = np.concatenate([keep, d_theta.shape[1] + np.arange(extra_theta.shape[1])])
             d_theta = np.hstack([d_theta, extra_theta])
@@ -315,9 +366,9 @@ class PostureProblem:
                     acc["info_k"] += position_information(mask_c, rot_c, att, w_c)
 
         try:
-            states, _ = simulate(self.model, theta, y0, self.n_frames, self.dt,
-                                 substeps=self.substeps, tangent_theta=d_theta,
-                                 tangent_y0=d_y0, consume=consume, offset=self.state_offset)
+            states, _ = self.simulate(theta, y0, self.n_frames, tangent_theta=d_theta,
+                                      tangent_y0=d_y0, consume=consume,
+                                      offset=self.state_offset)
         except (FloatingPointError, np.linalg.LinAlgError):
             return PostureNormal(np.inf, np.eye(n_c), np.zeros(n_c), np.eye(n_c),
                                   np.zeros(n_c), None, None, None, None, 0)

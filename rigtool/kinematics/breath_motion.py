@@ -1,0 +1,169 @@
+"""The breath as the markers measure it: chest and abdominal wall markers on their link.
+
+A breathing person's abdominal contents move inside the trunk, and the chest and abdominal
+walls move with them. The session manifest names those wall markers (``breathing_markers``
+of a link); each is expressed in its link's frame (the link's pose from its other, rigid
+markers, :func:`rigtool.kinematics.pose.body_trajectory`) and taken relative to its mean
+over the capture. The displacements of all of them, ``D(t) [3M]``, have a few principal
+directions (one when the walls move in phase; the rib cage and the abdomen, Konno & Mead
+1967, may need two), chosen by the data: a direction is kept while its RMS is well above the
+noise. The breath coordinates ``u(t) [k]`` (m) are the projections of ``D`` on
+the kept directions, each smoothed by a cubic smoothing spline (its smoothing chosen by
+generalised cross-validation: scipy.interpolate.make_smoothing_spline), which gives ``u``,
+``du/dt`` and ``d2u/dt2`` at any time (the integrators' half steps).
+
+The posture fits model the moving first moment as ``h(t) = h0 + G u(t)`` (rigtool.identify
+.posture.breathing); here only the measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import make_smoothing_spline
+
+from rigtool.errors import InputError
+from rigtool.kinematics.pose import body_trajectory
+from rigtool.mocap import MarkerData
+
+__all__ = ["BreathMotion", "measure_breath", "MAX_COMPONENTS", "KEEP_RATIO"]
+
+#: at most this many breath coordinates (rib cage, abdomen, and one more)
+MAX_COMPONENTS = 3
+#: a principal direction is kept when its RMS is above this many times the noise (the
+#: markers' own on their link, or the smallest direction's)
+KEEP_RATIO = 4.0
+
+
+@dataclass(frozen=True)
+class BreathMotion:
+    """The measured breath of one capture.
+
+    Attributes
+    ----------
+    time_s : ndarray (T,)
+        The capture's frame times, s.
+    u_m : ndarray (T, k)
+        Breath coordinates (projections of the wall displacements on the kept directions;
+        NaN where a wall marker or its link is not seen), m.
+    valid : ndarray of bool (T,)
+    directions : ndarray (3M, k)
+        Unit principal directions over the markers' link-frame displacements
+        ``[marker 1 xyz, marker 2 xyz, ...]``.
+    markers : tuple of (str, str)
+        ``(link, marker)`` of each wall marker, in the order of ``directions``' rows.
+    rms_m : ndarray (r,)
+        RMS of every principal direction (the first ``k`` kept), m.
+    noise_m : float
+        The wall markers' noise per coordinate on their link (from the link's rigid fit), m.
+    splines : tuple
+        One smoothing spline per kept coordinate.
+    """
+
+    time_s: np.ndarray
+    u_m: np.ndarray
+    valid: np.ndarray
+    directions: np.ndarray
+    markers: tuple[tuple[str, str], ...]
+    rms_m: np.ndarray
+    noise_m: float
+    splines: tuple
+
+    @property
+    def n_components(self) -> int:
+        """``k``, the number of breath coordinates kept."""
+        return int(self.directions.shape[1])
+
+    def at(self, t_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``u, du/dt, d2u/dt2`` at times ``t_s`` (each ``[..., k]``; m, m/s, m/s^2)."""
+        t = np.asarray(t_s, float)
+        out = [np.stack([s.derivative(d)(t) if d else s(t) for s in self.splines], axis=-1)
+               for d in range(3)]
+        return out[0], out[1], out[2]
+
+    def summary(self) -> dict:
+        """What the report says about the measurement."""
+        return {"markers": [f"{link}:{name}" for link, name in self.markers],
+                "components": self.n_components,
+                "component_rms_mm": [1e3 * float(v) for v in self.rms_m],
+                "noise_mm": 1e3 * float(self.noise_m),
+                "directions": self.directions.T.tolist()}
+
+
+def _link_frame_displacements(data: MarkerData, rigid: dict[str, np.ndarray],
+                              moving: dict[str, np.ndarray]):
+    """Each moving marker in the link's frame ``[T, M, 3]``, the frames where all are seen,
+    and the noise per coordinate implied by the link's rigid fit."""
+    traj = body_trajectory(data, rigid)
+    xyz = data.select(list(moving))                              # [T, M, 3]
+    rel = xyz - traj.position_m[:, None, :]
+    p_link = np.einsum("tji,tmj->tmi", traj.rotation, rel)      # R^T (x - p)
+    ok = traj.valid & np.all(np.isfinite(p_link), axis=(1, 2))
+    n = len(rigid)
+    ms = np.nanmean(traj.residual_rms_m[traj.valid] ** 2) if traj.valid.any() else np.nan
+    sigma = float(np.sqrt(ms * n / (3 * n - 6))) if n > 3 else float("nan")
+    return p_link, ok, sigma
+
+
+def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarray]],
+                   breathing_markers: dict[str, dict[str, np.ndarray]], *,
+                   frames: np.ndarray | None = None) -> BreathMotion | None:
+    """Measure the breath of a capture from its wall markers.
+
+    Parameters
+    ----------
+    data : MarkerData
+    rigid_markers : dict
+        Link -> its rigid markers {name: xyz, link frame, m} (the tree's).
+    breathing_markers : dict
+        Link -> its breathing markers {name: xyz} (the manifest's ``breathing_markers``).
+    frames : ndarray of int, optional
+        The frames the fit uses (the means and directions are taken over them); default all.
+
+    Returns
+    -------
+    BreathMotion or None
+        None when no direction stands above the noise (no breath to model).
+
+    Raises
+    ------
+    InputError
+        When the wall markers are seen together in fewer than 20 frames.
+    """
+    blocks, oks, sigmas, names = [], [], [], []
+    for link, moving in breathing_markers.items():
+        p_link, ok, sigma = _link_frame_displacements(data, rigid_markers[link], moving)
+        blocks.append(p_link)
+        oks.append(ok)
+        sigmas.append(sigma)
+        names += [(link, n) for n in moving]
+    p_all = np.concatenate(blocks, axis=1)                       # [T, M, 3]
+    ok = np.logical_and.reduce(oks)
+    use = np.zeros(len(ok), bool)
+    use[np.arange(len(ok)) if frames is None else frames] = True
+    use &= ok
+    if use.sum() < 20:
+        raise InputError(f"the breathing markers ({', '.join(n for _, n in names)}) are seen "
+                         f"with their links in {int(use.sum())} frames; expected the whole "
+                         "capture", path=data.source, field="breathing_markers")
+    flat = p_all.reshape(len(ok), -1)
+    disp = flat - flat[use].mean(axis=0)
+    _, sv, vt = np.linalg.svd(disp[use], full_matrices=False)
+    rms = sv / np.sqrt(use.sum())
+    noise = float(np.nanmax(sigmas)) if np.any(np.isfinite(sigmas)) else 0.0
+    # the noise floor: the markers' own noise, or the smallest direction's RMS when there are
+    # more directions than breath coordinates can be (it is noise then)
+    floor = max(noise, float(rms[-1]) if len(rms) > MAX_COMPONENTS else 0.0)
+    k = int(np.sum(rms[:MAX_COMPONENTS] > KEEP_RATIO * floor))
+    if k == 0:
+        return None
+    directions = vt[:k].T
+    # the sign of each direction: its largest entry positive (a reproducible convention)
+    directions = directions * np.sign(directions[np.argmax(np.abs(directions), 0),
+                                                 np.arange(k)])
+    u = np.full((len(ok), k), np.nan)
+    u[ok] = disp[ok] @ directions
+    t = np.asarray(data.time_s, float)
+    splines = tuple(make_smoothing_spline(t[ok], u[ok, j]) for j in range(k))
+    return BreathMotion(t, u, ok, directions, tuple(names), rms, noise, splines)
