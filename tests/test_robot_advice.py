@@ -118,7 +118,7 @@ def test_the_platform_moves_as_the_advice_predicts():
     assert adv.platform_m <= MAX_PLATFORM_EXCURSION[0] + 1e-12
     assert np.rad2deg(adv.platform_rad) <= MAX_PLATFORM_EXCURSION[1] + 1e-9
     tr = simulate_robot_motion(sc.rig, sc.platform_params, panda, np.eye(3), np.zeros(3),
-                               adv.trajectory(), 10.0, 100.0)
+                               adv.trajectory(), 6.0, 100.0)
     p, r = tr.position_m["platform"], tr.rotation["platform"]
     moved = np.linalg.norm(p - p[0], axis=1).max()
     turned = np.linalg.norm(Rotation.from_matrix(r @ r[0].T).as_rotvec(), axis=1).max()

@@ -14,7 +14,8 @@ rigtool.robot.motion_fit), each component's mean taken off: the offset is where 
 prediction explains most of ``b`` (the summed ``1 - SSR/SST`` over the six components, every
 trial on the same frames), refined in tenths of a frame about the best frame and by a
 parabola through the best three. It is taken off when it exceeds half a frame and explains
-at least 1 % more of the wrench than none. (A free linear regression on the joints' signals
+at least 1 % more of the wrench than none, after a refinement where the full equations fit
+best (rigtool.robot.motion_fit: the robot's parameters profiled out, no prior). (A free linear regression on the joints' signals
 cannot tell the offset: joints moving along sines of the same frequencies span every shift
 of them.)
 """

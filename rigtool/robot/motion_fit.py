@@ -123,6 +123,41 @@ def _clock_offset(cap, rig: Rig, platform: InertialParams, robot: RobotModel,
                         found.explained_at_zero)
 
 
+#: The profiled refinement of an encoders' clock offset: trials about the first estimate,
+#: s (the first estimate leaves a few ms: it ignores the robot's coupling with the
+#: platform's motion beyond the locked robot's)
+REFINE_TRIALS_S = np.arange(-4, 5) * 0.75e-3
+
+
+def _refine_offset(first: EncoderClock, cap, robot: RobotModel, rig: Rig,
+                   platform: InertialParams, angles: JointAngles, r_pb: np.ndarray,
+                   t_pb: np.ndarray, name: str) -> EncoderClock:
+    """The offset that lets the full equations fit best, the robot's parameters profiled
+    out (a least-squares fit per trial, each wrench component scaled by its RMS): no
+    prior enters, and no coupling is left out. Trials :data:`REFINE_TRIALS_S` about the
+    first estimate, a parabola through the best three."""
+    trials = first.offset_s + REFINE_TRIALS_S
+    costs = []
+    for d in trials:
+        a, b, _, used, _ = _rows(cap, robot, rig, platform, angles, float(d), r_pb, t_pb,
+                                 name)
+        a, b = a[used], b[used]
+        scale = np.sqrt(np.mean(b * b, axis=0))
+        scale[scale == 0] = 1.0
+        aw = (a / scale[None, :, None]).reshape(-1, a.shape[-1])
+        bw = (b / scale[None, :]).reshape(-1)
+        sol = np.linalg.lstsq(aw, bw, rcond=1e-10)[0]
+        costs.append(float(np.sum((bw - aw @ sol) ** 2)))
+    costs = np.array(costs)
+    i = int(np.clip(np.argmin(costs), 1, trials.size - 2))
+    offset = float(trials[i])
+    y0, y1, y2 = costs[i - 1:i + 2]
+    curv = y0 - 2 * y1 + y2
+    if curv > 0:
+        offset += float(0.5 * (y0 - y2) / curv * (trials[1] - trials[0]))
+    return EncoderClock(offset, True, first.explained, first.explained_at_zero)
+
+
 def _wrench_to_platform(r_pb: np.ndarray, t_pb: np.ndarray) -> np.ndarray:
     """``X`` (6 x 6): a wrench about the base-link origin in base axes -> about the platform
     origin in platform axes."""
@@ -137,7 +172,7 @@ def _wrench_to_platform(r_pb: np.ndarray, t_pb: np.ndarray) -> np.ndarray:
 def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: MarkerData,
                 angles: JointAngles, settings: FilterSettings, r_pb: np.ndarray,
                 t_pb: np.ndarray, *, window: tuple[float, float] | None = None,
-                step: int = 2, name: str = "relative_motion") -> MotionRows:
+                name: str = "relative_motion") -> MotionRows:
     """The equations of a motion capture (see module docstring).
 
     Parameters
@@ -147,7 +182,8 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
     data : MarkerData
         The capture (platform markers at least).
     angles : JointAngles
-        The encoders, on the capture's clock.
+        The encoders, on the capture's clock (a constant offset is found and taken off:
+        rigtool.robot.clock_offset, then the offset with which the equations fit best).
     settings : FilterSettings
     r_pb, t_pb : ndarray
         The base link's frame in the platform frame (from the locked postures).
@@ -155,10 +191,22 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
     """
     cap = capture_motion(data, rig.platform.markers_platform, settings, name=name,
                          window=window)
+    offset = _clock_offset(cap, rig, platform, robot, angles, r_pb, t_pb)
+    if offset.applied:
+        offset = _refine_offset(offset, cap, robot, rig, platform, angles, r_pb, t_pb, name)
+    a, b, frames, used, dt = _rows(cap, robot, rig, platform, angles,
+                                   offset.offset_s if offset.applied else 0.0, r_pb, t_pb,
+                                   name)
+    return MotionRows(a, b, frames, cap.time_s[frames], used, dt, settings.passband_hz, offset)
+
+
+def _rows(cap, robot: RobotModel, rig: Rig, platform: InertialParams, angles: JointAngles,
+          offset_s: float, r_pb: np.ndarray, t_pb: np.ndarray, name: str):
+    """``(a [T, 6, 10 n], b [T, 6], frames, used, dt)`` of the motion's equations with the
+    encoders' times less ``offset_s`` (module docstring)."""
     t = cap.time_s
     k = len(robot.moving_joints)
-    offset = _clock_offset(cap, rig, platform, robot, angles, r_pb, t_pb)
-    enc_time = angles.time_s - (offset.offset_s if offset.applied else 0.0)
+    enc_time = angles.time_s - offset_s
     q_raw = np.stack([np.interp(t, enc_time, angles.values[:, i]) for i in range(k)],
                      axis=1)
     dt = float(np.median(np.diff(t)))
@@ -214,7 +262,7 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
     a = np.einsum("ij,tjk->tik", x, y_r)
     a[~used] = 0.0                                 # lost frames: 0 = 0, evenly sampled
     b[~used] = 0.0
-    return MotionRows(a, b, frames, t[frames], used, dt, settings.passband_hz, offset)
+    return a, b, frames, used, dt
 
 
 def motion_extra(rows: MotionRows, total_mass_kg: float, radius_m: float,
