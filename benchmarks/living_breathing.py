@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from living import _span          # benchmarks/living.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ("breathing14", "breathing10")
 WALLS = '["CH1", "AB1"]'
@@ -145,14 +147,6 @@ def scores(report: dict, truth: dict, scenario: str) -> dict:
                          f"{np.round(gk_true[1], 2).tolist()})")
     return {"com_mm": com, "inertia_pct": inertia, "ratio": ratio, "i_ratio": i_ratio,
             "g": g_err}
-
-
-def _span(values, fmt="{:.2f}") -> str:
-    values = [v for v in values if v is not None and np.isfinite(v)]
-    if not values:
-        return "-"
-    lo, hi = min(values), max(values)
-    return fmt.format(lo) if np.isclose(lo, hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
 
 
 def main() -> None:
