@@ -184,3 +184,23 @@ def test_a_failed_per_link_fit_leaves_the_base_parameters(monkeypatch):
     assert any("per-link parameters not written" in w and "infeasible" in w
                for w in out.warnings)
     assert "links" not in out.to_json()
+
+
+def test_a_robot_no_posture_keeps_clear_of_the_deck_is_advised_nothing(monkeypatch):
+    """When no configuration within the limits keeps the arm clear of the deck, the robot
+    stage reports its base parameters with a note instead of failing."""
+    import rigtool.pipeline.robot_stage as stage
+    import rigtool.robot.advice as advice
+    from rigtool.robot.joint_angles import PostureAngles
+
+    robot = _robot("panda")
+    pi = robot.prior_vector()
+    qs = _random_postures(robot, 9, seed=2)
+    overall = [_overall(robot, pi, q, f"p{i}") for i, q in enumerate(qs)]
+    angles = [PostureAngles(dict(zip(robot.moving_joints, q)), {}, {}) for q in qs]
+    monkeypatch.setattr(advice, "clear_of_deck", lambda *a, **k: False)
+    out = stage.fit_robot(stage.RobotInputs(robot, angles), overall,
+                          sum(b.prior.mass for b in robot.bodies), consistent=False)
+    assert out.advice is None and out.base.rank == 52
+    assert any(n.startswith("no posture advised") and "deck" in n for n in out.notes)
+    assert out.to_json()["advice"] is None

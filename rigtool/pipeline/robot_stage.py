@@ -187,9 +187,14 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
              "directions are taken from the URDF prior"]
     adv = None
     if advice:
-        adv = advise_posture(model, qs, base, total_mass_kg,
-                             reference_radius(overall, total_mass_kg))
-        if adv.rank_now < adv.rank_reachable:
+        try:
+            adv = advise_posture(model, qs, base, total_mass_kg,
+                                 reference_radius(overall, total_mass_kg))
+        except ValueError as exc:
+            # no configuration within the limits keeps the arm clear of the deck (a base
+            # frame not on the mounting face, z up): the results stand without advice
+            notes.append(f"no posture advised: {exc}")
+        if adv is not None and adv.rank_now < adv.rank_reachable:
             notes.append(f"locked postures of this robot can identify {adv.rank_reachable} "
                          f"combinations; these {len(qs)} reach {adv.rank_now}, and until the "
                          "rank is reached the combinations' groupings depend on the postures "

@@ -297,6 +297,12 @@ def advise_motion(robot: RobotModel, center: np.ndarray, lin: RigWithRobot, *,
     ramp_s : float
     seed : int
         Of the phases.
+
+    Raises
+    ------
+    ValueError
+        When no frequencies keep clear of the modes, or no motion keeps the arm clear of
+        the deck.
     """
     center = np.asarray(center, float)
     modes_hz = lin.modes_hz
@@ -332,6 +338,9 @@ def advise_motion(robot: RobotModel, center: np.ndarray, lin: RigWithRobot, *,
         if all(clear_of_deck(robot, qk) for qk in q):
             break
         amplitudes = 0.7 * amplitudes
+    else:
+        raise ValueError("no motion about the posture with the most room keeps every link "
+                         "clear of the deck")
     _, qd, qdd = adv.evaluate(t)
     trans, rot = platform_excursion(robot, lin, center, freqs, amplitudes, phases)
     return MotionAdvice(adv.joints, center, freqs, amplitudes, phases, ramp_s, adv.modes_hz,
