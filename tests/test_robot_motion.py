@@ -169,6 +169,13 @@ def test_motion_rows_hold_for_the_true_parameters(panda):
                           np.eye(3), np.zeros(3))
     assert shifted.clock.applied and abs(shifted.clock.offset_s - 0.037) < 1e-3
     assert "37 ms ahead of the capture's" in shifted.clock.note()
+    # encoders that cover none of the capture: one message naming their file
+    from rigtool.errors import ConfigError
+    far = JointAngles(angles.path, angles.time_s + 100.0, angles.names, angles.values)
+    with pytest.raises(ConfigError, match="cover no frame of the capture") as err:
+        motion_rows(panda, sc.rig, sc.platform_params, data, far, FilterSettings(),
+                    np.eye(3), np.zeros(3))
+    assert "motion.joints.csv" in str(err.value)
     # what a millisecond's error leaves: the signal's rate at the top sine times 1 ms
     resid_late = (shifted.b - shifted.a @ panda.prior_vector())[shifted.used]
     slack = 2 * np.pi * joints.frequencies_hz.max() * 1e-3

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigtool.config import FilterSettings
+from rigtool.errors import ConfigError
 from rigtool.identify.common.platform_motion import capture_motion
 from rigtool.identify.common.spectral_rows import spectral_rows, uniform_frames
 from rigtool.inertia import InertialParams, regressor_body
@@ -83,26 +84,24 @@ class EncoderClock:
                 "without the offset); the offset was taken off")
 
 
-def _clock_offset(cap, rig: Rig, platform: InertialParams, robot: RobotModel,
-                  angles: JointAngles, r_pb: np.ndarray, t_pb: np.ndarray) -> EncoderClock:
+def _clock_offset(cap, side: PlatformSide, robot: RobotModel, angles: JointAngles,
+                  r_pb: np.ndarray, t_pb: np.ndarray) -> EncoderClock:
     """The encoders' clock offset from the motion (rigtool.robot.clock_offset): the
     platform's measured wrench from the robot (springs minus its own inertia and weight)
     against the URDF prior's prediction from the encoders."""
     from scipy.ndimage import uniform_filter1d
 
+    from rigtool.inertia import transform_params
+
     ok = cap.valid
     rt = np.swapaxes(cap.rotation[ok], -1, -2)
-    g_b = np.einsum("tij,j->ti", rt, np.asarray(rig.gravity_lab, float))
     acc_b = np.einsum("tij,tj->ti", rt, cap.accel_lab[ok])
     # the robot's own reaction to the platform's vibration (the locked robot at its mean
     # posture, the prior) is not the joints': taken off with the platform's
-    from rigtool.inertia import transform_params
     locked = transform_params(robot.composite(robot.prior_vector(),
                                               angles.values.mean(axis=0)).pi, r_pb, t_pb)
     wrench = np.full((cap.time_s.size, 6), np.nan)
-    wrench[ok] = (spring_wrench_body(rig, cap)[ok]
-                  - regressor_body(acc_b - g_b, cap.omega_body[ok], cap.omega_dot_body[ok])
-                  @ platform.pi
+    wrench[ok] = (side.b[ok]
                   - regressor_body(acc_b, cap.omega_body[ok], cap.omega_dot_body[ok])
                   @ locked)
     te = angles.time_s
@@ -113,7 +112,7 @@ def _clock_offset(cap, rig: Rig, platform: InertialParams, robot: RobotModel,
     qd = np.gradient(q, te, axis=0)
     qdd = uniform_filter1d(np.gradient(qd, te, axis=0), width, axis=0, mode="nearest")
     still = np.zeros((te.size, 6))
-    g_base = np.tile(r_pb.T @ g_b.mean(axis=0), (te.size, 1))
+    g_base = np.tile(r_pb.T @ np.nanmean(side.gravity_raw[ok], axis=0), (te.size, 1))
     y = base_wrench_regressor(robot, floating_model(robot), q, qd, qdd, still, still, g_base)
     predicted = np.einsum("ij,tj->ti", _wrench_to_platform(r_pb, t_pb),
                           y @ robot.prior_vector())
@@ -129,9 +128,9 @@ def _clock_offset(cap, rig: Rig, platform: InertialParams, robot: RobotModel,
 REFINE_TRIALS_S = np.arange(-4, 5) * 0.75e-3
 
 
-def _refine_offset(first: EncoderClock, cap, robot: RobotModel, rig: Rig,
-                   platform: InertialParams, angles: JointAngles, r_pb: np.ndarray,
-                   t_pb: np.ndarray, name: str) -> EncoderClock:
+def _refine_offset(first: EncoderClock, cap, side: PlatformSide, robot: RobotModel,
+                   angles: JointAngles, r_pb: np.ndarray, t_pb: np.ndarray,
+                   name: str) -> EncoderClock:
     """The offset that lets the full equations fit best, the robot's parameters profiled
     out (a least-squares fit per trial, each wrench component scaled by its RMS): no
     prior enters, and no coupling is left out. Trials :data:`REFINE_TRIALS_S` about the
@@ -139,8 +138,7 @@ def _refine_offset(first: EncoderClock, cap, robot: RobotModel, rig: Rig,
     trials = first.offset_s + REFINE_TRIALS_S
     costs = []
     for d in trials:
-        a, b, _, used, _ = _rows(cap, robot, rig, platform, angles, float(d), r_pb, t_pb,
-                                 name)
+        a, b, _, used, _ = _rows(cap, side, robot, angles, float(d), r_pb, t_pb, name)
         a, b = a[used], b[used]
         scale = np.sqrt(np.mean(b * b, axis=0))
         scale[scale == 0] = 1.0
@@ -191,16 +189,50 @@ def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: Mar
     """
     cap = capture_motion(data, rig.platform.markers_platform, settings, name=name,
                          window=window)
-    offset = _clock_offset(cap, rig, platform, robot, angles, r_pb, t_pb)
+    side = _platform_side(cap, rig, platform)
+    offset = _clock_offset(cap, side, robot, angles, r_pb, t_pb)
     if offset.applied:
-        offset = _refine_offset(offset, cap, robot, rig, platform, angles, r_pb, t_pb, name)
-    a, b, frames, used, dt = _rows(cap, robot, rig, platform, angles,
+        offset = _refine_offset(offset, cap, side, robot, angles, r_pb, t_pb, name)
+    a, b, frames, used, dt = _rows(cap, side, robot, angles,
                                    offset.offset_s if offset.applied else 0.0, r_pb, t_pb,
                                    name)
     return MotionRows(a, b, frames, cap.time_s[frames], used, dt, settings.passband_hz, offset)
 
 
-def _rows(cap, robot: RobotModel, rig: Rig, platform: InertialParams, angles: JointAngles,
+@dataclass(frozen=True)
+class PlatformSide:
+    """What the motion's equations take from the platform alone, every frame of the
+    capture: ``b`` (``[T, 6]``: the springs' wrench less the platform's own inertia and
+    weight, platform axes about its origin, N and N m; NaN where the pose is not measured)
+    and ``gravity_raw`` (``[T, 3]``: gravity in the platform's axes from the raw pose)."""
+
+    b: np.ndarray
+    gravity_raw: np.ndarray
+
+
+def _platform_side(cap, rig: Rig, platform: InertialParams) -> PlatformSide:
+    """The platform's side of its equation (module docstring): the springs as the posture
+    stage sees them (the elastic part from the raw pose, then filtered like the
+    accelerations: a filtered pose is not the pose's filtered wrench); gravity's share from
+    the raw pose, then filtered as the springs' wrench is (the filter's gain at 0 Hz is not
+    exactly 1: a few 1e-4 of the weight, a constant force the weight's unfiltered term
+    would not see)."""
+    t = cap.time_s
+    raw = np.isfinite(cap.rotation_raw).all(axis=(1, 2))
+    g_raw_b = np.full((t.size, 3), np.nan)
+    g_raw_b[raw] = np.einsum("tji,j->ti", cap.rotation_raw[raw],
+                             np.asarray(rig.gravity_lab, float))
+    y_pg = np.full((t.size, 6, 10), np.nan)
+    still = np.zeros((int(raw.sum()), 3))
+    y_pg[raw] = regressor_body(-g_raw_b[raw], still, still)
+    y_pg = cap.filt(y_pg.reshape(t.size, -1)).reshape(y_pg.shape)
+    rt = np.swapaxes(cap.rotation, -1, -2)
+    acc_b = np.einsum("tij,tj->ti", rt, cap.accel_lab)
+    y_p = regressor_body(acc_b, cap.omega_body, cap.omega_dot_body) + y_pg
+    return PlatformSide(spring_wrench_body(rig, cap) - y_p @ platform.pi, g_raw_b)
+
+
+def _rows(cap, side: PlatformSide, robot: RobotModel, angles: JointAngles,
           offset_s: float, r_pb: np.ndarray, t_pb: np.ndarray, name: str):
     """``(a [T, 6, 10 n], b [T, 6], frames, used, dt)`` of the motion's equations with the
     encoders' times less ``offset_s`` (module docstring)."""
@@ -218,36 +250,27 @@ def _rows(cap, robot: RobotModel, rig: Rig, platform: InertialParams, angles: Jo
     frames = uniform_frames(ok)
     used = ok[frames]
     if not used.any():
-        raise ValueError(f"{name}: no frame with the platform and the encoders measured")
+        raise ConfigError(
+            f"{name}: the encoders' times ({angles.time_s[0]:.3f}-{angles.time_s[-1]:.3f} s) "
+            f"cover no frame of the capture with the platform measured ({t[0]:.3f}-"
+            f"{t[-1]:.3f} s); expected the joint angles on the capture's clock",
+            path=angles.path, field="time_s")
     model = floating_model(robot)
     r_bp = r_pb.T
-    g_lab = np.asarray(rig.gravity_lab, float)
-    # gravity's share, from the raw pose and the raw encoders, then filtered: the springs'
-    # wrench is (below), and the filter's gain at 0 Hz is not exactly 1 (a few 1e-4 of the
-    # weight, a constant force the weights' unfiltered terms would not see)
-    raw = np.isfinite(cap.rotation_raw).all(axis=(1, 2))
-    g_raw_b = np.full((t.size, 3), np.nan)
-    g_raw_b[raw] = np.einsum("tji,j->ti", cap.rotation_raw[raw], g_lab)
+    # the robot's gravity share, from the raw pose and the raw encoders, then filtered as
+    # the platform's is (PlatformSide)
+    raw = np.isfinite(side.gravity_raw).all(axis=1)
     still_q, still_b = np.zeros((int(raw.sum()), k)), np.zeros((int(raw.sum()), 6))
     y_rg = np.full((t.size, 6, 10 * robot.n_bodies), np.nan)
     y_rg[raw] = base_wrench_regressor(robot, model, q_raw[raw], still_q, still_q, still_b,
-                                      still_b, g_raw_b[raw] @ r_bp.T)
+                                      still_b, side.gravity_raw[raw] @ r_bp.T)
     y_rg = cap.filt(y_rg.reshape(t.size, -1)).reshape(y_rg.shape)[frames]
-    y_pg = np.full((t.size, 6, 10), np.nan)
-    y_pg[raw] = regressor_body(-g_raw_b[raw], np.zeros((int(raw.sum()), 3)),
-                               np.zeros((int(raw.sum()), 3)))
-    y_pg = cap.filt(y_pg.reshape(t.size, -1)).reshape(y_pg.shape)[frames]
     rt = np.swapaxes(cap.rotation[frames], -1, -2)
     omega_b = cap.omega_body[frames]                       # platform axes
     domega_b = cap.omega_dot_body[frames]
     acc_b = np.einsum("tij,tj->ti", rt, cap.accel_lab[frames])
     vel_b = np.einsum("tij,tj->ti", rt, cap.velocity_lab[frames])
-    # the platform's own equation: springs and robot against its inertia
-    # the springs as the posture stage sees them: the elastic part from the raw pose, then
-    # filtered like the accelerations (a filtered pose is not the pose's filtered wrench)
-    w_spring = spring_wrench_body(rig, cap)[frames]
-    y_p = regressor_body(acc_b, omega_b, domega_b) + y_pg
-    b = w_spring - y_p @ platform.pi
+    b = side.b[frames].copy()
     # the base link's motion in its own axes (pinocchio's local convention)
     v_o = vel_b + np.cross(omega_b, t_pb)                   # base origin, platform axes
     a_o = acc_b + np.cross(domega_b, t_pb) + np.cross(omega_b, np.cross(omega_b, t_pb))
@@ -272,7 +295,7 @@ def motion_extra(rows: MotionRows, total_mass_kg: float, radius_m: float,
     and the frequency-domain rows weighted by the residual spectrum of a first
     least-squares fit of these rows alone (rigtool.identify.common.spectral_rows) for the
     estimate and its covariance."""
-    a, b = rows.a[rows.used], rows.b[rows.used]
+    a = rows.a[rows.used]
     scale = np.array([1.0] * 3 + [1.0 / radius_m] * 3) / (total_mass_kg * gravity)
     structural = (a * scale[None, :, None]).reshape(-1, a.shape[-1])
     spec = spectral_rows(rows.a, rows.b, rows.dt_s, rows.passband_hz)
