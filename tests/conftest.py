@@ -1,4 +1,5 @@
-"""Shared fixtures: the bundled demo calibrated and run once per test session."""
+"""Shared fixtures: the bundled demo calibrated and run once per test session, and its first
+posture against the simulator's true calibration."""
 
 from __future__ import annotations
 
@@ -28,3 +29,26 @@ def demo_run(tmp_path_factory):
     out = tmp / "results"
     assert main(["run", str(tmp / "captures" / "two-link" / "session.toml"), "-o", str(out)]) == 0
     return tmp, out
+
+
+@pytest.fixture(scope="module")
+def posture1(tmp_path_factory):
+    """The demo session against a rig file holding the simulator's true calibration:
+    ``(session, rigfile, tree, markers, data)`` of its first posture (one per test module;
+    tests must not modify them)."""
+    from rigtool.config import load_rig, load_session
+    from rigtool.mocap import read_capture
+    from rigtool.pipeline.session import link_markers
+    from rigtool.sim.true_calibration import write_true_calibration
+
+    tmp = tmp_path_factory.mktemp("posture1")
+    shutil.copytree(ROOT / "captures" / "two-link", tmp / "captures" / "two-link",
+                    ignore=shutil.ignore_patterns("results"))
+    (tmp / "calibration").mkdir()
+    write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
+                           ROOT / "calibration" / "paper-rig.truth.json",
+                           tmp / "calibration" / "paper-rig.calibrated.toml")
+    session = load_session(tmp / "captures" / "two-link" / "session.toml")
+    rigfile = load_rig(session.rig_path)
+    markers = link_markers(session, session.tree)
+    return session, rigfile, session.tree, markers, read_capture(session.postures[0].capture)

@@ -19,12 +19,10 @@ import numpy as np
 import pytest
 from scipy.signal import savgol_filter
 
-from rigtool.config import load_rig, load_session
 from rigtool.errors import ConfigError
 from rigtool.kinematics.living_signs import apparent_mass_by_band
 from rigtool.kinematics.pose import body_trajectory
-from rigtool.mocap import read_capture
-from rigtool.pipeline.session import fit_one_posture, link_markers
+from rigtool.pipeline.session import fit_one_posture
 from rigtool.report.checks_living import (breathing_check, living_checks, skin_check,
                                           soft_tissue_check, support_check)
 from rigtool.sim.scenario import load_scenario
@@ -32,21 +30,6 @@ from rigtool.sim.true_calibration import write_true_calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 MASS = 80.817
-
-
-@pytest.fixture(scope="module")
-def posture1(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("living")
-    shutil.copytree(ROOT / "captures" / "two-link", tmp / "captures" / "two-link",
-                    ignore=shutil.ignore_patterns("results"))
-    (tmp / "calibration").mkdir()
-    write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
-                           ROOT / "calibration" / "paper-rig.truth.json",
-                           tmp / "calibration" / "paper-rig.calibrated.toml")
-    session = load_session(tmp / "captures" / "two-link" / "session.toml")
-    rigfile = load_rig(session.rig_path)
-    markers = link_markers(session, session.tree)
-    return session, rigfile, session.tree, markers, read_capture(session.postures[0].capture)
 
 
 def _outcome(posture1, data):

@@ -14,17 +14,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from rigtool.sim.true_calibration import write_true_calibration
-from rigtool.config import load_rig, load_session
-from rigtool.mocap import read_capture
-from rigtool.pipeline.session import fit_one_posture, link_markers
+from rigtool.config import load_session
+from rigtool.pipeline.session import fit_one_posture
 from rigtool.report.checks import session_checks
 from rigtool.report.checks_capture import (markers_still_check, marker_residual_check,
                                            mass_check, postures_held_check)
@@ -34,23 +31,6 @@ from rigtool.report.checks_model import (COVERED_PHRASES, bounds_check, calibrat
 ROOT = Path(__file__).resolve().parents[1]
 MASS = 80.817                     # the demo object's true (and weighed) mass, kg
 SIGMA_MM = 0.1                    # the demo's marker noise per coordinate
-
-
-@pytest.fixture(scope="module")
-def posture1(tmp_path_factory):
-    """The demo session against a rig file holding the simulator's true calibration:
-    ``(session, rigfile, tree, markers, data)`` of its first posture."""
-    tmp = tmp_path_factory.mktemp("checks")
-    shutil.copytree(ROOT / "captures" / "two-link", tmp / "captures" / "two-link",
-                    ignore=shutil.ignore_patterns("results"))
-    (tmp / "calibration").mkdir()
-    write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
-                           ROOT / "calibration" / "paper-rig.truth.json",
-                           tmp / "calibration" / "paper-rig.calibrated.toml")
-    session = load_session(tmp / "captures" / "two-link" / "session.toml")
-    rigfile = load_rig(session.rig_path)
-    markers = link_markers(session, session.tree)
-    return session, rigfile, session.tree, markers, read_capture(session.postures[0].capture)
 
 
 def _fit(posture1, data, *, mass=MASS, method="output-error"):
