@@ -84,7 +84,7 @@ def test_simulator_with_still_joints_matches_rigtool(panda):
 
 
 @pytest.mark.slow
-def test_motion_capture_end_to_end(tmp_path):
+def test_motion_capture_end_to_end(tmp_path, capsys):
     """Three locked postures and a 6 s capture of the joints moving (the Panda, simulated):
     rigtool run identifies 59 combinations (52 + one per revolute joint), each within four
     standard errors of the truth, and robot.urdf reproduces them as well as any physically
@@ -119,6 +119,17 @@ def test_motion_capture_end_to_end(tmp_path):
     info = np.linalg.inv(np.array(bp["covariance"]))
     d_truth, d_urdf = comb @ pi - values, comb @ written - values
     assert d_urdf @ info @ d_urdf <= d_truth @ info @ d_truth + 0.01 * bp["rank"] + 1e-6
+    # encoders logged on another clock that covers none of the capture: stopped before any
+    # posture is fitted, with one message naming their file
+    joints = session.parent / "motion.joints.csv"
+    lines = joints.read_text().splitlines()
+    shifted = [lines[0]] + [",".join([f[0], f"{float(f[1]) + 100.0:.6f}", *f[2:]])
+                            for f in (line.split(",") for line in lines[1:])]
+    joints.write_text("\n".join(shifted) + "\n")
+    capsys.readouterr()
+    assert main(["run", str(session), "-o", str(tmp_path / "again")]) == 2
+    assert "motion.joints.csv" in capsys.readouterr().err
+    assert not (tmp_path / "again" / "report.json").exists()
 
 
 def test_motion_rows_hold_for_the_true_parameters(panda):

@@ -84,8 +84,10 @@ class RobotOutcome:
         return out
 
 
-def prepare_robot(session: Session) -> RobotInputs:
-    """Read the URDF and every posture's joint angles (errors name the file)."""
+def prepare_robot(session: Session, motion_time_s: np.ndarray | None = None) -> RobotInputs:
+    """Read the URDF and every posture's joint angles (errors name the file); with
+    ``motion_time_s`` (the ``[relative_motion]`` capture's frame times), its encoders must
+    overlap that capture."""
     spec = session.robot
     try:
         model = load_robot_model(spec.urdf, spec.base_link, spec.fixed_joints)
@@ -113,6 +115,13 @@ def prepare_robot(session: Session) -> RobotInputs:
                               field="relative_motion.joint_angles")
         motion = read_joint_angles(spec.relative_joint_angles, model.moving_joints,
                                    held=list(model.fixed_joints))
+        if motion_time_s is not None and (motion.time_s[-1] < motion_time_s[0]
+                                          or motion.time_s[0] > motion_time_s[-1]):
+            raise ConfigError(
+                f"relative_motion: the encoders' times ({motion.time_s[0]:.3f}-"
+                f"{motion.time_s[-1]:.3f} s) cover no frame of the capture "
+                f"({motion_time_s[0]:.3f}-{motion_time_s[-1]:.3f} s); expected the joint "
+                "angles on the capture's clock", path=motion.path, field="time_s")
     return RobotInputs(model, angles, warnings, motion)
 
 

@@ -209,7 +209,9 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if not session.postures:
         raise ConfigError("the manifest lists no [[postures]]; add at least one locked-posture "
                           "capture", path=session.path, field="postures")
-    robot_inputs = prepare_robot(session) if session.robot is not None else None
+    robot_inputs = (prepare_robot(session, None if relative_data is None
+                                  else relative_data.time_s)
+                     if session.robot is not None else None)
     kwargs = dict(total_mass_kg=total_mass, settings=session.filter,
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
