@@ -212,6 +212,19 @@ def wrench_to_lab(rotation: np.ndarray, wrench_body: np.ndarray) -> np.ndarray:
     return np.concatenate([f, n], -1)
 
 
+def wrench_transform(rotation: np.ndarray, origin_m: np.ndarray) -> np.ndarray:
+    """``X [..., 6, 6]`` taking a wrench ``[f, n]`` about a frame's origin in its axes to the
+    reference frame's axes about the reference origin, for the frame at ``rotation``
+    (``[..., 3, 3]``, reference from frame) and ``origin_m`` (``[..., 3]``, in the reference
+    frame): ``f' = R f``, ``n' = R n + o x (R f)``."""
+    rotation = np.asarray(rotation, dtype=float)
+    x = np.zeros(rotation.shape[:-2] + (6, 6))
+    x[..., :3, :3] = rotation
+    x[..., 3:, 3:] = rotation
+    x[..., 3:, :3] = np.einsum("...ij,...jk->...ik", skew(origin_m), rotation)
+    return x
+
+
 def shift_wrench(wrench: np.ndarray, from_point_m: np.ndarray, to_point_m: np.ndarray) -> np.ndarray:
     """Same wrench about another point: ``n_to = n_from + (from - to) x f`` (same components)."""
     f = wrench[..., :3]

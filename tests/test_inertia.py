@@ -90,3 +90,22 @@ def test_rotation_about_z_closed_form(angle):
     expected = np.diag([s * s, c * c, 1.0])
     expected[0, 1] = expected[1, 0] = -c * s
     assert np.allclose(moved.inertia_com, expected, atol=1e-12)
+
+
+def test_wrench_transform_is_a_rotation_then_a_shift():
+    """``wrench_transform`` against ``shift_wrench``: rotate into the reference axes, then
+    move the moment from the frame's origin to the reference origin; batched alike."""
+    from scipy.spatial.transform import Rotation
+
+    from rigtool.inertia import shift_wrench, wrench_transform
+
+    rng = np.random.default_rng(4)
+    rot = Rotation.random(5, random_state=rng).as_matrix()
+    origin = rng.standard_normal((5, 3))
+    w = rng.standard_normal((5, 6))
+    rotated = np.concatenate([np.einsum("tij,tj->ti", rot, w[:, :3]),
+                              np.einsum("tij,tj->ti", rot, w[:, 3:])], axis=1)
+    expected = shift_wrench(rotated, origin, np.zeros(3))
+    x = wrench_transform(rot, origin)
+    assert np.allclose(np.einsum("tij,tj->ti", x, w), expected, atol=1e-12)
+    assert np.allclose(wrench_transform(rot[0], origin[0]), x[0], atol=0)

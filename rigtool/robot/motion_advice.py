@@ -242,13 +242,13 @@ def platform_excursion(robot: RobotModel, lin: RigWithRobot, center: np.ndarray,
     joints' motion (its weight's change with the angles and the reaction of their
     accelerations, from the URDF's inertials), through the rig's undamped frequency
     response at each sine, the sines' amplitudes added (a bound on the peak)."""
-    from rigtool.robot.motion_fit import wrench_to_platform
+    from rigtool.inertia import wrench_transform
     from rigtool.robot.motion_regressor import base_wrench_regressor, floating_model
 
     model = floating_model(robot)
     pi = robot.prior_vector()
     k = center.size
-    x_pb = wrench_to_platform(lin.r_pb, lin.t_pb)
+    x_pb = wrench_transform(lin.r_pb, lin.t_pb)
     g_base = lin.r_pb.T @ lin.rotation.T @ np.array([0.0, 0.0, -gravity])
     zeros6 = np.zeros((1, 6))
 

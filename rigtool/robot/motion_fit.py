@@ -35,7 +35,7 @@ from rigtool.config import FilterSettings
 from rigtool.errors import ConfigError
 from rigtool.identify.common.platform_motion import capture_motion
 from rigtool.identify.common.spectral_rows import spectral_rows, uniform_frames
-from rigtool.inertia import InertialParams, regressor_body
+from rigtool.inertia import InertialParams, regressor_body, wrench_transform
 from rigtool.kinematics import derivative
 from rigtool.mocap import MarkerData
 from rigtool.identify.posture.equation_error import spring_wrench_body
@@ -114,7 +114,7 @@ def _clock_offset(cap, side: PlatformSide, robot: RobotModel, angles: JointAngle
     still = np.zeros((te.size, 6))
     g_base = np.tile(r_pb.T @ np.nanmean(side.gravity_raw[ok], axis=0), (te.size, 1))
     y = base_wrench_regressor(robot, floating_model(robot), q, qd, qdd, still, still, g_base)
-    predicted = np.einsum("ij,tj->ti", wrench_to_platform(r_pb, t_pb),
+    predicted = np.einsum("ij,tj->ti", wrench_transform(r_pb, t_pb),
                           y @ robot.prior_vector())
     found = estimate_clock_offset(cap.time_s, wrench, ok, te, predicted)
     dt = float(np.median(np.diff(cap.time_s)))
@@ -154,17 +154,6 @@ def _refine_offset(first: EncoderClock, cap, side: PlatformSide, robot: RobotMod
     if curv > 0:
         offset += float(0.5 * (y0 - y2) / curv * (trials[1] - trials[0]))
     return EncoderClock(offset, True, first.explained, first.explained_at_zero)
-
-
-def wrench_to_platform(r_pb: np.ndarray, t_pb: np.ndarray) -> np.ndarray:
-    """``X`` (6 x 6): a wrench about the base-link origin in base axes -> about the platform
-    origin in platform axes."""
-    from rigtool.inertia import skew
-    x = np.zeros((6, 6))
-    x[:3, :3] = r_pb
-    x[3:, 3:] = r_pb
-    x[3:, :3] = skew(t_pb) @ r_pb
-    return x
 
 
 def motion_rows(robot: RobotModel, rig: Rig, platform: InertialParams, data: MarkerData,
@@ -281,7 +270,7 @@ def _rows(cap, side: PlatformSide, robot: RobotModel, angles: JointAngles,
     # the regressor is linear in the base's acceleration: motion's share + gravity's share
     y_r = base_wrench_regressor(robot, model, q[frames], qd[frames], qdd[frames], v_base,
                                 a_base, np.zeros((frames.size, 3))) + y_rg
-    x = wrench_to_platform(r_pb, t_pb)
+    x = wrench_transform(r_pb, t_pb)
     a = np.einsum("ij,tjk->tik", x, y_r)
     a[~used] = 0.0                                 # lost frames: 0 = 0, evenly sampled
     b[~used] = 0.0
@@ -302,4 +291,4 @@ def motion_extra(rows: MotionRows, total_mass_kg: float, radius_m: float,
     return structural, spec.a, spec.b, "relative_motion"
 
 
-__all__ = ["MotionRows", "motion_rows", "motion_extra", "wrench_to_platform"]
+__all__ = ["MotionRows", "motion_rows", "motion_extra"]

@@ -27,7 +27,7 @@ from rigtool.errors import ConfigError, InputError
 from rigtool.identify.posture.equation_error import spring_wrench_body, transform_matrix
 from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion,
                                                      equation_rows, relative_pose)
-from rigtool.inertia import InertialParams, regressor_body
+from rigtool.inertia import InertialParams, regressor_body, wrench_transform
 from rigtool.kinematics.filtering import fill_gaps
 from rigtool.kinematics.motion import motion_from_pose
 from rigtool.kinematics.pose import body_trajectory
@@ -139,19 +139,7 @@ def _wrench_transform(rot_p: np.ndarray, pos_p: np.ndarray, lm: LinkMotion) -> n
     platform origin."""
     r = np.einsum("tji,tjk->tik", rot_p, lm.rotation)             # R_p^T R_j
     d = np.einsum("tji,tj->ti", rot_p, lm.position_m - pos_p)     # origin in platform axes
-    x = np.zeros(r.shape[:1] + (6, 6))
-    x[:, :3, :3] = r
-    x[:, 3:, 3:] = r
-    x[:, 3:, :3] = np.einsum("tij,tjk->tik", _skew_t(d), r)
-    return x
-
-
-def _skew_t(v: np.ndarray) -> np.ndarray:
-    out = np.zeros(v.shape[:-1] + (3, 3))
-    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
-    return out
+    return wrench_transform(r, d)
 
 
 def relative_system(tree: Tree, rig: Rig, platform: InertialParams, data: MarkerData,
