@@ -224,6 +224,10 @@ _SESSION_T = Table("the session's name, rig and mass", (
     Key("total_mass_from", "string", "a weigh.json written by `rigtool weigh`"),
     Key("total_mass_std", "number", "the scale's standard uncertainty, kg"),
     Key("subject", "table", "the subject (human segment priors)", table=_SUBJECT),
+    Key("support", "string", "the base link's motion on the platform (a body on the soft "
+        "tissue of its back): measured through by its markers when it is seen riding on "
+        "it (auto), always (measured) or never (rigid)",
+        choices=("auto", "measured", "rigid"), default="auto"),
 ))
 
 _FILTER = Table("the zero-phase filter before differentiation (paper 002's defaults)", (

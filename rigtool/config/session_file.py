@@ -126,6 +126,10 @@ def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
         opt("mass_std"), opt("com_std"), opt("inertia_rel_std"))
 
 
+#: how the posture fits treat the base link's motion on the platform
+SUPPORT_MODELS = ("auto", "measured", "rigid")
+
+
 @dataclass(frozen=True)
 class Session:
     """The session manifest as read."""
@@ -148,6 +152,9 @@ class Session:
     #: link -> its breathing markers {name: xyz at the breath's mean, link frame, m}; they
     #: are not among the tree's (rigid) markers of the link
     breathing_markers: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: the locked body's support on the deck: "auto" (measured through when the base link
+    #: is seen riding on it), "measured" (always) or "rigid" (never)
+    support: str = "auto"
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
@@ -178,6 +185,8 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
     mass_std = s.get("total_mass_std")
     if mass_std is not None:
         mass_std = as_float(mass_std, field="session.total_mass_std", path=path, positive=True)
+    support = as_str(s.get("support", "auto"), field="session.support", path=path,
+                     choices=SUPPORT_MODELS)
 
     ft = raw.get("filter", {})
     method = as_str(ft.get("method", "fir"), field="filter.method", path=path,
@@ -280,7 +289,8 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
                          _units(rt, field="relative_motion", path=path),
                          _motion_model(rt.get("motion", "auto"), path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
-                   tuple(postures), rel, raw, priors, sex, mass_std, robot, breathing)
+                   tuple(postures), rel, raw, priors, sex, mass_std, robot, breathing,
+                   support)
 
 
 def _breathing_markers(value, markers: dict, *, field: str, path: Path) -> list[str]:

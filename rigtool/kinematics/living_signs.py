@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import butter, savgol_filter, sosfiltfilt
 
-__all__ = ["marker_rhythm", "base_on_platform", "apparent_mass_by_band", "band_fraction"]
+__all__ = ["marker_rhythm", "base_on_platform", "apparent_mass_by_band", "band_fraction",
+           "support_axes", "follows_support", "base_pose_noise_m", "SUPPORT_MOTION", "SUPPORT_R2"]
 
 #: where a capture's position noise is measured (Hz; nothing of the rig vibrates there)
 NOISE_BAND_HZ = (15.0, 40.0)
@@ -166,6 +167,44 @@ def base_on_platform(plat_rotation: np.ndarray, plat_position_m: np.ndarray,
             freq[k] = float(np.sqrt(-1.0 / c) / (2 * np.pi))
     return {"rms_mm": 1e3 * np.sqrt(np.nanmean(e ** 2, axis=0)), "compliance_s2": slope,
             "r2": r2, "frequency_hz": freq}
+
+
+#: a compliant support: the base link moves this many times its pose noise on the platform,
+#: and the platform's specific force explains this share of that motion
+SUPPORT_MOTION, SUPPORT_R2 = 3.0, 0.3
+
+
+def support_axes(on_platform: dict, pose_noise_m: float) -> list[int]:
+    """The platform axes along which the base link rides on a compliant support: its motion
+    there (``on_platform``, :func:`base_on_platform`) stands :data:`SUPPORT_MOTION` times
+    above the pose noise of the base origin on the platform and follows the platform's
+    specific force (share :data:`SUPPORT_R2`) as a spring does (a positive frequency)."""
+    out = []
+    for k in range(3):
+        rms, r2 = float(on_platform["rms_mm"][k]), float(on_platform["r2"][k])
+        if (np.isfinite(rms) and rms > SUPPORT_MOTION * 1e3 * pose_noise_m
+                and np.isfinite(r2) and r2 >= SUPPORT_R2
+                and np.isfinite(on_platform["frequency_hz"][k])):
+            out.append(k)
+    return out
+
+
+def base_pose_noise_m(marker_noise_m: float, n_base_markers: int, n_platform_markers: int
+                      ) -> float:
+    """The noise of the base origin's place on the platform: the marker noise over both
+    clusters' sizes."""
+    return float(marker_noise_m * np.sqrt(1.0 / max(n_base_markers, 1)
+                                          + 1.0 / max(n_platform_markers, 1)))
+
+
+def follows_support(on_platform: dict, marker_noise_m: float, n_base_markers: int,
+                    n_platform_markers: int) -> bool:
+    """True when the base link rides on a compliant support along some axis
+    (:func:`support_axes`)."""
+    if not np.isfinite(marker_noise_m):
+        return False
+    noise = base_pose_noise_m(marker_noise_m, n_base_markers, n_platform_markers)
+    return bool(support_axes(on_platform, noise))
 
 
 def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,

@@ -27,11 +27,14 @@ from rigtool.identify.posture.equation_error import PostureResult, fit_posture
 from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
 from rigtool.identify.common.output_error import window_frames
 from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
+from rigtool.identify.posture.support import with_support_probes
 from rigtool.kinematics.breath_motion import measure_breath
+from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajectory,
+                                              measure_support)
 from rigtool.identify.subset.fit import PostureOverall
 from rigtool.engine.whiten import MarkerCovariance
 from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_platform,
-                                             marker_rhythm)
+                                             follows_support, marker_rhythm)
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
 from rigtool.kinematics.rotation_mean import mean_rotation, rms_angle
@@ -73,6 +76,9 @@ class PostureOutcome:
     breathing: dict = field(default_factory=dict)
                                                  # the breath's model when the manifest names
                                                  # breathing markers (breathing_model())
+    support: dict = field(default_factory=dict)
+                                                 # the base link's motion on the platform when
+                                                 # measured through (support_motion_model())
 
     @property
     def method(self) -> str:
@@ -228,12 +234,33 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     breath, breath_note = None, {}
     if session.breathing_markers:
         breath, breath_note = measured_breath(data, markers, session.breathing_markers, window)
+    on_platform = base_on_platform(plat_traj.rotation, plat_traj.position_m,
+                                   trajs[base].rotation, trajs[base].position_m,
+                                   plat_traj.valid & trajs[base].valid, rig.gravity_lab,
+                                   float(data.rate_hz))
+    plat_noise_m = marker_sigma_from_residual(plat_traj.residual_rms_m, len(plat_markers))
+    support = None
+    if session.support != "rigid" and (session.support == "measured" or follows_support(
+            on_platform, plat_noise_m, len(markers[base]), len(plat_markers))):
+        frames = window_frames(data, window, "a free-vibration capture")
+        body, body_markers = locked_body_trajectory(data, trajs, base, frames)
+        support = with_support_probes(
+            measure_support(plat_traj, body, r_pb, t_pb, data.time_s, frames=frames), cap,
+            body, body_markers, settings, base_rotation_platform=r_pb,
+            base_position_platform=t_pb, frames=frames)
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                       base_position_platform=t_pb, total_mass_kg=total_mass_kg,
                       spring_model=spring_model, weighting=weighting, fit_mass=True,
-                      **({"breath": breath} if breath is not None else {}))
+                      **({"breath": breath} if breath is not None else {}),
+                      **({"support": support} if support is not None else {}))
     equation_error, refinement = res, None
-    if method == "output-error":
+    notes = list(cap.warnings)
+    if method == "output-error" and support is not None:
+        notes.append(f"{name}: the body rides on a compliant support; the equation-error fit, "
+                     "which follows its measured motion on the platform, is the posture's "
+                     "result (the output-error refinement takes the body fixed on the "
+                     "platform)")
+    if method == "output-error" and support is None:
         fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
         cov, _ = marker_covariance_of(marker_covariance, capture, data, fit_names)
         *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
@@ -248,8 +275,9 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     standard_errors=standard_errors,
                                     cluster_frames=cluster_frames,
                                     **(_attached_markers(tree, markers)
-                                       if object_markers_in_fit else {}),
-                                    **({"breath": breath} if breath is not None else {}))
+                                       if object_markers_in_fit and support is None else {}),
+                                    **({"breath": breath} if breath is not None else {}),
+                      **({"support": support} if support is not None else {}))
         res = refinement.as_posture_result()
         if refinement.base_pose_fitted:
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
@@ -269,18 +297,20 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     warnings = list(res.warnings) if refinement is None else list(refinement.warnings)
     other_lab = posture_lab_frame_warning(rigfile.raw, capture)
     warnings += [f"{name}: {other_lab}"] if other_lab else []
-    signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb)
+    signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb,
+                         on_platform, support)
     breathing = (breathing_model(breath_note, res.breath, r_pb, t_pb)
                  if session.breathing_markers else {})
+    support_model = support_motion_model(support) if support is not None else {}
     return PostureOutcome(res, rotations, spread, r_pb, t_pb, rms, warnings,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
-                          marker_scatter_mm=scatter, notes=list(cap.warnings),
+                          marker_scatter_mm=scatter, notes=notes,
                           rotation_cov=rotation_cov,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},
-                          living_signs=signs, breathing=breathing)
+                          living_signs=signs, breathing=breathing, support=support_model)
 
 
 def measured_breath(data: MarkerData, markers: dict[str, dict[str, np.ndarray]],
@@ -297,6 +327,17 @@ def measured_breath(data: MarkerData, markers: dict[str, dict[str, np.ndarray]],
                       "reason": f"the breathing markers ({names}) do not move on their link "
                                 "above the marker noise: no breath to model"}
     return BreathInput(motion.at, motion.n_components, motion.summary()), {}
+
+
+def support_motion_model(support: SupportMotion) -> dict:
+    """The report's account of the support's model: the base link's measured motion on the
+    platform, which the posture fits took as the body's own."""
+    return {"model": "measured motion on the platform",
+            "about": "the locked body rides on a compliant support (the soft tissue of the "
+                     "back, a mattress): its base link's markers measure its small rigid "
+                     "motion on the platform, and the fits move the body's wrench with it; "
+                     "the posture's numbers are the body's at its mean place",
+            **support.summary()}
 
 
 def breathing_model(note: dict, fitted: dict | None, r_pb: np.ndarray,
@@ -323,9 +364,13 @@ APPARENT_MASS_BANDS_HZ = [(0.15, 1.0), (1.6, 8.0)]
 
 def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
                  trajs: dict[str, BodyTrajectory], tree: Tree, com_base_m: np.ndarray,
-                 object_mass_kg: float, r_pb: np.ndarray, t_pb: np.ndarray) -> dict:
-    """Breathing rhythm of each object marker, the base link's motion on the platform and
-    the apparent mass band by band (:mod:`rigtool.kinematics.living_signs`)."""
+                 object_mass_kg: float, r_pb: np.ndarray, t_pb: np.ndarray,
+                 on_platform: dict, support: SupportMotion | None = None) -> dict:
+    """Breathing rhythm of each object marker, the base link's motion on the platform
+    (``on_platform``, :func:`~rigtool.kinematics.living_signs.base_on_platform`) and the
+    apparent mass band by band (:mod:`rigtool.kinematics.living_signs`). With the body's
+    measured motion on its support, the object's COM follows it: the band masses then show
+    what the support does not explain."""
     rate = float(data.rate_hz)
     rhythm = {}
     for link in tree.links:
@@ -333,10 +378,6 @@ def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
         xyz = data.select(list(t.marker_names))
         rhythm[link.name] = dict(zip(t.marker_names, marker_rhythm(
             t.rotation, t.position_m, t.valid, xyz, rate)))
-    base = trajs[tree.links[0].name]
-    valid = plat_traj.valid & base.valid
-    on_platform = base_on_platform(plat_traj.rotation, plat_traj.position_m, base.rotation,
-                                   base.position_m, valid, rig.gravity_lab, rate)
     plat = rig.platform.params
     bands = []
     if plat is not None and np.all(np.isfinite(com_base_m)) and np.isfinite(object_mass_kg):
@@ -345,7 +386,12 @@ def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
         com_obj_platform = r_pb @ np.asarray(com_base_m, float) + t_pb
         total = plat.mass + object_mass_kg
         com_platform = (plat.mass * plat.com + object_mass_kg * com_obj_platform) / total
-        com_lab = pos + np.einsum("tij,j->ti", rot, com_platform)
+        com_platform = np.broadcast_to(com_platform, pos.shape)
+        if support is not None:
+            u = np.nan_to_num(support.u_frames)
+            com_platform = com_platform + object_mass_kg / total * (
+                u[:, :3] + np.cross(u[:, 3:], com_obj_platform))
+        com_lab = pos + np.einsum("tij,tj->ti", rot, com_platform)
         force = spring_wrench(rig, rot, pos)[..., :3]
         # the platform's small rotation about its mean (lab): each band fits its own first
         # moment, so the fitted COM (which a rigid fit moves to fit every mode) stays out

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rigtool.kinematics.living_signs import band_fraction
+from rigtool.kinematics.living_signs import band_fraction, base_pose_noise_m, support_axes
 from rigtool.report.check_types import Check, listing
 
 if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
@@ -37,9 +37,6 @@ RHYTHM_COHERENCE = 0.8
 RHYTHM_LOCAL = 2.0
 #: skin: a link's median marker scatter over the platform markers' median scatter
 SKIN_RATIO = 2.0
-#: support: the base link moves this many times its pose noise, and the platform's
-#: specific force explains this share of that motion
-SUPPORT_MOTION, SUPPORT_R2 = 3.0, 0.3
 #: soft tissue: the bands' masses differ by this many combined standard errors, and by
 #: this fraction of the object's mass
 TISSUE_SIGMAS, TISSUE_FRACTION = 3.0, 0.02
@@ -198,7 +195,8 @@ def skin_check(out: SessionOutcome) -> Check:
 
 
 def support_check(out: SessionOutcome) -> Check:
-    """The base link moving on the platform in step with the platform's acceleration."""
+    """The base link moving on the platform in step with the platform's acceleration; when
+    the posture fits measured that motion through, what they did."""
     title = "Support under the body"
     items, found = [], []
     axes = "xyz"
@@ -206,15 +204,15 @@ def support_check(out: SessionOutcome) -> Check:
         b = s["base_on_platform"]
         k_base = len(p.marker_scatter_mm.get(out.tree.links[0].name, {})) if out.tree else 3
         k_plat = len(p.marker_scatter_mm.get("platform", {})) or 3
-        pose_noise = p.marker_noise_mm * np.sqrt(1.0 / max(k_base, 1) + 1.0 / k_plat)
+        pose_noise = 1e3 * base_pose_noise_m(1e-3 * p.marker_noise_mm, k_base, k_plat)
+        riding = support_axes(b, 1e-3 * pose_noise)
         for k in range(3):
             item = {"posture": p.result.name, "axis": axes[k], "rms_mm": float(b["rms_mm"][k]),
                     "pose_noise_mm": float(pose_noise), "r2": float(b["r2"][k]),
-                    "frequency_hz": float(b["frequency_hz"][k])}
+                    "frequency_hz": float(b["frequency_hz"][k]),
+                    "measured_through": bool(getattr(p, "support", None))}
             items.append(item)
-            if (np.isfinite(item["rms_mm"]) and item["rms_mm"] > SUPPORT_MOTION * pose_noise
-                    and np.isfinite(item["r2"]) and item["r2"] >= SUPPORT_R2
-                    and np.isfinite(item["frequency_hz"])):
+            if k in riding:
                 found.append(item)
     if not items:
         return Check("support", title, "not checked", "no posture measured")
@@ -227,6 +225,14 @@ def support_check(out: SessionOutcome) -> Check:
     parts = [f"along platform {ax} {max(i['rms_mm'] for i in v):.2f} mm RMS, as on a support "
              f"of {np.median([i['frequency_hz'] for i in v]):.1f} Hz"
              for ax, v in sorted(by_axis.items())]
+    open_ = [i for i in found if not i["measured_through"]]
+    if not open_:
+        return Check(
+            "support", title, "ok",
+            "the base link rides on a compliant support ("
+            + listing(parts) + "): its markers measured that motion on the platform, and the "
+            "posture fits took it as the body's internal motion (report.json: postures[]."
+            "support); the postures' numbers are the body's at its mean place", items=items)
     return Check(
         "support", title, "problem",
         "the base link's markers move on the platform in step with its acceleration: "
@@ -235,8 +241,10 @@ def support_check(out: SessionOutcome) -> Check:
         "its own springs it adds an apparent mass that differs from mode to mode, largest in "
         "the rig's modes nearest the support's frequency, which the rigid model trades "
         "against the COM and inertia: every posture number carries that error.",
-        "Strap the body to a rigid board bolted to the platform, or use a rig whose highest "
-        "mode stays well below the support's frequency (rigtool.protocol.check_rig_modes).",
+        "Set support = \"measured\" in the manifest's [session] (the base link's markers then "
+        "measure the motion through), strap the body to a rigid board bolted to the platform, "
+        "or use a rig whose highest mode stays well below the support's frequency "
+        "(rigtool.protocol.check_rig_modes).",
         found)
 
 

@@ -75,6 +75,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
     }
     if getattr(p, "breathing", None):
         entry["breathing"] = r(p.breathing, 4)
+    if getattr(p, "support", None):
+        entry["support"] = r(p.support, 4)
     if p.refinement is not None:
         oe, ee = p.refinement, p.equation_error
         entry["output_error"] = {

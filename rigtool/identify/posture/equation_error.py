@@ -32,7 +32,9 @@ from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle
                                   solve_compensated, solve_wls)
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
-from rigtool.identify.posture.breathing import BreathInput, internal_columns
+from rigtool.identify.posture.breathing import BreathInput, input_at_frames, internal_columns
+from rigtool.identify.posture.support import support_columns
+from rigtool.kinematics.support_motion import SupportMotion
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
 from rigtool.rig import Rig, linearised_stiffness, spring_wrench, spring_wrench_regressor
 
@@ -43,6 +45,11 @@ WEIGHTINGS = ("noise", "plain", "dual-metric")
 def transform_matrix(rotation: np.ndarray, translation_m: np.ndarray) -> np.ndarray:
     """10x10 ``T`` with ``transform_params(pi, R, p) == T @ pi`` (the map is linear)."""
     return np.stack([transform_params(e, rotation, translation_m) for e in np.eye(10)], axis=1)
+
+
+def _rate_of(cap: CaptureMotion) -> float:
+    """The capture's frame rate, Hz."""
+    return float(1.0 / np.median(np.diff(cap.time_s)))
 
 
 def _to_body(rot: np.ndarray, w_lab: np.ndarray) -> np.ndarray:
@@ -188,7 +195,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 base_rotation_platform: np.ndarray, base_position_platform: np.ndarray,
                 total_mass_kg: float, spring_model: str = "exact", weighting: str = "noise",
                 consistent: bool = True, fit_mass: bool = False,
-                breath: BreathInput | None = None) -> PostureResult:
+                breath: BreathInput | None = None,
+                support: SupportMotion | None = None) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -216,6 +224,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         The measured breath: its internal wrench joins the model with ``6k`` more unknowns
         (rigtool.identify.posture.breathing); the object's parameters are then its mean
         mass distribution. Noise or plain weighting only (dual-metric falls back to noise).
+    support : SupportMotion, optional
+        The body's measured motion on the platform (a compliant support under it): the
+        body's wrench follows that motion (rigtool.identify.posture.support), with no new
+        unknown; the parameters are the body's at its mean place.
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -225,23 +237,26 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if weighting == "dual-metric" and rig.locked_dofs:
         warnings.append("dual-metric weighting needs all six DOFs free; used noise weighting")
         weighting = "noise"
-    if weighting == "dual-metric" and breath is not None:
-        warnings.append("dual-metric weighting does not take the breath's model; used noise "
-                        "weighting")
+    if weighting == "dual-metric" and (breath is not None or support is not None):
+        warnings.append("dual-metric weighting does not take the body's internal motion (the "
+                        "breath's or the support's model); used noise weighting")
         weighting = "noise"
     tmat = transform_matrix(base_rotation_platform, base_position_platform)
 
-    def rows(c: CaptureMotion):
+    def rows(c: CaptureMotion, sup: SupportMotion | None = support):
         rt = np.swapaxes(c.rotation, -1, -2)
         a_minus_g = np.einsum("tij,tj->ti", rt, c.accel_lab - rig.gravity_lab)
         y_c = regressor_body(a_minus_g, c.omega_body, c.omega_dot_body)
         w_c = spring_wrench_body(rig, c, model=spring_model)
         a_full_c = y_c @ tmat                                # [T, 6, 10] in object params
+        if sup is not None:
+            a_full_c = a_full_c + support_columns(
+                *input_at_frames(sup, c.time_s, c.filt, _rate_of(c)), a_minus_g,
+                c.omega_body, c.omega_dot_body) @ tmat
         if breath is not None:
-            u, u_d, u_dd = breath.at(c.time_s)
+            u, u_d, u_dd = input_at_frames(breath, c.time_s, c.filt, _rate_of(c))
             a_full_c = np.concatenate([a_full_c, internal_columns(
-                np.nan_to_num(u), np.nan_to_num(u_d), np.nan_to_num(u_dd), a_minus_g,
-                c.omega_body, c.omega_dot_body)], axis=2)
+                u, u_d, u_dd, a_minus_g, c.omega_body, c.omega_dot_body)], axis=2)
         rows_a = equation_rows(rig, c.rotation, a_full_c)
         rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
         ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
@@ -256,7 +271,9 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
     probes, probes_full = [], []
     if cap.noise_probes:
-        pr = [rows(p)[:3] for p in cap.noise_probes]
+        sups = (support.probes if support is not None and support.probes
+                else (support,) * len(cap.noise_probes))
+        pr = [rows(p, q)[:3] for p, q in zip(cap.noise_probes, sups)]
         ok_p = ok.copy()
         for _, _, o in pr:
             ok_p &= o
@@ -363,9 +380,15 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
+    if support is not None:
+        rt = np.swapaxes(cap.rotation, -1, -2)
+        fitted = fitted + support_columns(
+            *input_at_frames(support, cap.time_s, cap.filt, _rate_of(cap)),
+            np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab), cap.omega_body,
+            cap.omega_dot_body) @ (tmat @ params.pi)
     breath_fit = None
     if breath is not None:
-        u, u_d, u_dd = (np.nan_to_num(v) for v in breath.at(cap.time_s))
+        u, u_d, u_dd = input_at_frames(breath, cap.time_s, cap.filt, _rate_of(cap))
         rt = np.swapaxes(cap.rotation, -1, -2)
         a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
         fitted = fitted + internal_columns(u, u_d, u_dd, a_minus_g, cap.omega_body,
