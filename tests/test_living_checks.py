@@ -32,8 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 MASS = 80.817
 
 
-def _outcome(posture1, data):
+def _outcome(posture1, data, support: str = "auto"):
+    from dataclasses import replace
     session, rigfile, tree, markers, _ = posture1
+    session = replace(session, support=support)
     ref = session.postures[0]
     p = fit_one_posture(session, rigfile, tree, markers, ref.capture, name=ref.name,
                         window=ref.window, units=ref.units, total_mass_kg=MASS,
@@ -112,11 +114,17 @@ def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1)
     xyz = data.xyz_m.copy()
     for name in markers["link0"]:
         xyz[:, _index(data, name)] += shift
-    out = _outcome(posture1, _with(data, xyz))
+    out = _outcome(posture1, _with(data, xyz), support="rigid")
     check = support_check(out)
     assert check.level == "problem"
     freqs = [i["frequency_hz"] for i in check.items]
     assert all(4.0 < f < 6.0 for f in freqs), freqs
+    assert 'support = "measured"' in check.action
+    # by default the posture fit measures that motion through, and the check says so
+    out = _outcome(posture1, _with(data, xyz))
+    assert out.postures[0].support["model"] == "measured motion on the platform"
+    check = support_check(out)
+    assert check.level == "ok" and "took it as the body's internal motion" in check.finding
 
 
 def test_apparent_mass_by_band_recovers_each_band_mass():

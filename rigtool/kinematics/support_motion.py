@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import make_smoothing_spline
 from scipy.spatial.transform import Rotation
 
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
@@ -41,25 +40,14 @@ class SupportMotion:
         ``[d (m), theta (rad)]`` per frame, platform axes (NaN where either body is unseen).
     rms : ndarray (6,)
         RMS of each coordinate over the fitted frames (m, rad).
-    splines : tuple
-        One smoothing spline per coordinate (for integrators that need it between frames;
-        empty when not asked for).
     """
 
     time_s: np.ndarray
     u_frames: np.ndarray
     rms: np.ndarray
-    splines: tuple
     #: the same measurement on noise probes of the capture (clean, then noisy copies;
     #: rigtool.identify.posture.support.with_support_probes), for bias compensation
     probes: tuple = ()
-
-    def at(self, t_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``u, du/dt, d2u/dt2`` at times ``t_s`` (each ``[..., 6]``)."""
-        t = np.asarray(t_s, float)
-        out = [np.stack([s.derivative(d)(t) if d else s(t) for s in self.splines], axis=-1)
-               for d in range(3)]
-        return out[0], out[1], out[2]
 
     def summary(self) -> dict:
         """What the report says about the measurement."""
@@ -80,8 +68,7 @@ class PoseSeries:
 
 def measure_support(platform: BodyTrajectory | PoseSeries, base: BodyTrajectory | PoseSeries,
                     base_rotation_platform: np.ndarray, base_position_platform: np.ndarray,
-                    time_s: np.ndarray, *, frames: np.ndarray | None = None,
-                    smooth: bool = True) -> SupportMotion:
+                    time_s: np.ndarray, *, frames: np.ndarray | None = None) -> SupportMotion:
     """The base link's small rigid motion on the platform about its mean place.
 
     Parameters
@@ -94,8 +81,6 @@ def measure_support(platform: BodyTrajectory | PoseSeries, base: BodyTrajectory 
         The capture's frame times, s.
     frames : ndarray of int, optional
         The frames the fit uses (the RMS is taken over them); default all.
-    smooth : bool
-        Fit the smoothing splines :meth:`SupportMotion.at` needs.
     """
     ok = (platform.valid & base.valid & np.all(np.isfinite(platform.position_m), 1)
           & np.all(np.isfinite(base.position_m), 1))
@@ -114,10 +99,7 @@ def measure_support(platform: BodyTrajectory | PoseSeries, base: BodyTrajectory 
     use &= ok
     u = np.where(ok[:, None], u - u[use].mean(axis=0), np.nan)
     rms = np.sqrt(np.mean(u[use] ** 2, axis=0))
-    t = np.asarray(time_s, float)
-    splines = (tuple(make_smoothing_spline(t[ok], u[ok, j]) for j in range(6)) if smooth
-               else ())
-    return SupportMotion(t, u, rms, splines)
+    return SupportMotion(np.asarray(time_s, float), u, rms)
 
 
 def locked_body_trajectory(data: MarkerData, link_trajectories: dict[str, BodyTrajectory],

@@ -111,6 +111,5 @@ def with_support_probes(support: SupportMotion, cap: CaptureMotion, body: BodyTr
         body_k = body_trajectory(data, body_markers)
         plat_k = PoseSeries(probe.rotation_raw, probe.position_raw, probe.valid)
         probes.append(measure_support(plat_k, body_k, base_rotation_platform,
-                                      base_position_platform, cap.time_s, frames=frames,
-                                      smooth=False))
+                                      base_position_platform, cap.time_s, frames=frames))
     return replace(support, probes=tuple(probes))
