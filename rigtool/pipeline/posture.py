@@ -275,9 +275,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                     standard_errors=standard_errors,
                                     cluster_frames=cluster_frames,
                                     **(_attached_markers(tree, markers)
-                                       if object_markers_in_fit and support is None else {}),
-                                    **({"breath": breath} if breath is not None else {}),
-                      **({"support": support} if support is not None else {}))
+                                       if object_markers_in_fit else {}),
+                                    **({"breath": breath} if breath is not None else {}))
         res = refinement.as_posture_result()
         if refinement.base_pose_fitted:
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
