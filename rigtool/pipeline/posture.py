@@ -248,18 +248,17 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             measure_support(plat_traj, body, r_pb, t_pb, data.time_s, frames=frames), cap,
             body, body_markers, settings, base_rotation_platform=r_pb,
             base_position_platform=t_pb, frames=frames)
+    if support is not None and weighting == "dual-metric":
+        weighting = "noise"           # the dual metric takes no internal motion (its check says)
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                       base_position_platform=t_pb, total_mass_kg=total_mass_kg,
                       spring_model=spring_model, weighting=weighting, fit_mass=True,
                       **({"breath": breath} if breath is not None else {}),
                       **({"support": support} if support is not None else {}))
     equation_error, refinement = res, None
-    notes = list(cap.warnings)
-    if method == "output-error" and support is not None:
-        notes.append(f"{name}: the body rides on a compliant support; the equation-error fit, "
-                     "which follows its measured motion on the platform, is the posture's "
-                     "result (the output-error refinement takes the body fixed on the "
-                     "platform)")
+    # with the body riding on a support the equation-error fit, which follows its measured
+    # motion, is the result (the output-error engine holds the body fixed on the platform;
+    # the report's support check says so)
     if method == "output-error" and support is None:
         fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
         cov, _ = marker_covariance_of(marker_covariance, capture, data, fit_names)
@@ -305,7 +304,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
-                          marker_scatter_mm=scatter, notes=notes,
+                          marker_scatter_mm=scatter, notes=list(cap.warnings),
                           rotation_cov=rotation_cov,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},

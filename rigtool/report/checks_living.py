@@ -228,11 +228,18 @@ def support_check(out: SessionOutcome) -> Check:
     open_ = [i for i in found if not i["measured_through"]]
     if not open_:
         return Check(
-            "support", title, "ok",
-            "the base link rides on a compliant support ("
-            + listing(parts) + "): its markers measured that motion on the platform, and the "
-            "posture fits took it as the body's internal motion (report.json: postures[]."
-            "support); the postures' numbers are the body's at its mean place", items=items)
+            "support", title, "caution",
+            "the base link rides on a compliant support (" + listing(parts) + "): the body's "
+            "markers measured its motion on the platform, and the posture fits took it as the "
+            "body's own (report.json: postures[].support)",
+            "The postures' numbers are the body's at its mean place, from equation-error fits "
+            "that follow its measured motion (noise weighting, bias-compensated): the "
+            "output-error refinement, which holds the body fixed on the platform, was not run, "
+            "so their standard errors are the equation-error fit's and the marker residual is "
+            "not checked for these postures.",
+            "Nothing is needed for these numbers. To measure the body fixed on the platform "
+            "(and refine it by output error), strap it to a rigid board bolted to the platform.",
+            found)
     return Check(
         "support", title, "problem",
         "the base link's markers move on the platform in step with its acceleration: "
