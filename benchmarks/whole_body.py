@@ -87,6 +87,25 @@ def segment_table(report: dict, truth: dict) -> list[dict]:
     return rows
 
 
+def with_breathing_markers(session: Path, link: str, names: str) -> Path:
+    """A copy of the manifest with ``names`` (comma-separated) as ``link``'s breathing
+    markers, beside it."""
+    lines, in_link, done = [], False, False
+    for line in session.read_text().splitlines():
+        lines.append(line)
+        if line.strip() == f'name = "{link}"':
+            in_link = True
+        if in_link and not done and line.startswith("markers = "):
+            lines.append("breathing_markers = [" + ", ".join(f'"{n}"' for n in names.split(","))
+                         + "]")
+            done = True
+    if not done:
+        raise SystemExit(f"{session}: no markers line for link {link}")
+    out = session.with_name("session-breathing.toml")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default=str(ROOT / "scenarios" / "whole_body.toml"))
@@ -94,6 +113,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--reuse", action="store_true",
                     help="--out already holds the simulated study: do not simulate again")
+    ap.add_argument("--breathing-markers", default="",
+                    help="LINK:M1,M2 names a link's chest and abdominal wall markers as its "
+                         "breathing_markers (a manifest written beside the simulated one)")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="rigtool-whole-body-"))
     t0 = time.perf_counter()
@@ -112,6 +134,8 @@ def main() -> None:
                            str(rig.with_suffix(".calibrated.toml")))
     session = next((out / "captures").glob("*/session.toml"))
     print(f"simulated {session.parent.name} in {t_sim:.0f} s ({out})")
+    if args.breathing_markers:
+        session = with_breathing_markers(session, *args.breathing_markers.split(":"))
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
