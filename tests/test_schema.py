@@ -173,3 +173,15 @@ def test_reference_and_json_schema_list_every_key(name, schema):
         assert f"`{key.name}`" in page, dotted
         assert f'"{key.name}"' in text, dotted
     assert doc["additionalProperties"] is False
+
+
+def test_support_model_is_one_of_its_choices(tmp_path):
+    path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
+                                                        '[session]\nsupport = "soft"\n'))
+    with pytest.raises(ConfigError) as info:
+        load_session(path)
+    msg = str(info.value)
+    assert str(path) in msg and "session.support" in msg and "measured" in msg
+    path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
+                                                        '[session]\nsupport = "rigid"\n'))
+    assert load_session(path).support == "rigid"
