@@ -149,26 +149,40 @@ def scores(report: dict, truth: dict, scenario: str) -> dict:
             "g": g_err}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def seeded_study(description: str, scenarios: tuple[str, ...], seeds: int, prefix: str):
+    """The command line of a study of scenarios over seeds: ``(args, names, base)``, the
+    scenarios asked for and the folder the bundles go to (printed)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--only", default="", help="comma-separated scenario names")
-    ap.add_argument("--seeds", type=int, default=2, help="seeds per scenario")
+    ap.add_argument("--seeds", type=int, default=seeds, help="seeds per scenario")
     ap.add_argument("--keep", type=Path, help="write the bundles under this folder")
     ap.add_argument("--reuse", action="store_true", help="take the bundles under --keep")
     args = ap.parse_args()
-    names = [n for n in (args.only.split(",") if args.only else SCENARIOS) if n]
-    base = args.keep or Path(tempfile.mkdtemp(prefix="rigtool-breathing-"))
+    names = [n for n in (args.only.split(",") if args.only else scenarios) if n]
+    base = args.keep or Path(tempfile.mkdtemp(prefix=prefix))
     print(f"bundles under {base}", flush=True)
+    return args, names, base
+
+
+def seeded_session(base: Path, name: str, seed: int, reuse: bool) -> tuple[Path, dict]:
+    """One seed of a scenario under ``base`` (simulated unless ``reuse``): its manifest and
+    truth."""
+    folder = base / f"{name}-s{seed}"
+    session = folder / "captures" / "two-link" / "session.toml"
+    if not reuse:
+        session = simulate(name, seed, folder)
+    return session, json.loads((session.parent / "truth.json").read_text())
+
+
+def main() -> None:
+    args, names, base = seeded_study(__doc__.splitlines()[0], SCENARIOS, 2,
+                                     "rigtool-breathing-")
     header = (f"{'scenario':<12} {'seed':>4} {'model':<9} {'COM err mm':>12} "
               f"{'inertia err %':>14} {'COM |err|/SE':>13} {'I |err|/SE':>11} {'run s':>6}")
     rows = []
     for name in names:
         for s in range(args.seeds):
-            folder = base / f"{name}-s{s}"
-            session = folder / "captures" / "two-link" / "session.toml"
-            if not args.reuse:
-                session = simulate(name, s, folder)
-            truth = json.loads((session.parent / "truth.json").read_text())
+            session, truth = seeded_session(base, name, s, args.reuse)
             rigid, breath = manifests(session)
             for label, manifest in (("rigid", rigid), ("breathing", breath)):
                 report, secs = run(manifest, label)

@@ -16,15 +16,13 @@ run's time.
 
 from __future__ import annotations
 
-import argparse
-import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from living import _span                                       # noqa: E402 (beside this)
-from living_breathing import capture_mean_truth, manifests, run, simulate   # noqa: E402
+from living_breathing import (capture_mean_truth, manifests, run,  # noqa: E402
+                              seeded_session, seeded_study)
 
 SCENARIOS = ("support", "heartbeat", "skin")
 
@@ -57,24 +55,13 @@ def z_scores(report: dict, truth: dict) -> tuple[list, list, list]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="", help="comma-separated scenario names")
-    ap.add_argument("--seeds", type=int, default=4, help="seeds per scenario")
-    ap.add_argument("--keep", type=Path, help="write the bundles under this folder")
-    ap.add_argument("--reuse", action="store_true", help="take the bundles under --keep")
-    args = ap.parse_args()
-    names = [n for n in (args.only.split(",") if args.only else SCENARIOS) if n]
-    base = args.keep or Path(tempfile.mkdtemp(prefix="rigtool-living-cover-"))
-    print(f"bundles under {base}", flush=True)
+    args, names, base = seeded_study(__doc__.splitlines()[0], SCENARIOS, 4,
+                                     "rigtool-living-cover-")
     rows = []
     for name in names:
         com, inertia, z, secs = [], [], [], []
         for s in range(args.seeds):
-            folder = base / f"{name}-s{s}"
-            session = folder / "captures" / "two-link" / "session.toml"
-            if not args.reuse:
-                session = simulate(name, s, folder)
-            truth = json.loads((session.parent / "truth.json").read_text())
+            session, truth = seeded_session(base, name, s, args.reuse)
             report, sec = run(_posture_manifest(session), "default")
             c, i, zz = z_scores(report, truth)
             com += c
