@@ -1,10 +1,10 @@
-"""The locked object's motion on the platform, as its base link's markers measure it.
+"""The locked object's motion on the platform, as its markers measure it.
 
 A person lies on the soft tissue of the back (or a mattress): with the joints locked the
 body is still one rigid body, but it rides on its own damped springs on the deck and moves
 on the platform by a fraction of a millimetre in step with the platform's vibration. The
-base link's pose on the platform (both poses from their own markers by SVD, per frame)
-against its mean place ``(R0, t0)`` gives that motion as a small rigid displacement: every
+body's pose on the platform (in the base link's frame; both poses from their own markers by
+SVD, per frame) against its mean place ``(R0, t0)`` gives that motion as a small rigid displacement: every
 point ``s`` of the body (platform frame) is carried to ``s + d + theta x s``, with
 ``theta`` the rotation vector of ``R R0^T`` and ``d = t - R R0^T t0`` (platform axes, m and
 rad). The posture fits take ``u = [d, theta]`` as a prescribed motion of the body

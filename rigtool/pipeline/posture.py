@@ -77,8 +77,9 @@ class PostureOutcome:
                                                  # the breath's model when the manifest names
                                                  # breathing markers (breathing_model())
     support: dict = field(default_factory=dict)
-                                                 # the base link's motion on the platform when
-                                                 # measured through (support_motion_model())
+                                                 # the locked body's motion on the platform
+                                                 # when measured through
+                                                 # (support_motion_model())
 
     @property
     def method(self) -> str:
@@ -328,13 +329,14 @@ def measured_breath(data: MarkerData, markers: dict[str, dict[str, np.ndarray]],
 
 
 def support_motion_model(support: SupportMotion) -> dict:
-    """The report's account of the support's model: the base link's measured motion on the
+    """The report's account of the support's model: the locked body's measured motion on the
     platform, which the posture fits took as the body's own."""
     return {"model": "measured motion on the platform",
             "about": "the locked body rides on a compliant support (the soft tissue of the "
-                     "back, a mattress): its base link's markers measure its small rigid "
-                     "motion on the platform, and the fits move the body's wrench with it; "
-                     "the posture's numbers are the body's at its mean place",
+                     "back, a mattress): its markers (every link's: the joints are locked) "
+                     "measure its small rigid motion on the platform, and the fits move the "
+                     "body's wrench with it; the posture's numbers are the body's at its mean "
+                     "place",
             **support.summary()}
 
 

@@ -2,7 +2,7 @@
 posture fits.
 
 The body stays rigid; it moves on the platform by the small displacement ``u = [d, theta]``
-its base link's markers measure (rigtool.kinematics.support_motion). To first order every
+its markers measure (rigtool.kinematics.support_motion). To first order every
 point ``s`` (platform frame) moves by ``d + theta x s``, so with ``m``, ``h`` and ``I`` the
 body's mass, first moment and inertia about the platform origin (platform axes) at its
 mean place, the internal-motion model of rigtool.identify.posture.breathing holds with
