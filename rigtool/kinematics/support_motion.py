@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from rigtool.kinematics.filtering import derivative, fill_gaps
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
 from rigtool.mocap import MarkerData
 
@@ -48,6 +49,16 @@ class SupportMotion:
     #: the same measurement on noise probes of the capture (clean, then noisy copies;
     #: rigtool.identify.posture.support.with_support_probes), for bias compensation
     probes: tuple = ()
+
+    def filtered(self, filt, rate_hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``u, u', u''`` at the frames as an equation-error fit takes them: short gaps
+        filled, through the capture's zero-phase filter ``filt`` and its 7-point stencils
+        (the platform's pose goes the same way, so both sides of the equations see the same
+        filter); zero where undefined."""
+        filled, _ = fill_gaps(np.asarray(self.u_frames, float), rate_hz=rate_hz)
+        u_f = filt(filled)
+        return tuple(np.nan_to_num(v) for v in (u_f, derivative(u_f, rate_hz, 1),
+                                                derivative(u_f, rate_hz, 2)))
 
     def summary(self) -> dict:
         """What the report says about the measurement."""

@@ -239,10 +239,10 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                    trajs[base].rotation, trajs[base].position_m,
                                    plat_traj.valid & trajs[base].valid, rig.gravity_lab,
                                    float(data.rate_hz))
-    plat_noise_m = marker_sigma_from_residual(plat_traj.residual_rms_m, len(plat_markers))
     support = None
+    # the marker noise is the platform's rigid markers' (the capture's own estimate)
     if session.support != "rigid" and (session.support == "measured" or follows_support(
-            on_platform, plat_noise_m, len(markers[base]), len(plat_markers))):
+            on_platform, cap.marker_sigma_m, len(markers[base]), len(plat_markers))):
         frames = window_frames(data, window, "a free-vibration capture")
         body, body_markers = locked_body_trajectory(data, trajs, base, frames)
         support = with_support_probes(

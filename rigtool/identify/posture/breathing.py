@@ -39,10 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigtool.inertia import regressor_body, skew
-from rigtool.kinematics.filtering import derivative, fill_gaps
 
-__all__ = ["BreathInput", "internal_columns", "n_breath_unknowns", "breath_in_base_frame",
-           "input_at_frames"]
+__all__ = ["BreathInput", "internal_columns", "n_breath_unknowns", "breath_in_base_frame"]
 
 
 @dataclass(frozen=True)
@@ -53,23 +51,6 @@ class BreathInput:
     at: object
     n_components: int
     summary: dict
-
-
-def input_at_frames(motion, time_s: np.ndarray, filt, rate_hz: float
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``u, u', u''`` of an internal motion at a capture's frames as its equation-error fit
-    takes them. A motion measured at the capture's frames (``u_frames [T, k]``, NaN where
-    unseen: the support's) goes as the platform's pose does: short gaps filled, the
-    capture's zero-phase filter ``filt``, its 7-point stencils, so both sides of the
-    equations see the same filter. Otherwise (the breath: slow, smoothed by a spline) from
-    ``motion.at``. Zero where undefined."""
-    u_raw = getattr(motion, "u_frames", None)
-    if u_raw is None or len(u_raw) != len(time_s):
-        return tuple(np.nan_to_num(v) for v in motion.at(time_s))
-    filled, _ = fill_gaps(np.asarray(u_raw, float), rate_hz=rate_hz)
-    u_f = filt(filled)
-    return tuple(np.nan_to_num(v) for v in (u_f, derivative(u_f, rate_hz, 1),
-                                            derivative(u_f, rate_hz, 2)))
 
 
 def n_breath_unknowns(k: int) -> int:

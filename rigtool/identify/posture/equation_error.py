@@ -32,7 +32,7 @@ from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle
                                   solve_compensated, solve_wls)
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
-from rigtool.identify.posture.breathing import BreathInput, input_at_frames, internal_columns
+from rigtool.identify.posture.breathing import BreathInput, internal_columns
 from rigtool.identify.posture.support import support_columns
 from rigtool.kinematics.support_motion import SupportMotion
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
@@ -249,24 +249,28 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         y_c = regressor_body(a_minus_g, c.omega_body, c.omega_dot_body)
         w_c = spring_wrench_body(rig, c, model=spring_model)
         a_full_c = y_c @ tmat                                # [T, 6, 10] in object params
+        # the body's internal motion: the support's columns (in the object's parameters)
+        # and the breath's (its own unknowns), each None without it
+        support_c = breath_c = None
         if sup is not None:
-            a_full_c = a_full_c + support_columns(
-                *input_at_frames(sup, c.time_s, c.filt, _rate_of(c)), a_minus_g,
-                c.omega_body, c.omega_dot_body) @ tmat
+            support_c = support_columns(*sup.filtered(c.filt, _rate_of(c)), a_minus_g,
+                                        c.omega_body, c.omega_dot_body) @ tmat
+            a_full_c = a_full_c + support_c
         if breath is not None:
-            u, u_d, u_dd = input_at_frames(breath, c.time_s, c.filt, _rate_of(c))
-            a_full_c = np.concatenate([a_full_c, internal_columns(
-                u, u_d, u_dd, a_minus_g, c.omega_body, c.omega_dot_body)], axis=2)
+            u, u_d, u_dd = (np.nan_to_num(v) for v in breath.at(c.time_s))
+            breath_c = internal_columns(u, u_d, u_dd, a_minus_g, c.omega_body,
+                                        c.omega_dot_body)
+            a_full_c = np.concatenate([a_full_c, breath_c], axis=2)
         rows_a = equation_rows(rig, c.rotation, a_full_c)
         rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
         ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
                 & np.all(np.isfinite(rows_b), axis=1))
-        return rows_a, rows_b, ok_c, y_c, w_c
+        return rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c
 
     # Memory: a 10-minute capture has 72 000 frames, and each [T, 6, 10] array is 35 MB;
     # the full-row arrays and the probes' rows are released as soon as their last use is
     # done (the mass check), so the fit below holds only what it needs.
-    rows_a, rows_b, ok, y, w = rows(cap)
+    rows_a, rows_b, ok, y, w, support_cols, breath_cols = rows(cap)
     a = rows_a[ok][:, :, 1:]
     b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
     probes, probes_full = [], []
@@ -380,19 +384,11 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
-    if support is not None:
-        rt = np.swapaxes(cap.rotation, -1, -2)
-        fitted = fitted + support_columns(
-            *input_at_frames(support, cap.time_s, cap.filt, _rate_of(cap)),
-            np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab), cap.omega_body,
-            cap.omega_dot_body) @ (tmat @ params.pi)
+    if support_cols is not None:
+        fitted = fitted + support_cols @ params.pi
     breath_fit = None
     if breath is not None:
-        u, u_d, u_dd = input_at_frames(breath, cap.time_s, cap.filt, _rate_of(cap))
-        rt = np.swapaxes(cap.rotation, -1, -2)
-        a_minus_g = np.einsum("tij,tj->ti", rt, cap.accel_lab - rig.gravity_lab)
-        fitted = fitted + internal_columns(u, u_d, u_dd, a_minus_g, cap.omega_body,
-                                           cap.omega_dot_body) @ x[9:]
+        fitted = fitted + breath_cols @ x[9:]
         breath_fit = {"beta": x[9:].copy(), "cov": fit.cov[9:, 9:].copy(),
                       "k": breath.n_components, "summary": breath.summary}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
