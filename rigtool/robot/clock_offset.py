@@ -52,6 +52,22 @@ class ClockOffset:
                     and self.explained > (1.0 + APPLY_ABOVE_GAIN) * self.explained_at_zero)
 
 
+def parabola_extremum(trials: np.ndarray, values: np.ndarray, step: float, *,
+                      maximum: bool) -> float:
+    """The best of evenly spaced ``trials`` (``step`` apart; the largest ``values`` with
+    ``maximum``, else the smallest), moved to the vertex of the parabola through it and its
+    two neighbours when that parabola bends the right way (an end trial's inner neighbour
+    stands in for it)."""
+    best = np.argmax(values) if maximum else np.argmin(values)
+    i = int(np.clip(best, 1, trials.size - 2))
+    y0, y1, y2 = values[i - 1:i + 2]
+    curv = y0 - 2 * y1 + y2
+    offset = float(trials[i])
+    if (curv < 0) if maximum else (curv > 0):
+        offset += float(0.5 * (y0 - y2) / curv * step)
+    return offset
+
+
 def estimate_clock_offset(time_s: np.ndarray, wrench: np.ndarray, valid: np.ndarray,
                           enc_time_s: np.ndarray, predicted: np.ndarray, *,
                           max_offset_s: float = MAX_OFFSET_S) -> ClockOffset:
@@ -96,16 +112,11 @@ def estimate_clock_offset(time_s: np.ndarray, wrench: np.ndarray, valid: np.ndar
     # then tenths of a frame about the best frame, and a parabola through the best three
     fine = trials[best] + np.arange(-10, 11) * dt / 10
     fine_scores = np.array([score(d) for d in fine])
-    i = int(np.clip(np.argmax(fine_scores), 1, fine.size - 2))
-    offset = float(fine[i])
-    y0, y1, y2 = fine_scores[i - 1:i + 2]
-    curv = y0 - 2 * y1 + y2
-    if curv < 0:
-        offset += float(0.5 * (y0 - y2) / curv * dt / 10)
+    offset = parabola_extremum(fine, fine_scores, dt / 10, maximum=True)
     zero = int(np.flatnonzero(steps == 0)[0])
     return ClockOffset(offset, float(max(fine_scores.max(), scores[best])),
                        float(scores[zero]))
 
 
 __all__ = ["MAX_OFFSET_S", "APPLY_ABOVE_FRAMES", "APPLY_ABOVE_GAIN", "ClockOffset",
-           "estimate_clock_offset"]
+           "estimate_clock_offset", "parabola_extremum"]

@@ -40,7 +40,7 @@ from rigtool.kinematics import derivative
 from rigtool.mocap import MarkerData
 from rigtool.identify.posture.equation_error import spring_wrench_body
 from rigtool.rig import Rig
-from rigtool.robot.clock_offset import estimate_clock_offset
+from rigtool.robot.clock_offset import estimate_clock_offset, parabola_extremum
 from rigtool.robot.joint_angles import JointAngles
 from rigtool.robot.motion_regressor import base_wrench_regressor, floating_model
 from rigtool.robot.urdf_model import RobotModel
@@ -146,13 +146,7 @@ def _refine_offset(first: EncoderClock, cap, side: PlatformSide, robot: RobotMod
         bw = (b / scale[None, :]).reshape(-1)
         sol = np.linalg.lstsq(aw, bw, rcond=1e-10)[0]
         costs.append(float(np.sum((bw - aw @ sol) ** 2)))
-    costs = np.array(costs)
-    i = int(np.clip(np.argmin(costs), 1, trials.size - 2))
-    offset = float(trials[i])
-    y0, y1, y2 = costs[i - 1:i + 2]
-    curv = y0 - 2 * y1 + y2
-    if curv > 0:
-        offset += float(0.5 * (y0 - y2) / curv * (trials[1] - trials[0]))
+    offset = parabola_extremum(trials, np.array(costs), trials[1] - trials[0], maximum=False)
     return EncoderClock(offset, True, first.explained, first.explained_at_zero)
 
 
