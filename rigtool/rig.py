@@ -236,18 +236,27 @@ def gravity_wrench(rig: Rig, rotation: np.ndarray, params: InertialParams) -> np
     return np.concatenate([force, np.cross(rotation @ params.com, force)])
 
 
-def modes(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
-          params: InertialParams) -> tuple[np.ndarray, np.ndarray]:
-    """Undamped small-vibration modes about a pose: frequencies (Hz, ascending) and shapes.
-
-    Solves ``K phi = w^2 M phi`` (scipy.linalg.eigh on the symmetrised stiffness); locked
-    DOFs are removed. Shapes are columns in the free DOFs' order.
-    """
-    from scipy.linalg import eigh
-
+def free_stiffness_mass(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+                        params: InertialParams) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The small-vibration ``K`` (symmetrised) and ``M`` about a pose over the free DOFs,
+    and those DOFs' rows (locked DOFs removed)."""
     free = rig.free_dof_rows()
     k = linearised_stiffness(rig, rotation, position_m, params).total
     k = 0.5 * (k + k.T)[np.ix_(free, free)]
     m = mass_matrix_lab(params, rotation)[np.ix_(free, free)]
+    return k, m, free
+
+
+def modes(rig: Rig, rotation: np.ndarray, position_m: np.ndarray,
+          params: InertialParams) -> tuple[np.ndarray, np.ndarray]:
+    """Undamped small-vibration modes about a pose: frequencies (Hz, ascending) and shapes.
+
+    Solves ``K phi = w^2 M phi`` (scipy.linalg.eigh on the symmetrised stiffness,
+    :func:`free_stiffness_mass`); locked DOFs are removed. Shapes are columns in the free
+    DOFs' order.
+    """
+    from scipy.linalg import eigh
+
+    k, m, _ = free_stiffness_mass(rig, rotation, position_m, params)
     w2, shapes = eigh(k, m)
     return np.sqrt(np.clip(w2, 0.0, None)) / (2 * np.pi), shapes

@@ -213,7 +213,7 @@ def rig_with_robot(rig, platform, robot: RobotModel, q: np.ndarray, r_pb: np.nda
     from scipy.linalg import eigh
 
     from rigtool.inertia import InertialParams, transform_params
-    from rigtool.rig import linearised_stiffness, mass_matrix_lab
+    from rigtool.rig import free_stiffness_mass
     from rigtool.sim.assembly import lumped_params
     from rigtool.sim.dynamics import FixedBody, System
     from rigtool.sim.equilibrium import static_equilibrium
@@ -224,10 +224,8 @@ def rig_with_robot(rig, platform, robot: RobotModel, q: np.ndarray, r_pb: np.nda
     system = System(rig, platform, fixed=(FixedBody("robot", load),))
     rot, pos = static_equilibrium(system)
     params = lumped_params(system)
-    free = np.asarray(rig.free_dof_rows())
-    k = linearised_stiffness(rig, rot, pos, params).total
-    k = 0.5 * (k + k.T)[np.ix_(free, free)]
-    m = mass_matrix_lab(params, rot)[np.ix_(free, free)]
+    k, m, free = free_stiffness_mass(rig, rot, pos, params)
+    free = np.asarray(free)
     w2 = eigh(k, m, eigvals_only=True)
     modes = np.sort(np.sqrt(np.clip(w2, 0.0, None)) / (2 * np.pi))
     return RigWithRobot(modes, k, m, free, rot, r_pb, t_pb)
