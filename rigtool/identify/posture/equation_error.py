@@ -33,6 +33,7 @@ from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
 from rigtool.identify.posture.breathing import BreathInput, internal_columns
+from rigtool.identify.posture.soft_tissue import TissueElement, tissue_columns
 from rigtool.identify.posture.support import support_columns
 from rigtool.kinematics.support_motion import SupportMotion
 from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
@@ -141,6 +142,8 @@ class PostureResult:
     compensated: bool = False              # errors-in-variables bias removed (noise probes)
     breath: dict | None = None             # the breath's model when fitted (posture/breathing):
                                            # beta (platform frame), its covariance, k
+    tissue: dict | None = None             # the soft tissue's element when fitted
+                                           # (posture/soft_tissue): beta, covariance, element
 
 
 def dual_metric_rows(metric: np.ndarray) -> np.ndarray:
@@ -196,7 +199,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 total_mass_kg: float, spring_model: str = "exact", weighting: str = "noise",
                 consistent: bool = True, fit_mass: bool = False,
                 breath: BreathInput | None = None,
-                support: SupportMotion | None = None) -> PostureResult:
+                support: SupportMotion | None = None,
+                tissue: tuple[TissueElement, ...] = ()) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -228,6 +232,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         The body's measured motion on the platform (a compliant support under it): the
         body's wrench follows that motion (rigtool.identify.posture.support), with no new
         unknown; the parameters are the body's at its mean place.
+    tissue : tuple of TissueElement
+        Wobbling soft tissue (rigtool.identify.posture.soft_tissue): each element's mass and
+        first moment join the unknowns; the object's parameters are then its mean mass
+        distribution, tissue at rest included. Noise or plain weighting only.
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -237,7 +245,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if weighting == "dual-metric" and rig.locked_dofs:
         warnings.append("dual-metric weighting needs all six DOFs free; used noise weighting")
         weighting = "noise"
-    if weighting == "dual-metric" and (breath is not None or support is not None):
+    if weighting == "dual-metric" and (breath is not None or support is not None
+                                       or bool(tissue)):
         warnings.append("dual-metric weighting does not take the body's internal motion (the "
                         "breath's or the support's model); used noise weighting")
         weighting = "noise"
@@ -261,16 +270,21 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             breath_c = internal_columns(u, u_d, u_dd, a_minus_g, c.omega_body,
                                         c.omega_dot_body)
             a_full_c = np.concatenate([a_full_c, breath_c], axis=2)
+        tissue_c = None
+        if tissue:
+            tissue_c = np.concatenate([tissue_columns(a_minus_g, c.omega_body, c.omega_dot_body,
+                                                      _rate_of(c), e) for e in tissue], axis=2)
+            a_full_c = np.concatenate([a_full_c, tissue_c], axis=2)
         rows_a = equation_rows(rig, c.rotation, a_full_c)
         rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
         ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
                 & np.all(np.isfinite(rows_b), axis=1))
-        return rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c
+        return rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, tissue_c
 
     # Memory: a 10-minute capture has 72 000 frames, and each [T, 6, 10] array is 35 MB;
     # the full-row arrays and the probes' rows are released as soon as their last use is
     # done (the mass check), so the fit below holds only what it needs.
-    rows_a, rows_b, ok, y, w, support_cols, breath_cols = rows(cap)
+    rows_a, rows_b, ok, y, w, support_cols, breath_cols, tissue_cols = rows(cap)
     a = rows_a[ok][:, :, 1:]
     b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
     probes, probes_full = [], []
@@ -386,11 +400,18 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
     if support_cols is not None:
         fitted = fitted + support_cols @ params.pi
-    breath_fit = None
+    breath_fit = tissue_fit = None
+    n_breath = 0 if breath_cols is None else breath_cols.shape[2]
     if breath is not None:
-        fitted = fitted + breath_cols @ x[9:]
-        breath_fit = {"beta": x[9:].copy(), "cov": fit.cov[9:, 9:].copy(),
+        sl = slice(9, 9 + n_breath)
+        fitted = fitted + breath_cols @ x[sl]
+        breath_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy(),
                       "k": breath.n_components, "summary": breath.summary}
+    if tissue:
+        sl = slice(9 + n_breath, None)
+        fitted = fitted + np.nan_to_num(tissue_cols) @ x[sl]
+        tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy(),
+                      "element": tissue}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)
@@ -404,4 +425,4 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     return PostureResult(cap.name, total_mass_kg, params.com, pstd[:3], params.inertia_com,
                          pstd[3:].reshape(3, 3), params, params_cov, pcov, unconstrained, rms,
                          w, fitted, cap.time_s, spring_model, weighting, warnings, mass_check,
-                         cov9, bool(probes), breath_fit)
+                         cov9, bool(probes), breath_fit, tissue_fit)
