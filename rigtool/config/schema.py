@@ -228,6 +228,10 @@ _SESSION_T = Table("the session's name, rig and mass", (
         "tissue of its back): measured through by its markers when it is seen riding on "
         "it (auto), always (measured) or never (rigid)",
         choices=("auto", "measured", "rigid"), default="auto"),
+    Key("soft_tissue", "string", "the body's wobbling soft tissue: one tissue element "
+        "(mass, place, frequency) identified in every posture fit, whose numbers are then "
+        "the body's mean mass distribution (measured), or the body taken as rigid (rigid)",
+        choices=("measured", "rigid"), default="rigid"),
 ))
 
 _FILTER = Table("the zero-phase filter before differentiation (paper 002's defaults)", (

@@ -128,6 +128,7 @@ def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
 
 #: how the posture fits treat the base link's motion on the platform
 SUPPORT_MODELS = ("auto", "measured", "rigid")
+SOFT_TISSUE_MODELS = ("measured", "rigid")
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,9 @@ class Session:
     #: the locked body's support on the deck: "auto" (measured through when the base link
     #: is seen riding on it), "measured" (always) or "rigid" (never)
     support: str = "auto"
+    #: the body's wobbling soft tissue: "measured" (one tissue element in every posture
+    #: fit: its mass, place and frequency identified with the body's) or "rigid"
+    soft_tissue: str = "rigid"
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
@@ -187,6 +191,8 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
         mass_std = as_float(mass_std, field="session.total_mass_std", path=path, positive=True)
     support = as_str(s.get("support", "auto"), field="session.support", path=path,
                      choices=SUPPORT_MODELS)
+    soft_tissue = as_str(s.get("soft_tissue", "rigid"), field="session.soft_tissue", path=path,
+                         choices=SOFT_TISSUE_MODELS)
 
     ft = raw.get("filter", {})
     method = as_str(ft.get("method", "fir"), field="filter.method", path=path,
@@ -290,7 +296,7 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
                          _motion_model(rt.get("motion", "auto"), path=path))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
                    tuple(postures), rel, raw, priors, sex, mass_std, robot, breathing,
-                   support)
+                   support, soft_tissue)
 
 
 def _breathing_markers(value, markers: dict, *, field: str, path: Path) -> list[str]:

@@ -28,6 +28,8 @@ from rigtool.identify.posture.output_error import OutputErrorResult, refine_post
 from rigtool.identify.common.output_error import window_frames
 from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
 from rigtool.identify.posture.support import with_support_probes
+from rigtool.identify.posture.tissue_fit import fit_with_tissue
+from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajectory,
                                               measure_support)
@@ -73,6 +75,9 @@ class PostureOutcome:
     living_signs: dict = field(default_factory=dict)
                                                  # what a living body leaves in the capture
                                                  # (living_signs(); the report's checks)
+    soft_tissue: dict = field(default_factory=dict)
+                                                 # the tissue element fitted (soft_tissue =
+                                                 # "measured"): tissue_model()
     breathing: dict = field(default_factory=dict)
                                                  # the breath's model when the manifest names
                                                  # breathing markers (breathing_model())
@@ -256,11 +261,19 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                       spring_model=spring_model, weighting=weighting, fit_mass=True,
                       **({"breath": breath} if breath is not None else {}),
                       **({"support": support} if support is not None else {}))
+    tissue = None
+    if session.soft_tissue == "measured":
+        tissue = _fit_tissue(rig, cap, res, r_pb, t_pb, total_mass_kg, dict(
+            base_rotation_platform=r_pb, base_position_platform=t_pb,
+            total_mass_kg=total_mass_kg, spring_model=spring_model, weighting=weighting,
+            fit_mass=True, **({"breath": breath} if breath is not None else {}),
+            **({"support": support} if support is not None else {})))
+        res = tissue.result
     equation_error, refinement = res, None
-    # with the body riding on a support the equation-error fit, which follows its measured
-    # motion, is the result (the output-error engine holds the body fixed on the platform;
-    # the report's support check says so)
-    if method == "output-error" and support is None:
+    # with the body riding on a support, or carrying its tissue, the equation-error fit,
+    # which follows its measured motion (the tissue: through its model), is the result (the
+    # output-error engine holds a rigid body fixed on the platform; the report says so)
+    if method == "output-error" and support is None and tissue is None:
         fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
         cov, _ = marker_covariance_of(marker_covariance, capture, data, fit_names)
         *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
@@ -309,7 +322,37 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           rotation_cov=rotation_cov,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},
-                          living_signs=signs, breathing=breathing, support=support_model)
+                          living_signs=signs, breathing=breathing, support=support_model,
+                          soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {})
+
+
+def _fit_tissue(rig, cap, rigid, r_pb: np.ndarray, t_pb: np.ndarray, total_mass_kg: float,
+                kwargs: dict):
+    """The posture's equation-error fit with one wobbling-tissue element
+    (rigtool.identify.posture.tissue_fit), its frequency profiled in the band of the rig's
+    modes with this body on it."""
+    from rigtool.protocol import check_rig_modes
+
+    load = InertialParams(transform_params(rigid.params.pi, r_pb, t_pb))
+    modes_hz, _ = check_rig_modes(rig, rig.platform.params, load)
+    rate = float(1.0 / np.median(np.diff(cap.time_s)))
+    return fit_with_tissue(lambda **kw: fit_posture(rig, rig.platform.params, cap, **kwargs,
+                                                    **kw),
+                           rigid, start_point_platform_m=r_pb @ rigid.com + t_pb,
+                           rate_hz=rate, top_mode_hz=float(np.max(modes_hz)))
+
+
+def tissue_model(tissue, r_pb: np.ndarray, t_pb: np.ndarray) -> dict:
+    """The report's account of the tissue element: what it is, what was fitted (its point
+    also in the base-link frame) and what the posture's numbers are."""
+    point_base = r_pb.T @ (tissue.point_platform_m - t_pb)
+    return {"model": "one wobbling-tissue element",
+            "about": "the posture's COM and inertia are the body's mean mass distribution "
+                     "(its soft tissue at rest): the fit adds a tissue mass on a damped "
+                     "spring (frequency profiled in the rig's band, damping ratio held), "
+                     "whose apparent mass grows from the rig's pendulum modes to its "
+                     "rocking modes",
+            "point_base_m": [float(v) for v in point_base], **tissue.summary()}
 
 
 def measured_breath(data: MarkerData, markers: dict[str, dict[str, np.ndarray]],

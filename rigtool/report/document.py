@@ -77,6 +77,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
         entry["breathing"] = r(p.breathing, 4)
     if getattr(p, "support", None):
         entry["support"] = r(p.support, 4)
+    if getattr(p, "soft_tissue", None):
+        entry["soft_tissue"] = r(p.soft_tissue, 5)
     if p.refinement is not None:
         oe, ee = p.refinement, p.equation_error
         entry["output_error"] = {
