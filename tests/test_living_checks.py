@@ -155,6 +155,11 @@ def test_apparent_mass_by_band_recovers_each_band_mass():
     out = SimpleNamespace(postures=[posture], tree=None, total_mass_kg=75.0)
     check = soft_tissue_check(out)
     assert check.level == "problem" and "mode to mode" in check.finding
+    assert "soft_tissue" in check.action
+    # measured through: the finding names the element and the check is a caution
+    posture.soft_tissue = {"mass_kg": 9.0, "frequency_hz": 5.2}
+    check = soft_tissue_check(out)
+    assert check.level == "caution" and "9.0 kg at 5.2 Hz (p1)" in check.finding
 
 
 def _scenario(tmp_path, text):

@@ -185,3 +185,16 @@ def test_support_model_is_one_of_its_choices(tmp_path):
     path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
                                                         '[session]\nsupport = "rigid"\n'))
     assert load_session(path).support == "rigid"
+
+
+def test_soft_tissue_model_is_one_of_its_choices(tmp_path):
+    path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
+                                                        '[session]\nsoft_tissue = "yes"\n'))
+    with pytest.raises(ConfigError) as info:
+        load_session(path)
+    msg = str(info.value)
+    assert str(path) in msg and "session.soft_tissue" in msg and "measured" in msg
+    assert load_session(_demo_manifest(tmp_path, lambda t: t)).soft_tissue == "auto"
+    path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
+                                                        '[session]\nsoft_tissue = "rigid"\n'))
+    assert load_session(path).soft_tissue == "rigid"

@@ -230,8 +230,9 @@ _SESSION_T = Table("the session's name, rig and mass", (
         choices=("auto", "measured", "rigid"), default="auto"),
     Key("soft_tissue", "string", "the body's wobbling soft tissue: one tissue element "
         "(mass, place, frequency) identified in every posture fit, whose numbers are then "
-        "the body's mean mass distribution (measured), or the body taken as rigid (rigid)",
-        choices=("measured", "rigid"), default="rigid"),
+        "the body's mean mass distribution, when any posture's apparent mass differs from "
+        "mode to mode (auto), always (measured) or never (rigid)",
+        choices=("auto", "measured", "rigid"), default="auto"),
 ))
 
 _FILTER = Table("the zero-phase filter before differentiation (paper 002's defaults)", (

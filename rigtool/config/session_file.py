@@ -128,7 +128,7 @@ def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
 
 #: how the posture fits treat the base link's motion on the platform
 SUPPORT_MODELS = ("auto", "measured", "rigid")
-SOFT_TISSUE_MODELS = ("measured", "rigid")
+SOFT_TISSUE_MODELS = ("auto", "measured", "rigid")
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,10 @@ class Session:
     #: the locked body's support on the deck: "auto" (measured through when the base link
     #: is seen riding on it), "measured" (always) or "rigid" (never)
     support: str = "auto"
-    #: the body's wobbling soft tissue: "measured" (one tissue element in every posture
-    #: fit: its mass, place and frequency identified with the body's) or "rigid"
-    soft_tissue: str = "rigid"
+    #: the body's wobbling soft tissue: "auto" (measured through in every posture when any
+    #: posture's apparent mass differs from mode to mode), "measured" (always: one tissue
+    #: element in every posture fit) or "rigid" (never)
+    soft_tissue: str = "auto"
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
@@ -191,7 +192,7 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
         mass_std = as_float(mass_std, field="session.total_mass_std", path=path, positive=True)
     support = as_str(s.get("support", "auto"), field="session.support", path=path,
                      choices=SUPPORT_MODELS)
-    soft_tissue = as_str(s.get("soft_tissue", "rigid"), field="session.soft_tissue", path=path,
+    soft_tissue = as_str(s.get("soft_tissue", "auto"), field="session.soft_tissue", path=path,
                          choices=SOFT_TISSUE_MODELS)
 
     ft = raw.get("filter", {})

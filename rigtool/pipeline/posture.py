@@ -28,7 +28,7 @@ from rigtool.identify.posture.output_error import OutputErrorResult, refine_post
 from rigtool.identify.common.output_error import window_frames
 from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
 from rigtool.identify.posture.support import with_support_probes
-from rigtool.identify.posture.tissue_fit import fit_with_tissue
+from rigtool.identify.posture.tissue_fit import TissueNotFound, fit_with_tissue
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajectory,
@@ -261,14 +261,18 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                       spring_model=spring_model, weighting=weighting, fit_mass=True,
                       **({"breath": breath} if breath is not None else {}),
                       **({"support": support} if support is not None else {}))
-    tissue = None
+    tissue, tissue_note = None, None
     if session.soft_tissue == "measured":
-        tissue = _fit_tissue(rig, cap, res, r_pb, t_pb, total_mass_kg, dict(
-            base_rotation_platform=r_pb, base_position_platform=t_pb,
-            total_mass_kg=total_mass_kg, spring_model=spring_model, weighting=weighting,
-            fit_mass=True, **({"breath": breath} if breath is not None else {}),
-            **({"support": support} if support is not None else {})))
-        res = tissue.result
+        try:
+            tissue = _fit_tissue(rig, cap, res, r_pb, t_pb, total_mass_kg, dict(
+                base_rotation_platform=r_pb, base_position_platform=t_pb,
+                total_mass_kg=total_mass_kg, spring_model=spring_model,
+                # the dual metric takes no internal motion (its fit would say so per posture)
+                weighting="noise" if weighting == "dual-metric" else weighting, fit_mass=True, **({"breath": breath} if breath is not None else {}),
+                **({"support": support} if support is not None else {})))
+            res = tissue.result
+        except TissueNotFound as exc:
+            tissue_note = f"soft tissue: {exc}; the body was fitted rigid"
     equation_error, refinement = res, None
     # with the body riding on a support, or carrying its tissue, the equation-error fit,
     # which follows its measured motion (the tissue: through its model), is the result (the
@@ -318,7 +322,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           motion_traces(cap, bodies), equation_error, refinement,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
-                          marker_scatter_mm=scatter, notes=list(cap.warnings),
+                          marker_scatter_mm=scatter,
+                          notes=list(cap.warnings) + ([tissue_note] if tissue_note else []),
                           rotation_cov=rotation_cov,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -34,6 +34,7 @@ from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.identify.common.capture_window import window_note
+from rigtool.kinematics.living_signs import shows_soft_tissue
 from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError
 from rigtool.pipeline.inputs import session_inputs
@@ -159,6 +160,17 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
         return out
 
 
+def tissue_shows(session: Session, outcomes: list[PostureOutcome], total_mass_kg: float
+                 ) -> bool:
+    """``soft_tissue = "auto"`` and a person's posture whose springs see a different mass in
+    the rig's upper modes than in its pendulum modes (the Soft tissue check's criterion,
+    rigtool.kinematics.living_signs.shows_soft_tissue)."""
+    if session.soft_tissue != "auto" or session.robot is not None:
+        return False
+    return any(shows_soft_tissue(o.living_signs.get("apparent_mass", []), total_mass_kg)
+               for o in outcomes if o.living_signs)
+
+
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 weighting: str = "dual-metric", compensate: bool = True,
                 method: str = "output-error", workers: int | None = None,
@@ -216,6 +228,12 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
     outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers, pool)
+    if tissue_shows(session, outcomes, total_mass):
+        # the body's soft tissue is in every posture, if seen in one: all are fitted with it
+        progress("soft tissue seen in the apparent mass by mode: postures fitted with it")
+        session = replace(session, soft_tissue="measured")
+        outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers,
+                                 pool)
     if postures_fitted is not None:
         postures_fitted(outcomes)
     warnings = [w for o in outcomes for w in o.warnings]

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rigtool.kinematics.living_signs import band_fraction, base_pose_noise_m, support_axes
+from rigtool.kinematics.living_signs import (band_fraction, base_pose_noise_m,
+                                             shows_soft_tissue, support_axes,
+                                             tissue_band_difference)
 from rigtool.report.check_types import Check, listing
 
 if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
@@ -37,9 +39,6 @@ RHYTHM_COHERENCE = 0.8
 RHYTHM_LOCAL = 2.0
 #: skin: a link's median marker scatter over the platform markers' median scatter
 SKIN_RATIO = 2.0
-#: soft tissue: the bands' masses differ by this many combined standard errors, and by
-#: this fraction of the object's mass
-TISSUE_SIGMAS, TISSUE_FRACTION = 3.0, 0.02
 
 
 def _signs(out: SessionOutcome):
@@ -261,17 +260,16 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
     items, found = [], []
     for p, s in _signs(out):
         bands = [b for b in s.get("apparent_mass", []) if np.isfinite(b.get("mass_kg", np.nan))]
-        if len(bands) < 2:
+        if tissue_band_difference(bands) is None:
             continue
         lo, hi = bands[0], bands[-1]
-        diff = hi["object_mass_kg"] - lo["object_mass_kg"]
-        std = float(np.hypot(lo["std_kg"], hi["std_kg"]))
+        diff, std = tissue_band_difference(bands)
         item = {"posture": p.result.name, "low_band_hz": lo["band_hz"],
                 "high_band_hz": hi["band_hz"], "low_kg": lo["object_mass_kg"],
                 "high_kg": hi["object_mass_kg"], "difference_kg": diff, "std_kg": std,
                 "weighed_kg": float(out.total_mass_kg)}
         items.append(item)
-        if abs(diff) > TISSUE_SIGMAS * std and abs(diff) > TISSUE_FRACTION * out.total_mass_kg:
+        if shows_soft_tissue(bands, out.total_mass_kg):
             found.append(item)
     if not items:
         return Check("soft_tissue", title, "not checked", "no band had motion to weigh")
@@ -282,6 +280,24 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
     parts = [f"{i['low_kg']:.1f} kg in {i['low_band_hz'][0]:g}-{i['low_band_hz'][1]:g} Hz and "
              f"{i['high_kg']:.1f} kg in {i['high_band_hz'][0]:g}-{i['high_band_hz'][1]:g} Hz "
              f"({i['posture']})" for i in found]
+    modelled = {p.result.name: p.soft_tissue for p in out.postures
+                if getattr(p, "soft_tissue", None)}
+    if modelled and all(i["posture"] in modelled for i in found):
+        elements = [f"{modelled[i['posture']]['mass_kg']:.1f} kg at "
+                    f"{modelled[i['posture']]['frequency_hz']:.1f} Hz ({i['posture']})"
+                    for i in found]
+        return Check(
+            "soft_tissue", title, "caution",
+            "the object's mass the springs see differs from mode to mode: " + listing(parts)
+            + f" (scale {out.total_mass_kg:.1f} kg); measured through with one tissue "
+            "element per posture: " + listing(elements),
+            "The posture numbers are the body's mean mass distribution from the "
+            "equation-error fit with the tissue in it. They depend on the tissue's frequency, "
+            "which the rig's modes below it tell only roughly: the closer the rig's highest "
+            "mode comes to the tissue's frequency, the more (on the simulator, a highest mode "
+            "at 0.75x the tissue's left 1-1.5 % in the inertia, at 0.4x under 0.8 %).",
+            "For the inertia to 1 %, a rig whose highest mode is at most 0.4x the tissue's "
+            "frequency (`rigtool modes`), and relaxed, supported segments.", found)
     return Check(
         "soft_tissue", title, "problem",
         "the object's mass the springs see differs from mode to mode: " + listing(parts)
@@ -292,7 +308,8 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
         "nearest its frequency. A rigid model fitted to all modes at once trades the COM "
         "against the inertia: the posture numbers carry that error.",
         "Prefer a rig whose highest mode is well below the tissue's frequencies (4-10 Hz; "
-        "rigtool.protocol.check_rig_modes), and relaxed, supported segments.", found)
+        "rigtool.protocol.check_rig_modes), and relaxed, supported segments; or measure "
+        "the tissue through ([session] soft_tissue = \"measured\").", found)
 
 
 def living_checks(out: SessionOutcome) -> list[Check]:

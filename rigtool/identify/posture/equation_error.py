@@ -248,7 +248,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if weighting == "dual-metric" and (breath is not None or support is not None
                                        or bool(tissue)):
         warnings.append("dual-metric weighting does not take the body's internal motion (the "
-                        "breath's or the support's model); used noise weighting")
+                        "breath's, the support's or the tissue's model); used noise weighting")
         weighting = "noise"
     tmat = transform_matrix(base_rotation_platform, base_position_platform)
 

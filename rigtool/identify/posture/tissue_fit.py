@@ -25,12 +25,21 @@ from scipy.optimize import minimize_scalar
 from rigtool.identify.posture.soft_tissue import (DAMPING_RATIO, FREQUENCY_GRID_HZ,
                                                   TissueElement, band_limited)
 
-__all__ = ["TissueFit", "rig_bands", "fit_with_tissue"]
+__all__ = ["TissueFit", "TissueNotFound", "rig_bands", "fit_with_tissue"]
+
+
+class TissueNotFound(ValueError):
+    """No plausible tissue element fits the posture (the rigid fit then stands)."""
 
 #: point iterations per frequency (the point moves by well under a millimetre after two)
 POINT_ITERATIONS = 3
 #: the scalar search's tolerance on log(frequency)
 LOG_FREQUENCY_TOL = 0.01
+#: the most of the body's mass one element may hold: the skeleton with the tissue held
+#: tightly to it (bone, tendon, skin, the tensed muscle) is more than half of it (Gruber et
+#: al. 1998: wobbling masses of 70-88 % of a segment's mass, but their frequencies spread
+#: over 4-15 Hz, so no one frequency's share is above half)
+MAX_MASS_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,8 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
                 break
             point = beta[1:] / beta[0]
         score = _band_residual(res, rigid, rate_hz, resid_band)
+        if not 0 < beta[0] <= MAX_MASS_FRACTION * rigid.mass:
+            score = float("inf")           # no tissue the body could hold at this frequency
         tried[key] = (score, res, element)
         return score
 
@@ -130,6 +141,9 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         minimize_scalar(lambda lf: evaluate(float(np.exp(lf))), bounds=(lo, hi),
                         method="bounded", options={"xatol": LOG_FREQUENCY_TOL})
     best = min(tried, key=lambda f: tried[f][0])
+    if not np.isfinite(tried[best][0]):
+        raise TissueNotFound("no tissue element of positive mass under half the body's fits "
+                             f"this posture at {min(grid_hz):g}-{max(grid_hz):g} Hz")
     _, res, element = tried[best]
     beta, cov = res.tissue["beta"], res.tissue["cov"]
     point = beta[1:] / beta[0] if beta[0] > 0 else element.point_platform_m
