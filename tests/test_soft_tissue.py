@@ -4,15 +4,13 @@ against the posture fit's tissue model."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-from pathlib import Path
-
 import numpy as np
 from scipy import signal
 
 from rigtool.identify.posture.soft_tissue import deflection_filter, increment_filter
 from rigtool.protocol import apparent_mass_factor
+
+from _living_posture import simulated_posture
 
 
 def test_increment_filter_is_the_apparent_mass_less_one():
@@ -39,33 +37,14 @@ def test_simulated_tissue_is_measured_through(tmp_path):
     the body's COM and inertia come back to within 0.3 mm and 0.4 % (the equation-error
     fit's own floor on such a capture: 0.03-0.05 mm, 0.05-0.17 %; the model is first order
     in the motion and leaves out the deflection's products with the rotation)."""
-    from rigtool.config import load_rig, load_session
-    from rigtool.identify.posture.soft_tissue import TissueElement
     from rigtool.identify.posture.equation_error import fit_posture
-    from rigtool.pipeline.links import link_markers
+    from rigtool.identify.posture.soft_tissue import TissueElement
     import rigtool.pipeline.posture as posture_stage
-    from rigtool.sim.living import WobblingSpec
-    from rigtool.sim.scenario import load_scenario
-    from rigtool.sim.session_writer import write_bundle
-    from rigtool.sim.true_calibration import write_true_calibration
+    from rigtool.sim.living import Living, WobblingSpec
 
-    root = Path(__file__).resolve().parents[1]
-    sc = load_scenario(root / "scenarios" / "living" / "wobbling.toml")
-    posture = sc.postures[0]
-    settings = replace(posture.settings, duration_s=8.0, noise_sigma_m=0.0,
-                       artefacts=replace(posture.settings.artefacts, short_gaps=0))
     trunk = WobblingSpec("link0", fraction=0.2, frequency_hz=5.0, damping_ratio=0.3)
-    sc = replace(sc, postures=(replace(posture, settings=settings),),
-                 living=replace(sc.living, wobbling=(trunk,)))
-    bundle = write_bundle(sc, tmp_path, force=True)
-    rig_toml = tmp_path / bundle.rig_file
-    write_true_calibration(rig_toml, rig_toml.with_suffix(".truth.json"),
-                           rig_toml.with_name(f"{sc.rig.name}.calibrated.toml"))
-    manifest = tmp_path / bundle.session_file
-    session = load_session(manifest)
-    rigfile = load_rig(session.rig_path)
-    markers = link_markers(session, session.tree)
-    truth_doc = json.loads((manifest.parent / "truth.json").read_text())
+    session, rigfile, markers, truth_doc = simulated_posture(
+        tmp_path, "wobbling.toml", 8.0, living=Living(wobbling=(trunk,)))
     truth = truth_doc["postures"][0]
     link0 = truth_doc["links"][0]
     ref = session.postures[0]

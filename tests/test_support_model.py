@@ -18,6 +18,8 @@ from rigtool.identify.posture.support import rigid_motion_map, support_columns
 from rigtool.inertia import InertialParams, regressor_body, transform_params
 from rigtool.kinematics.support_motion import PoseSeries, measure_support
 
+from _living_posture import simulated_posture
+
 
 def _body() -> np.ndarray:
     """A physically consistent body: point masses, platform frame, about its origin."""
@@ -125,28 +127,10 @@ def test_posture_on_the_simulated_back_is_measured_through(tmp_path):
     0.05 % over 20 s; the bounds hold three to six times that."""
     from dataclasses import replace
 
-    from rigtool.config import load_rig, load_session
-    from rigtool.pipeline.links import link_markers
     from rigtool.pipeline.posture import fit_one_posture
-    from rigtool.sim.scenario import load_scenario
-    from rigtool.sim.session_writer import write_bundle
-    from rigtool.sim.true_calibration import write_true_calibration
 
-    root = Path(__file__).resolve().parents[1]
-    sc = load_scenario(root / "scenarios" / "living" / "support.toml")
-    posture = sc.postures[0]
-    settings = replace(posture.settings, duration_s=6.0, noise_sigma_m=0.0,
-                       artefacts=replace(posture.settings.artefacts, short_gaps=0))
-    sc = replace(sc, postures=(replace(posture, settings=settings),))
-    bundle = write_bundle(sc, tmp_path, force=True)
-    rig_toml = tmp_path / bundle.rig_file
-    write_true_calibration(rig_toml, rig_toml.with_suffix(".truth.json"),
-                           rig_toml.with_name(f"{sc.rig.name}.calibrated.toml"))
-    manifest = tmp_path / bundle.session_file
-    session = load_session(manifest)
-    rigfile = load_rig(session.rig_path)
-    markers = link_markers(session, session.tree)
-    truth = json.loads((manifest.parent / "truth.json").read_text())["postures"][0]
+    session, rigfile, markers, truth_doc = simulated_posture(tmp_path, "support.toml", 6.0)
+    truth = truth_doc["postures"][0]
     ref = session.postures[0]
     errors = {}
     for support in ("rigid", "auto"):
