@@ -341,8 +341,9 @@ def _fit_tissue(rig, cap, rigid, r_pb: np.ndarray, t_pb: np.ndarray, total_mass_
     load = InertialParams(transform_params(rigid.params.pi, r_pb, t_pb))
     modes_hz, _ = check_rig_modes(rig, rig.platform.params, load)
     rate = float(1.0 / np.median(np.diff(cap.time_s)))
-    return fit_with_tissue(lambda **kw: fit_posture(rig, rig.platform.params, cap, **kwargs,
-                                                    **kw),
+    cache: dict = {}           # the rows but the tissue's, computed once for the profile
+    return fit_with_tissue(lambda **kw: fit_posture(rig, rig.platform.params, cap,
+                                                    **{**kwargs, "rows_cache": cache, **kw}),
                            rigid, start_point_platform_m=r_pb @ rigid.com + t_pb,
                            rate_hz=rate, top_mode_hz=float(np.max(modes_hz)))
 

@@ -200,7 +200,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 consistent: bool = True, fit_mass: bool = False,
                 breath: BreathInput | None = None,
                 support: SupportMotion | None = None,
-                tissue: tuple[TissueElement, ...] = ()) -> PostureResult:
+                tissue: tuple[TissueElement, ...] = (),
+                rows_cache: dict | None = None) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -236,6 +237,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         Wobbling soft tissue (rigtool.identify.posture.soft_tissue): each element's mass and
         first moment join the unknowns; the object's parameters are then its mean mass
         distribution, tissue at rest included. Noise or plain weighting only.
+    rows_cache : dict, optional
+        Keeps the rows of the capture and its noise probes but the tissue's between calls
+        that differ only in ``tissue`` (one dict per posture and set of other arguments:
+        the profile over the tissue's frequency, rigtool.identify.posture.tissue_fit).
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -252,7 +257,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         weighting = "noise"
     tmat = transform_matrix(base_rotation_platform, base_position_platform)
 
-    def rows(c: CaptureMotion, sup: SupportMotion | None = support):
+    def body_rows(c: CaptureMotion, sup: SupportMotion | None):
+        """Everything of a capture's rows but the tissue's (which alone changes from one
+        element to the next: ``rows_cache`` keeps this part)."""
+        key = (id(c), id(sup))
+        if rows_cache is not None and key in rows_cache:
+            return rows_cache[key]
         rt = np.swapaxes(c.rotation, -1, -2)
         a_minus_g = np.einsum("tij,tj->ti", rt, c.accel_lab - rig.gravity_lab)
         y_c = regressor_body(a_minus_g, c.omega_body, c.omega_dot_body)
@@ -270,15 +280,24 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             breath_c = internal_columns(u, u_d, u_dd, a_minus_g, c.omega_body,
                                         c.omega_dot_body)
             a_full_c = np.concatenate([a_full_c, breath_c], axis=2)
-        tissue_c = None
-        if tissue:
-            tissue_c = np.concatenate([tissue_columns(a_minus_g, c.omega_body, c.omega_dot_body,
-                                                      _rate_of(c), e) for e in tissue], axis=2)
-            a_full_c = np.concatenate([a_full_c, tissue_c], axis=2)
         rows_a = equation_rows(rig, c.rotation, a_full_c)
         rows_b = equation_rows(rig, c.rotation, (w_c - y_c @ platform.pi)[..., None])[..., 0]
         ok_c = (c.valid & np.all(np.isfinite(rows_a), axis=(1, 2))
                 & np.all(np.isfinite(rows_b), axis=1))
+        out = (rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, a_minus_g)
+        if rows_cache is not None:
+            rows_cache[key] = out
+        return out
+
+    def rows(c: CaptureMotion, sup: SupportMotion | None = support):
+        rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, a_minus_g = body_rows(c, sup)
+        tissue_c = None
+        if tissue:
+            tissue_c = np.concatenate([tissue_columns(a_minus_g, c.omega_body, c.omega_dot_body,
+                                                      _rate_of(c), e) for e in tissue], axis=2)
+            rows_t = equation_rows(rig, c.rotation, tissue_c)
+            rows_a = np.concatenate([rows_a, rows_t], axis=2)
+            ok_c = ok_c & np.all(np.isfinite(rows_t), axis=(1, 2))
         return rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, tissue_c
 
     # Memory: a 10-minute capture has 72 000 frames, and each [T, 6, 10] array is 35 MB;

@@ -31,6 +31,7 @@ it); no library writes this regressor.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import signal
@@ -199,10 +200,15 @@ def band_limited(x: np.ndarray, rate_hz: float, band_hz: tuple[float, float]) ->
     nothing above its highest mode, so cutting there leaves the tissue's wrench and takes
     most of that noise (an acceleration's noise grows as the frequency to the fourth).
     """
+    return _band_filter(float(rate_hz), float(band_hz[0]), float(band_hz[1]))(x)
+
+
+@lru_cache(maxsize=32)
+def _band_filter(rate_hz: float, lo: float, hi: float):
+    """The zero-phase FIR of :func:`band_limited` (designed once per band and rate: the
+    Parks-McClellan design is most of a call's time)."""
     from rigtool.config import FilterSettings
     from rigtool.kinematics.filtering import ZeroPhaseFilter
 
-    lo, hi = band_hz
     order = int(2 * np.ceil(2.0 * rate_hz / (hi - lo)))        # even, ~4 taps per 1/width
-    filt = ZeroPhaseFilter(FilterSettings("fir", order, lo, hi), rate_hz)
-    return filt(x)
+    return ZeroPhaseFilter(FilterSettings("fir", order, lo, hi), rate_hz)

@@ -102,8 +102,10 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     Parameters
     ----------
     fit : callable
-        ``fit(tissue=(TissueElement,)) -> PostureResult``: the posture's equation-error fit
-        with everything else fixed (rigtool.identify.posture.equation_error.fit_posture).
+        ``fit(tissue=(TissueElement,), **options) -> PostureResult``: the posture's
+        equation-error fit with everything else fixed
+        (rigtool.identify.posture.equation_error.fit_posture); ``options`` are that
+        function's ``consistent`` and ``fit_mass``.
     rigid : PostureResult
         The same fit without the tissue (the residual's reference).
     start_point_platform_m : ndarray (3,)
@@ -112,21 +114,27 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         The capture's frame rate and the rig's highest mode with the body on it.
     """
     cols_band, resid_band = rig_bands(top_mode_hz, rate_hz)
-    start = np.asarray(start_point_platform_m, float)
     tried: dict[float, tuple[float, object, TissueElement]] = {}
+    start = np.asarray(start_point_platform_m, float)
+
+    def converge(f_hz: float, point: np.ndarray, steps: int, **options):
+        for _ in range(steps):
+            element = TissueElement(float(f_hz), damping_ratio, point, cols_band)
+            res = fit(tissue=(element,), **options)
+            beta = res.tissue["beta"]
+            if not beta[0] > 0:         # no tissue mass at this frequency: keep the point
+                break
+            point = beta[1:] / beta[0]
+        return res, element, beta, point
 
     def evaluate(f_hz: float) -> float:
         key = round(float(f_hz), 6)
         if key in tried:
             return tried[key][0]
-        point = start
-        for _ in range(POINT_ITERATIONS):
-            element = TissueElement(float(f_hz), damping_ratio, point, cols_band)
-            res = fit(tissue=(element,))
-            beta = res.tissue["beta"]
-            if not beta[0] > 0:         # no tissue mass at this frequency: keep the point
-                break
-            point = beta[1:] / beta[0]
+        # every frequency from the same start (a point carried over from the last frequency
+        # made the choice within the profile's flat bottom depend on the search's path);
+        # the mass check is left out, and made at the chosen frequency below
+        res, element, beta, point = converge(f_hz, start, POINT_ITERATIONS, fit_mass=False)
         score = _band_residual(res, rigid, rate_hz, resid_band)
         if not 0 < beta[0] <= MAX_MASS_FRACTION * rigid.mass:
             score = float("inf")           # no tissue the body could hold at this frequency
@@ -144,8 +152,8 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     if not np.isfinite(tried[best][0]):
         raise TissueNotFound("no tissue element of positive mass under half the body's fits "
                              f"this posture at {min(grid_hz):g}-{max(grid_hz):g} Hz")
-    _, res, element = tried[best]
-    beta, cov = res.tissue["beta"], res.tissue["cov"]
+    res, element, beta, point = converge(best, tried[best][2].point_platform_m, 1)
+    cov = res.tissue["cov"]
     point = beta[1:] / beta[0] if beta[0] > 0 else element.point_platform_m
     return TissueFit(res, element, float(beta[0]), float(np.sqrt(max(cov[0, 0], 0.0))),
                      np.asarray(point, float), [(f, v[0]) for f, v in tried.items()])
