@@ -157,9 +157,10 @@ def test_apparent_mass_by_band_recovers_each_band_mass():
     assert check.level == "problem" and "mode to mode" in check.finding
     assert "soft_tissue" in check.action
     # measured through: the finding names the element and the check is a caution
-    posture.soft_tissue = {"mass_kg": 9.0, "frequency_hz": 5.2}
+    posture.soft_tissue = {"mass_kg": 9.0, "mass_std_kg": 1.5, "frequency_hz": 5.2}
     check = soft_tissue_check(out)
-    assert check.level == "caution" and "9.0 kg at 5.2 Hz (p1)" in check.finding
+    assert check.level == "caution" and "9.0 ± 1.5 kg at 5.2 Hz (p1)" in check.finding
+    assert "mode to mode" in check.finding
 
 
 def _scenario(tmp_path, text):

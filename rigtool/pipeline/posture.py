@@ -28,7 +28,8 @@ from rigtool.identify.posture.output_error import OutputErrorResult, refine_post
 from rigtool.identify.common.output_error import window_frames
 from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
 from rigtool.identify.posture.support import with_support_probes
-from rigtool.identify.posture.tissue_fit import TissueNotFound, fit_with_tissue
+from rigtool.identify.posture.tissue_fit import (TissueNotFound, fit_with_tissue,
+                                                 tissue_evidence)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajectory,
@@ -261,18 +262,23 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                       spring_model=spring_model, weighting=weighting, fit_mass=True,
                       **({"breath": breath} if breath is not None else {}),
                       **({"support": support} if support is not None else {}))
-    tissue, tissue_note = None, None
-    if session.soft_tissue == "measured":
-        try:
-            tissue = _fit_tissue(rig, cap, res, r_pb, t_pb, total_mass_kg, dict(
-                base_rotation_platform=r_pb, base_position_platform=t_pb,
-                total_mass_kg=total_mass_kg, spring_model=spring_model,
-                # the dual metric takes no internal motion (its fit would say so per posture)
-                weighting="noise" if weighting == "dual-metric" else weighting, fit_mass=True, **({"breath": breath} if breath is not None else {}),
-                **({"support": support} if support is not None else {})))
-            res = tissue.result
-        except TissueNotFound as exc:
-            tissue_note = f"soft tissue: {exc}; the body was fitted rigid"
+    tissue, tissue_note, evidence = None, None, None
+    if session.soft_tissue != "rigid" and session.robot is None:
+        fits = _TissueFits(rig, cap, res, r_pb, t_pb, dict(
+            base_rotation_platform=r_pb, base_position_platform=t_pb,
+            total_mass_kg=total_mass_kg, spring_model=spring_model,
+            # the dual metric takes no internal motion (its fit would say so per posture)
+            weighting="noise" if weighting == "dual-metric" else weighting, fit_mass=True,
+            **({"breath": breath} if breath is not None else {}),
+            **({"support": support} if support is not None else {})))
+        if session.soft_tissue == "auto":
+            evidence = fits.evidence(total_mass_kg)
+        if session.soft_tissue == "measured" or evidence["seen"]:
+            try:
+                tissue = fits.profile()
+                res = tissue.result
+            except TissueNotFound as exc:
+                tissue_note = f"soft tissue: {exc}; the body was fitted rigid"
     equation_error, refinement = res, None
     # with the body riding on a support, or carrying its tissue, the equation-error fit,
     # which follows its measured motion (the tissue: through its model), is the result (the
@@ -331,21 +337,31 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {})
 
 
-def _fit_tissue(rig, cap, rigid, r_pb: np.ndarray, t_pb: np.ndarray, total_mass_kg: float,
-                kwargs: dict):
-    """The posture's equation-error fit with one wobbling-tissue element
-    (rigtool.identify.posture.tissue_fit), its frequency profiled in the band of the rig's
-    modes with this body on it."""
-    from rigtool.protocol import check_rig_modes
+class _TissueFits:
+    """A posture's fits with a wobbling-tissue element (rigtool.identify.posture.tissue_fit):
+    the evidence for it at one frequency, and the frequency's profile. Both share the
+    posture's rows but the tissue's, and the rig's highest mode with this body on it."""
 
-    load = InertialParams(transform_params(rigid.params.pi, r_pb, t_pb))
-    modes_hz, _ = check_rig_modes(rig, rig.platform.params, load)
-    rate = float(1.0 / np.median(np.diff(cap.time_s)))
-    cache: dict = {}           # the rows but the tissue's, computed once for the profile
-    return fit_with_tissue(lambda **kw: fit_posture(rig, rig.platform.params, cap,
-                                                    **{**kwargs, "rows_cache": cache, **kw}),
-                           rigid, start_point_platform_m=r_pb @ rigid.com + t_pb,
-                           rate_hz=rate, top_mode_hz=float(np.max(modes_hz)))
+    def __init__(self, rig, cap, rigid, r_pb: np.ndarray, t_pb: np.ndarray, kwargs: dict):
+        from rigtool.protocol import check_rig_modes
+
+        load = InertialParams(transform_params(rigid.params.pi, r_pb, t_pb))
+        modes_hz, _ = check_rig_modes(rig, rig.platform.params, load)
+        cache: dict = {}
+        self.fit = lambda **kw: fit_posture(rig, rig.platform.params, cap,
+                                            **{**kwargs, "rows_cache": cache, **kw})
+        self.rigid = rigid
+        self.where = dict(start_point_platform_m=r_pb @ rigid.com + t_pb,
+                          rate_hz=float(1.0 / np.median(np.diff(cap.time_s))),
+                          top_mode_hz=float(np.max(modes_hz)))
+
+    def evidence(self, body_mass_kg: float) -> dict:
+        """:func:`rigtool.identify.posture.tissue_fit.tissue_evidence`."""
+        return tissue_evidence(self.fit, body_mass_kg=body_mass_kg, **self.where)
+
+    def profile(self):
+        """:func:`rigtool.identify.posture.tissue_fit.fit_with_tissue`."""
+        return fit_with_tissue(self.fit, self.rigid, **self.where)
 
 
 def tissue_model(tissue, r_pb: np.ndarray, t_pb: np.ndarray) -> dict:

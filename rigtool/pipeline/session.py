@@ -34,7 +34,6 @@ from rigtool.background import load_in_background
 from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.identify.common.capture_window import window_note
-from rigtool.kinematics.living_signs import shows_soft_tissue
 from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError
 from rigtool.pipeline.inputs import session_inputs
@@ -160,15 +159,13 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
         return out
 
 
-def tissue_shows(session: Session, outcomes: list[PostureOutcome], total_mass_kg: float
-                 ) -> bool:
-    """``soft_tissue = "auto"`` and a person's posture whose springs see a different mass in
-    the rig's upper modes than in its pendulum modes (the Soft tissue check's criterion,
-    rigtool.kinematics.living_signs.shows_soft_tissue)."""
-    if session.soft_tissue != "auto" or session.robot is not None:
-        return False
-    return any(shows_soft_tissue(o.living_signs.get("apparent_mass", []), total_mass_kg)
-               for o in outcomes if o.living_signs)
+def postures_without_tissue(session: Session, outcomes: list[PostureOutcome]) -> list[int]:
+    """With ``soft_tissue = "auto"``: the postures fitted rigid while another posture's fit
+    found the body's wobbling tissue (rigtool.identify.posture.tissue_fit.tissue_evidence);
+    the tissue is the body's, so they are to be fitted with it too. Empty otherwise."""
+    if session.soft_tissue != "auto" or not any(o.soft_tissue for o in outcomes):
+        return []
+    return [i for i, o in enumerate(outcomes) if not o.soft_tissue]
 
 
 def run_session(session_path: str | Path, *, spring_model: str = "exact",
@@ -228,12 +225,16 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
     outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers, pool)
-    if tissue_shows(session, outcomes, total_mass):
-        # the body's soft tissue is in every posture, if seen in one: all are fitted with it
-        progress("soft tissue seen in the apparent mass by mode: postures fitted with it")
-        session = replace(session, soft_tissue="measured")
-        outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers,
-                                 pool)
+    refit = postures_without_tissue(session, outcomes)
+    if refit:
+        # the body's soft tissue is in every posture, if seen in one: the others are fitted
+        # with it too
+        progress(f"soft tissue seen: {len(refit)} more posture(s) fitted with it")
+        measured = replace(session, soft_tissue="measured",
+                           postures=tuple(session.postures[i] for i in refit))
+        for i, o in zip(refit, _fit_postures(measured, rigfile, tree, markers, kwargs,
+                                             progress, workers, pool)):
+            outcomes[i] = o
     if postures_fitted is not None:
         postures_fitted(outcomes)
     warnings = [w for o in outcomes for w in o.warnings]

@@ -271,33 +271,17 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
         items.append(item)
         if shows_soft_tissue(bands, out.total_mass_kg):
             found.append(item)
+    modelled = {p.result.name: p.soft_tissue for p in out.postures
+                if getattr(p, "soft_tissue", None)}
+    if modelled:
+        return _tissue_measured_through(title, modelled, found, items, out.total_mass_kg)
     if not items:
         return Check("soft_tissue", title, "not checked", "no band had motion to weigh")
     if not found:
         return Check("soft_tissue", title, "ok", "the springs see one mass in every mode",
                      items=items)
     support = support_check(out).level == "problem"
-    parts = [f"{i['low_kg']:.1f} kg in {i['low_band_hz'][0]:g}-{i['low_band_hz'][1]:g} Hz and "
-             f"{i['high_kg']:.1f} kg in {i['high_band_hz'][0]:g}-{i['high_band_hz'][1]:g} Hz "
-             f"({i['posture']})" for i in found]
-    modelled = {p.result.name: p.soft_tissue for p in out.postures
-                if getattr(p, "soft_tissue", None)}
-    if modelled and all(i["posture"] in modelled for i in found):
-        elements = [f"{modelled[i['posture']]['mass_kg']:.1f} kg at "
-                    f"{modelled[i['posture']]['frequency_hz']:.1f} Hz ({i['posture']})"
-                    for i in found]
-        return Check(
-            "soft_tissue", title, "caution",
-            "the object's mass the springs see differs from mode to mode: " + listing(parts)
-            + f" (scale {out.total_mass_kg:.1f} kg); measured through with one tissue "
-            "element per posture: " + listing(elements),
-            "The posture numbers are the body's mean mass distribution from the "
-            "equation-error fit with the tissue in it. They depend on the tissue's frequency, "
-            "which the rig's modes below it tell only roughly: the closer the rig's highest "
-            "mode comes to the tissue's frequency, the more (on the simulator, a highest mode "
-            "at 0.75x the tissue's left 1-1.5 % in the inertia, at 0.4x under 0.8 %).",
-            "For the inertia to 1 %, a rig whose highest mode is at most 0.4x the tissue's "
-            "frequency (`rigtool modes`), and relaxed, supported segments.", found)
+    parts = _band_parts(found)
     return Check(
         "soft_tissue", title, "problem",
         "the object's mass the springs see differs from mode to mode: " + listing(parts)
@@ -310,6 +294,36 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
         "Prefer a rig whose highest mode is well below the tissue's frequencies (4-10 Hz; "
         "rigtool.protocol.check_rig_modes), and relaxed, supported segments; or measure "
         "the tissue through ([session] soft_tissue = \"measured\").", found)
+
+
+def _band_parts(found: list[dict]) -> list[str]:
+    return [f"{i['low_kg']:.1f} kg in {i['low_band_hz'][0]:g}-{i['low_band_hz'][1]:g} Hz and "
+            f"{i['high_kg']:.1f} kg in {i['high_band_hz'][0]:g}-{i['high_band_hz'][1]:g} Hz "
+            f"({i['posture']})" for i in found]
+
+
+def _tissue_measured_through(title: str, modelled: dict, found: list[dict], items: list[dict],
+                             total_mass_kg: float) -> Check:
+    """The caution of a session whose postures were fitted with a tissue element."""
+    elements = [f"{m['mass_kg']:.1f} ± {m['mass_std_kg']:.1f} kg at {m['frequency_hz']:.1f} Hz "
+                f"({name})" for name, m in modelled.items()]
+    finding = ("the body's wobbling tissue was measured through, one element per posture: "
+               + listing(elements))
+    if found:
+        finding += ("; the springs see a different mass from mode to mode: "
+                    + listing(_band_parts(found)) + f" (scale {total_mass_kg:.1f} kg)")
+    return Check(
+        "soft_tissue", title, "caution", finding[0].upper() + finding[1:],
+        "The posture numbers are the body's mean mass distribution from the equation-error "
+        "fit with the tissue in it. They depend on the tissue's frequency, which the rig's "
+        "modes below it tell only roughly: the closer the rig's highest mode comes to the "
+        "tissue's frequency, the more (on the simulator, a highest mode at 0.75x the "
+        "tissue's left 1-1.5 % in the inertia, at 0.4x under 0.8 %), and their standard "
+        "errors leave that out.",
+        "For the inertia to 1 %, a rig whose highest mode is at most 0.4x the tissue's "
+        "frequency (`rigtool modes`), and relaxed, supported segments.",
+        [dict(posture=name, **{k: m[k] for k in ("frequency_hz", "mass_kg", "mass_std_kg")})
+         for name, m in modelled.items()] + found)
 
 
 def living_checks(out: SessionOutcome) -> list[Check]:

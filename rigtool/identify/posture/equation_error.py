@@ -22,7 +22,7 @@ unit- and coordinate-independent; convex through a Schur-complement LMI).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -201,7 +201,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 breath: BreathInput | None = None,
                 support: SupportMotion | None = None,
                 tissue: tuple[TissueElement, ...] = (),
-                rows_cache: dict | None = None) -> PostureResult:
+                rows_cache: dict | None = None,
+                added_cov: np.ndarray | None = None) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -241,6 +242,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         Keeps the rows of the capture and its noise probes but the tissue's between calls
         that differ only in ``tissue`` (one dict per posture and set of other arguments:
         the profile over the tissue's frequency, rigtool.identify.posture.tissue_fit).
+    added_cov : ndarray, optional
+        A covariance added to the fit's, over all its unknowns (the object's nine, then the
+        breath's and the tissue's): what a parameter profiled outside this fit (the tissue's
+        frequency) moves in them.
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -405,6 +410,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 rq, z, _ = reduce_to_triangle(a, b, weights)
             scale = np.where(np.abs(x) > 0, np.abs(x), 1.0)
             x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
+    if added_cov is not None:
+        fit = replace(fit, cov=fit.cov + np.asarray(added_cov, float))
     if np.any(np.abs(x - fit.x) > 2 * fit.std):
         warnings.append("the physically consistent estimate differs from the unconstrained "
                         "one by more than 2 standard errors")
