@@ -77,8 +77,8 @@ class PostureOutcome:
                                                  # what a living body leaves in the capture
                                                  # (living_signs(); the report's checks)
     soft_tissue: dict = field(default_factory=dict)
-                                                 # the tissue element fitted (soft_tissue =
-                                                 # "measured"): tissue_model()
+                                                 # the tissue element, when the posture was
+                                                 # fitted with one: tissue_model()
     breathing: dict = field(default_factory=dict)
                                                  # the breath's model when the manifest names
                                                  # breathing markers (breathing_model())

@@ -142,8 +142,8 @@ class PostureResult:
     compensated: bool = False              # errors-in-variables bias removed (noise probes)
     breath: dict | None = None             # the breath's model when fitted (posture/breathing):
                                            # beta (platform frame), its covariance, k
-    tissue: dict | None = None             # the soft tissue's element when fitted
-                                           # (posture/soft_tissue): beta, covariance, element
+    tissue: dict | None = None             # the soft tissue's elements when fitted
+                                           # (posture/soft_tissue): beta, its covariance
 
 
 def dual_metric_rows(metric: np.ndarray) -> np.ndarray:
@@ -436,8 +436,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     if tissue:
         sl = slice(9 + n_breath, None)
         fitted = fitted + np.nan_to_num(tissue_cols) @ x[sl]
-        tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy(),
-                      "element": tissue}
+        tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy()}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)

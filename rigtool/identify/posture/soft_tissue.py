@@ -38,8 +38,8 @@ from scipy import signal
 
 from rigtool.inertia import regressor_body
 
-__all__ = ["TissueElement", "increment_filter", "deflection_filter", "apparent_increment",
-           "settle_frames", "tissue_columns",
+__all__ = ["TissueElement", "increment_filter", "deflection_filter", "settle_frames",
+           "tissue_columns",
            "N_TISSUE_UNKNOWNS", "FREQUENCY_GRID_HZ", "DAMPING_RATIO"]
 
 #: unknowns of one tissue element: its mass and first moment (platform frame)
@@ -111,21 +111,6 @@ def settle_frames(element: TissueElement, rate_hz: float) -> int:
     ``SETTLE_TIME_CONSTANTS``)."""
     return int(np.ceil(SETTLE_TIME_CONSTANTS * rate_hz
                        / (element.damping_ratio * 2 * np.pi * element.frequency_hz)))
-
-
-def apparent_increment(x: np.ndarray, rate_hz: float, frequency_hz: float,
-                       damping_ratio: float) -> np.ndarray:
-    """``(H(s) - 1) x`` along the first axis (NaN over gaps and the frames the filter
-    takes to settle after each start).
-
-    Parameters
-    ----------
-    x : ndarray (T, ...)
-        A signal sampled at ``rate_hz`` (gaps NaN).
-    """
-    el = TissueElement(frequency_hz, damping_ratio, np.zeros(3))
-    return _filtered(x, increment_filter(frequency_hz, damping_ratio, rate_hz),
-                     settle_frames(el, rate_hz))
 
 
 def tissue_columns(accel_minus_gravity_body: np.ndarray, omega_body: np.ndarray,
