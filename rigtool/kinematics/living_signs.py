@@ -302,28 +302,3 @@ def apparent_mass_by_band(spring_force_lab: np.ndarray, com_lab_m: np.ndarray,
         out.append({"band_hz": [lo, hi], "mass_kg": m, "std_kg": std,
                     "accel_rms": float(np.sqrt(aa / len(fa)))})
     return out
-
-
-#: soft tissue: the apparent masses of the pendulum modes' band and of the upper modes' band
-#: differ by this many combined standard errors, and by this fraction of the object's mass
-TISSUE_SIGMAS, TISSUE_FRACTION = 3.0, 0.02
-
-
-def tissue_band_difference(bands: list[dict]) -> tuple[float, float] | None:
-    """``(difference, its standard error)`` of the object's apparent mass between the
-    highest band and the lowest (kg), or None without two weighed bands."""
-    weighed = [b for b in bands if np.isfinite(b.get("mass_kg", np.nan))]
-    if len(weighed) < 2:
-        return None
-    lo, hi = weighed[0], weighed[-1]
-    return (float(hi["object_mass_kg"] - lo["object_mass_kg"]),
-            float(np.hypot(lo["std_kg"], hi["std_kg"])))
-
-
-def shows_soft_tissue(bands: list[dict], object_mass_kg: float) -> bool:
-    """True when the springs see a different mass in the rig's upper modes than in its
-    pendulum modes beyond the bands' noise and by a share of the mass that matters: a
-    wobbling mass's apparent mass ``m (1 + 2 i zeta r)/(1 - r^2 + 2 i zeta r)``."""
-    d = tissue_band_difference(bands)
-    return d is not None and abs(d[0]) > TISSUE_SIGMAS * d[1] and \
-        abs(d[0]) > TISSUE_FRACTION * object_mass_kg
