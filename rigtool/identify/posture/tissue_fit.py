@@ -94,24 +94,30 @@ def rig_bands(top_mode_hz: float, rate_hz: float) -> tuple[tuple[float, float],
     return cols, resid
 
 
+def _band_residual_wrench(res, rate_hz: float, band: tuple[float, float]) -> np.ndarray:
+    """A fit's residual wrench ``[T, 6]`` in ``band`` (NaN where it was not fitted)."""
+    return band_limited(res.measured_wrench - res.fitted_wrench, rate_hz, band)
+
+
 def _band_power(res, rate_hz: float, band: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
     """Per wrench component the fit's residual mean square in ``band``, and the number of
     independent samples it holds: twice the participation ratio of its periodogram
     (``(sum P)^2 / sum P^2`` over the bins, each bin two), which is ``2 B T`` for a flat
     residual and a few for one whose power sits in the rig's narrow modes."""
-    r = band_limited(res.measured_wrench - res.fitted_wrench, rate_hz, band)
-    ok = np.all(np.isfinite(r), axis=1)
-    r = r[ok]
+    r = _band_residual_wrench(res, rate_hz, band)
+    r = r[np.all(np.isfinite(r), axis=1)]
     spectrum = np.abs(np.fft.rfft(r, axis=0)) ** 2
     n_eff = 2.0 * spectrum.sum(axis=0) ** 2 / np.maximum((spectrum ** 2).sum(axis=0), 1e-300)
     return np.mean(r ** 2, axis=0), n_eff
 
 
-def _band_residual(res, rigid, rate_hz: float, band: tuple[float, float]) -> float:
+def _band_residual(res, rigid_band_residual: np.ndarray, rate_hz: float,
+                   band: tuple[float, float]) -> float:
     """Sum over the six wrench components of the fit's residual RMS in ``band`` over the
-    rigid fit's on the same frames."""
-    r1 = band_limited(res.measured_wrench - res.fitted_wrench, rate_hz, band)
-    r0 = band_limited(rigid.measured_wrench - rigid.fitted_wrench, rate_hz, band)
+    rigid fit's (``rigid_band_residual``, :func:`_band_residual_wrench`) on the same
+    frames."""
+    r1 = _band_residual_wrench(res, rate_hz, band)
+    r0 = rigid_band_residual
     both = np.all(np.isfinite(r0), axis=1) & np.all(np.isfinite(r1), axis=1)
     if both.sum() < 10:
         return float("inf")
@@ -142,6 +148,7 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     cols_band, resid_band = rig_bands(top_mode_hz, rate_hz)
     tried: dict[float, tuple[float, object, TissueElement]] = {}
     start = np.asarray(start_point_platform_m, float)
+    rigid_residual = _band_residual_wrench(rigid, rate_hz, resid_band)     # once, for all f
 
     def converge(f_hz: float, point: np.ndarray, steps: int, **options):
         for _ in range(steps):
@@ -161,7 +168,7 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         # made the choice within the profile's flat bottom depend on the search's path);
         # the mass check is left out, and made at the chosen frequency below
         res, element, beta, point = converge(f_hz, start, POINT_ITERATIONS, fit_mass=False)
-        score = _band_residual(res, rigid, rate_hz, resid_band)
+        score = _band_residual(res, rigid_residual, rate_hz, resid_band)
         if not 0 < beta[0] <= MAX_MASS_FRACTION * rigid.mass:
             score = float("inf")           # no tissue the body could hold at this frequency
         tried[key] = (score, res, element)
@@ -179,8 +186,8 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         raise TissueNotFound("no tissue element of positive mass under half the body's fits "
                              f"this posture at {min(grid_hz):g}-{max(grid_hz):g} Hz")
     s_lnf, added = _frequency_uncertainty(lambda lf: converge(
-        np.exp(lf), start, POINT_ITERATIONS, fit_mass=False)[0], np.log(best), rate_hz,
-        resid_band)
+        np.exp(lf), start, POINT_ITERATIONS, fit_mass=False)[0], np.log(best),
+        tried[best][1], rate_hz, resid_band)
     res, element, beta, point = converge(best, tried[best][2].point_platform_m, 1,
                                          added_cov=added)
     cov = res.tissue["cov"]
@@ -198,8 +205,9 @@ def _unknowns(res) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _frequency_uncertainty(fit_at: Callable[[float], object], ln_f: float, rate_hz: float,
-                           band: tuple[float, float]) -> tuple[float, np.ndarray]:
+def _frequency_uncertainty(fit_at: Callable[[float], object], ln_f: float, best_fit,
+                           rate_hz: float, band: tuple[float, float]
+                           ) -> tuple[float, np.ndarray | None]:
     """The standard error of ln(frequency) and what it adds to the fit's covariance.
 
     The profile's residual in the rig's band, as a chi-square: per wrench component its
@@ -208,9 +216,10 @@ def _frequency_uncertainty(fit_at: Callable[[float], object], ln_f: float, rate_
     noise, which widens the interval). Its curvature over ``ln f`` gives the standard error; the fits a
     step either side give the unknowns' derivative, whose outer product times the variance
     is added to their covariance (the frequency's share of their uncertainty, which the
-    linear fit at a fixed frequency leaves out)."""
+    linear fit at a fixed frequency leaves out). ``best_fit`` is the profile's fit at
+    ``ln_f``; ``fit_at(ln f)`` fits at another frequency the same way."""
     step = LOG_FREQUENCY_STEP
-    fits = [fit_at(ln_f + d) for d in (-step, 0.0, step)]
+    fits = [fit_at(ln_f - step), best_fit, fit_at(ln_f + step)]
     powers = [_band_power(r, rate_hz, band) for r in fits]
     p0, n_eff = powers[1]
     delta = [float(np.sum(n_eff * (p - p0) / p0)) for p, _ in (powers[0], powers[2])]
