@@ -175,26 +175,15 @@ def test_reference_and_json_schema_list_every_key(name, schema):
     assert doc["additionalProperties"] is False
 
 
-def test_support_model_is_one_of_its_choices(tmp_path):
+@pytest.mark.parametrize("key, wrong", [("support", "soft"), ("soft_tissue", "yes")])
+def test_session_model_keys_take_only_their_choices(tmp_path, key, wrong):
     path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
-                                                        '[session]\nsupport = "soft"\n'))
+                                                        f'[session]\n{key} = "{wrong}"\n'))
     with pytest.raises(ConfigError) as info:
         load_session(path)
     msg = str(info.value)
-    assert str(path) in msg and "session.support" in msg and "measured" in msg
+    assert str(path) in msg and f"session.{key}" in msg and "measured" in msg
+    assert getattr(load_session(_demo_manifest(tmp_path, lambda t: t)), key) == "auto"
     path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
-                                                        '[session]\nsupport = "rigid"\n'))
-    assert load_session(path).support == "rigid"
-
-
-def test_soft_tissue_model_is_one_of_its_choices(tmp_path):
-    path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
-                                                        '[session]\nsoft_tissue = "yes"\n'))
-    with pytest.raises(ConfigError) as info:
-        load_session(path)
-    msg = str(info.value)
-    assert str(path) in msg and "session.soft_tissue" in msg and "measured" in msg
-    assert load_session(_demo_manifest(tmp_path, lambda t: t)).soft_tissue == "auto"
-    path = _demo_manifest(tmp_path, lambda t: t.replace("[session]\n",
-                                                        '[session]\nsoft_tissue = "rigid"\n'))
-    assert load_session(path).soft_tissue == "rigid"
+                                                        f'[session]\n{key} = "rigid"\n'))
+    assert getattr(load_session(path), key) == "rigid"
