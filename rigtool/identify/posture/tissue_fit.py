@@ -190,6 +190,10 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         tried[best][1], rate_hz, resid_band)
     res, element, beta, point = converge(best, tried[best][2].point_platform_m, 1,
                                          added_cov=added)
+    if added is None:
+        res.warnings.append(f"soft tissue: the profile over its frequency is not curved up at "
+                            f"its best ({best:.2f} Hz), so the frequency is not determined and "
+                            "the standard errors leave its uncertainty out")
     cov = res.tissue["cov"]
     point = beta[1:] / beta[0] if beta[0] > 0 else element.point_platform_m
     return TissueFit(res, element, float(beta[0]), float(np.sqrt(max(cov[0, 0], 0.0))),
