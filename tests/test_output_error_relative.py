@@ -11,6 +11,7 @@ import pytest
 from rigtool.errors import InputError
 import _ref_tree_kane as tm              # the Kane's-method reference model (tests/)
 from rigtool.identify.relative.output_error import RelativeRefinement, refine_relative
+from rigtool.identify.relative.oe_result import floor_words
 from rigtool.identify.relative.bounds import describe_interval
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.config import FilterSettings
@@ -243,20 +244,32 @@ def test_describe_interval_names_an_empty_interval():
 
 
 def test_refinement_that_misses_the_noise_is_not_reached(swing):
-    """reached_noise() compares the refinement's residual with the rigid fits' noise."""
+    """reached_noise() compares the refinement's residual with the marker sets' own scatter
+    in their rigid fits; the noise reported is the platform's markers'."""
     p = swing.p
     res = refine_relative(p.tree, _rig_with_truth(p.sc), p.sc.platform_params, swing.data,
                           swing.markers, start=swing.start, phi_s_cov=swing.cov_s,
                           phi_s=swing.phi_s, total_mass_kg=p.sc.obj.total_mass,
                           window=(0.5, 1.5), first_horizon_s=0.5, free="jyy")
-    fitted = replace(res, marker_sigma_mm=0.01, noise_mm=0.1)
+    # the simulated markers are rigid on their bodies: every set scatters as the platform's
+    assert res.floor_mm == res.scatter_mm
+    assert 0.5 < res.scatter_mm / res.noise_mm < 1.5
+    fitted = replace(res, marker_sigma_mm=0.01, noise_mm=0.1, scatter_mm=0.1)
     assert fitted.reached_noise()
     # a voluntary-motion case that once failed: 31 mm against 0.1 mm
-    failed = replace(res, marker_sigma_mm=31.0, noise_mm=0.1)
+    failed = replace(res, marker_sigma_mm=31.0, noise_mm=0.1, scatter_mm=0.1)
     assert not failed.reached_noise()
     assert failed.to_json()["reached_noise"] is False
+    # markers on skin: the sets scatter 0.7 mm, the platform's 0.1 mm; a model can leave no
+    # less than the scatter, so the residual is judged against it and the words give both
+    skin = replace(res, marker_sigma_mm=0.56, noise_mm=0.1, scatter_mm=0.7)
+    assert skin.reached_noise() and skin.to_json()["floor_mm"] == 0.7
+    assert floor_words(0.7, 0.1) == ("0.700 mm, the scatter of its markers on their links "
+                                     "(7.0x the platform's markers' 0.100 mm noise)")
+    assert floor_words(0.11, 0.1) == "0.110 mm marker noise"
     # unknown noise (no rigid fits): the residual cannot be judged, the fit is kept
-    assert replace(res, marker_sigma_mm=31.0, noise_mm=float("nan")).reached_noise()
+    assert replace(res, marker_sigma_mm=31.0, noise_mm=float("nan"),
+                   scatter_mm=float("nan")).reached_noise()
 
 
 def _problems_made(monkeypatch) -> list:

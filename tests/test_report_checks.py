@@ -157,7 +157,7 @@ def test_covered_phrases_are_still_written_by_the_fits():
 
 
 def test_relative_refinement_not_used_is_amber_with_its_reason():
-    ref = SimpleNamespace(marker_sigma_mm=0.42, noise_mm=SIGMA_MM,
+    ref = SimpleNamespace(marker_sigma_mm=0.42, noise_mm=SIGMA_MM, floor_mm=SIGMA_MM,
                           residual_rms_frame_mm=np.full(100, 0.42),
                           reached_noise=lambda: False)
     p = _posture("posture1", refinement=SimpleNamespace(
@@ -167,6 +167,25 @@ def test_relative_refinement_not_used_is_amber_with_its_reason():
     assert check.level == "caution"
     assert "not used" in check.finding and "4.2x" in check.finding
     assert "equation-error" in check.meaning
+    assert "scatter" not in check.finding
+
+
+def test_relative_markers_scattering_above_the_platforms_noise_are_named():
+    """A refinement judged against its markers' own scatter (skin) reaches it, and the check
+    says that scatter stands above the platform's markers' noise instead of calling it
+    noise."""
+    ref = SimpleNamespace(marker_sigma_mm=0.56, noise_mm=SIGMA_MM, floor_mm=0.69,
+                          residual_rms_frame_mm=np.full(100, 0.56),
+                          reached_noise=lambda: True)
+    p = _posture("posture1", refinement=SimpleNamespace(
+        marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
+    check = marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),
+                                           relative_refinement=ref))
+    assert check.level == "caution"
+    assert "not used" not in check.finding
+    assert f"scatter 0.690 mm in their rigid fits, 6.9x the platform's markers' " \
+           f"{SIGMA_MM:.3f} mm noise" in check.finding
+    assert "skin" in check.meaning and "bony landmarks" in check.action
 
 
 def test_no_relative_model_reached_the_noise_names_both_and_a_divergence():

@@ -6,9 +6,11 @@ uses the moving links' markers as measurements of a simulated swing and is the m
 accurate when it holds; the active model (the links' measured motion prescribed, only the
 platform simulated) holds for any joint torques. The test is the one that matters: whether
 a model's simulated markers follow the measured ones to the marker noise (the residual
-standard deviation within ``REACHED_NOISE_FACTOR`` times the rigid fits' noise, which no
-model enters). ``auto`` tries the passive model (given up after its first horizon when it is
-already far off) and, when it does not reach the noise, the active one; a model that does not reach it never replaces the equation-error estimate.
+standard deviation within ``REACHED_NOISE_FACTOR`` times the marker sets' own scatter in their
+rigid fits, which no model enters; markers on skin raise it above the platform's noise, and
+the reason then gives both). ``auto`` tries the passive model (given up after its first
+horizon when it is already far off) and, when it does not reach the noise, the active one; a
+model that does not reach it never replaces the equation-error estimate.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from rigtool.identify.relative.active import refine_relative_active
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.fit_common import DIVERGED_MM
+from rigtool.identify.relative.oe_result import floor_words
 from rigtool.identify.relative.output_error import (REACHED_NOISE_FACTOR, ModelMismatch,
                                                    RelativeRefinement, refine_relative)
 
@@ -51,8 +54,8 @@ class RelativeModelChoice:
 
 def _tried(model: str, ref: RelativeRefinement) -> dict:
     return {"model": model, "method": ref.method, "residual_mm": ref.marker_sigma_mm,
-            "noise_mm": ref.noise_mm, "reached_noise": ref.reached_noise(),
-            "elapsed_s": ref.elapsed_s}
+            "noise_mm": ref.noise_mm, "floor_mm": ref.floor_mm,
+            "reached_noise": ref.reached_noise(), "elapsed_s": ref.elapsed_s}
 
 
 def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: tuple,
@@ -88,14 +91,14 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
         except ModelMismatch as mm:
             choice.tried.append({"model": kind, "method": "output-error",
                                  "residual_mm": mm.residual_mm, "noise_mm": mm.noise_mm,
-                                 "reached_noise": False, "elapsed_s": mm.elapsed_s,
+                                 "floor_mm": mm.floor_mm, "reached_noise": False, "elapsed_s": mm.elapsed_s,
                                  "stopped_after_s": mm.horizon_s})
             continue
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             # the simulated motion left the model (diverged, singular): that model failed
             choice.tried.append({"model": kind, "method": "output-error",
                                  "residual_mm": float("nan"), "noise_mm": float("nan"),
-                                 "reached_noise": False, "elapsed_s": float("nan"),
+                                 "floor_mm": float("nan"), "reached_noise": False, "elapsed_s": float("nan"),
                                  "failed": str(exc) or type(exc).__name__})
             continue
         choice.tried.append(_tried(kind, ref))
@@ -119,7 +122,8 @@ def _tried_sentence(t: dict) -> str:
     verdict = (" (reached)" if t["reached_noise"] else
                f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
     return (f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
-            f"against {t['noise_mm']:.3f} mm marker noise{within}{verdict}")
+            f"against {floor_words(t.get('floor_mm', t['noise_mm']), t['noise_mm'])}{within}"
+            f"{verdict}")
 
 
 def _reason(choice: RelativeModelChoice) -> str:

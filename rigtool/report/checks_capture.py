@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rigtool.identify.relative.oe_result import floor_words
 from rigtool.identify.relative.output_error import REACHED_NOISE_FACTOR
 from rigtool.kinematics.marker_scatter import moving_markers
 from rigtool.report.check_types import Check, listing
@@ -84,10 +85,11 @@ def marker_residual_check(out: SessionOutcome) -> Check:
     if ref is None and choice is not None and choice.tried:
         # no model reached the noise: the last one tried stands for them (the reason says all)
         t = choice.tried[-1]
+        floor = t.get("floor_mm", t["noise_mm"])
         items.append({"capture": f"relative motion ({t['model']} model)",
                       "stage": "relative motion", "residual_mm": t["residual_mm"],
-                      "noise_mm": t["noise_mm"], "ratio": t["residual_mm"] / t["noise_mm"],
-                      "used": False, "early_mm": float("nan"), "late_mm": float("nan"),
+                      "noise_mm": t["noise_mm"], "floor_mm": floor,
+                      "ratio": t["residual_mm"] / floor, "used": False, "early_mm": float("nan"), "late_mm": float("nan"),
                       "drifts": False})
     if ref is not None:
         early, late = drift(ref.residual_rms_frame_mm)
@@ -95,7 +97,8 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                           f" ({choice.used} model)" if choice is not None else ""),
                       "stage": "relative motion",
                       "residual_mm": ref.marker_sigma_mm, "noise_mm": ref.noise_mm,
-                      "ratio": ref.marker_sigma_mm / ref.noise_mm, "used": ref.reached_noise(),
+                      "floor_mm": ref.floor_mm, "ratio": ref.marker_sigma_mm / ref.floor_mm,
+                      "used": ref.reached_noise(),
                       "early_mm": early, "late_mm": late,
                       "drifts": _drifts(early, late, ref.marker_sigma_mm)})
     judged = [i for i in items if i.get("ratio") is not None and np.isfinite(i["ratio"])]
@@ -142,7 +145,7 @@ def marker_residual_check(out: SessionOutcome) -> Check:
         r = rel[0]
         level = "problem" if level == "problem" else "caution"
         findings.append(f"the relative-motion refinement left {r['residual_mm']:.3f} mm against "
-                        f"{r['noise_mm']:.3f} mm noise ({r['ratio']:.1f}x, over "
+                        f"{floor_words(r['floor_mm'], r['noise_mm'])} ({r['ratio']:.1f}x, over "
                         f"{REACHED_NOISE_FACTOR:g}x) and is not used")
         tried = [t["model"] for t in choice.tried] if choice is not None else ["passive"]
         active_tried = "active" in tried
@@ -166,6 +169,23 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                            + ("check each moving link's markers (at least three, not in a "
                               "line, fixed to the segment)." if active_tried
                               else "record a passive swing."))
+    soft = [i for i in rel if np.isfinite(i["floor_mm"]) and np.isfinite(i["noise_mm"])
+            and i["floor_mm"] > REACHED_NOISE_FACTOR * i["noise_mm"]]
+    if soft:
+        r = soft[0]
+        level = "problem" if level == "problem" else "caution"
+        findings.append(f"the relative-motion capture's marker sets scatter "
+                        f"{r['floor_mm']:.3f} mm in their rigid fits, "
+                        f"{r['floor_mm'] / r['noise_mm']:.1f}x the platform's markers' "
+                        f"{r['noise_mm']:.3f} mm noise")
+        meanings.append(
+            "The body's markers do not keep their places on their links during the movement "
+            "(markers on skin, or a soft cluster): no model can follow them closer, so the "
+            "refinement is judged against that scatter instead of the noise, and its "
+            "standard errors take the scatter for noise: they are too small by the part of it "
+            "that moves the links' poses together.")
+        actions.append("Put the clusters on bony landmarks (rigid plates strapped where the "
+                       "skin moves least) and record the movement again.")
     if level == "ok":
         return Check("marker_residual", title, "ok", finding, items=items)
     return Check("marker_residual", title, level, "; ".join(findings),

@@ -10,6 +10,7 @@ the column headers: COM in mm, inertia in kg m^2, MS in kg m, errors against a t
 from __future__ import annotations
 
 from rigtool.identify.relative.bounds import describe_interval
+from rigtool.identify.relative.oe_result import floor_words
 from rigtool.report.blocks import Bullets, Col, Fig, FileLinks, Para, Section, Sub, Table
 
 _SIX = ((0, 0, "xx"), (1, 1, "yy"), (2, 2, "zz"), (1, 2, "yz"), (2, 0, "zx"), (0, 1, "xy"))
@@ -144,7 +145,7 @@ def relative_section(doc: dict, figures) -> Section | None:
             f"markers; unknowns: {'all of Φ_B' if oe['free'] == 'phi_b' else 'the J_yy terms'}"
             ", base pose, initial state): marker residual RMS "
             + ", ".join(f"{k} {v:.3f} mm" for k, v in oe["residual_rms_mm"].items())
-            + f" against {oe['noise_mm']:.3f} mm marker noise (the moving links' markers "
+            + f" against {floor_words(oe.get('floor_mm', oe['noise_mm']), oe['noise_mm'])} (the moving links' markers "
             f"made the input: theirs is a check); {oe['iterations']} iterations, "
             f"{oe['elapsed_s']:.0f} s. The table above and Φ_B below are the refined values; "
             "report.json keeps the equation-error ones."))
@@ -156,7 +157,7 @@ def relative_section(doc: dict, figures) -> Section | None:
             f"{'all of Φ_B' if oe['free'] == 'phi_b' else 'the J_yy terms'}, joint damping, "
             "initial state): marker residual RMS "
             + ", ".join(f"{k} {v:.3f} mm" for k, v in oe["residual_rms_mm"].items())
-            + f" against {oe['noise_mm']:.3f} mm marker noise; joint damping {damp}; "
+            + f" against {floor_words(oe.get('floor_mm', oe['noise_mm']), oe['noise_mm'])}; joint damping {damp}; "
             f"{oe['iterations']} iterations, {oe['elapsed_s']:.0f} s. The table above and "
             "Φ_B below are the refined values; report.json keeps the equation-error ones."))
     elif oe is not None:

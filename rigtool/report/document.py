@@ -123,7 +123,8 @@ def _relative_block(out: SessionOutcome) -> dict:
     if ref is None and choice is not None and choice.tried:
         last = choice.tried[-1]
         rel["output_error"] = {"used": False, "reason": choice.reason,
-                               "residual_mm": last["residual_mm"], "noise_mm": last["noise_mm"]}
+                               "residual_mm": last["residual_mm"], "noise_mm": last["noise_mm"],
+                               "floor_mm": last.get("floor_mm", last["noise_mm"])}
     elif ref is not None:
         # the output-error numbers replace the equation-error ones; both are kept
         rel["equation_error"] = {"resolved": dict(ref.start.resolved),
@@ -133,7 +134,8 @@ def _relative_block(out: SessionOutcome) -> dict:
         oe = ref.to_json()
         rel["output_error"] = {"used": True, **{k: oe[k] for k in (
             "method", "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
-            "marker_sigma_mm", "noise_mm", "iterations", "elapsed_s", "horizons_s")}}
+            "marker_sigma_mm", "noise_mm", "floor_mm", "iterations", "elapsed_s",
+            "horizons_s")}}
         rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
     return r(rel)
 

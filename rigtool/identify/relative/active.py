@@ -29,7 +29,8 @@ from rigtool.identify.relative.active_problem import ActiveProblem
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, object_start,
-                                                  phi_b_covariance, unconverged_warning)
+                                                  phi_b_covariance, platform_noise_mm,
+                                                  unconverged_warning)
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.relative.bounds import _phi_s_matrix
 from rigtool.identify.relative.oe_result import RelativeRefinement
@@ -276,7 +277,8 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     per_frame[seen > 0] = np.sqrt((res[seen > 0] ** 2).sum((1, 2)) / (3 * seen[seen > 0]))
     if np.sqrt(s2) > 1.5 * sigma_mm:
         warnings.append(f"relative motion (prescribed): the fit leaves {np.sqrt(s2):.3f} mm "
-                        f"RMS marker residuals against {sigma_mm:.3f} mm marker noise")
+                        f"RMS marker residuals against {sigma_mm:.3f} mm marker scatter "
+                        "(rigid fits)")
     on_bound = []
     jyy, jyy_std = phi_b[jyy_idx], std_b[jyy_idx]
     for k, nm in enumerate(jyy_names):
@@ -302,7 +304,8 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
         residual_rms_frame_mm=per_frame, warnings=warnings, method=METHOD,
         base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(np.sqrt(np.clip(np.diag(cov_x)[n_theta:n_theta + 6], 0, None))
-                       if fit_base else np.zeros(6)), noise_mm=float(sigma_mm))
+                       if fit_base else np.zeros(6)), noise_mm=platform_noise_mm(sigma, sigma_mm),
+        scatter_mm=float(sigma_mm))
 
 
 def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wide,

@@ -341,6 +341,19 @@ def predicts_whole_window(prob, x: np.ndarray, n_total: int,
     return bool(np.mean(beyond ** 2) <= (1.0 + excess) * np.mean(r_h ** 2))
 
 
+def platform_noise_mm(set_sigma_m: list[float], fallback_mm: float) -> float:
+    """The platform's markers' noise (mm, per coordinate): the first marker set's rigid-fit
+    scatter (the platform's, rigid on the rig), ``fallback_mm`` when it is unusable.
+
+    The body's markers are left out: on skin they scatter more than the camera's noise, and
+    that scatter is the model's floor, not the measurement's noise.
+    """
+    sigma_mm = 1e3 * float(set_sigma_m[0]) if set_sigma_m else float("nan")
+    if not (np.isfinite(sigma_mm) and sigma_mm > 0):
+        return float(fallback_mm)
+    return max(sigma_mm, 1e-3)          # 1 um, as the scatter: no capture is better
+
+
 def unconverged_warning(max_nfev: int, horizon_s: float) -> str:
     """The warning of a relative-motion fit whose whole-window stage ran out of trial steps:
     it may reach the marker noise and still not be the optimum (the 8-link swing that
@@ -394,6 +407,6 @@ def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
     return PhiBCovariance(cov, cov_noise, cov_x, map_b)
 
 
-__all__ = ["checked_phi_s", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
+__all__ = ["checked_phi_s", "platform_noise_mm", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
            "phi_b_covariance", "fit_growing_horizon",
            "predicts_whole_window", "WHOLE_WINDOW_EXCESS"]

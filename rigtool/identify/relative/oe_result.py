@@ -21,13 +21,15 @@ REACHED_NOISE_FACTOR = 1.5
 class ModelMismatch(Exception):
     """The swing model cannot follow the capture: already on the first horizon (initial state
     fitted, parameters at the equation-error start) its residual is ``residual_mm`` against
-    ``noise_mm`` marker noise (raised only when the caller asks, ``reject_above``)."""
+    ``floor_mm``, the marker sets' own scatter in their rigid fits (raised only when the
+    caller asks, ``reject_above``); ``noise_mm`` is the platform's markers' noise."""
 
-    def __init__(self, residual_mm: float, noise_mm: float, horizon_s: float,
-                 elapsed_s: float) -> None:
+    def __init__(self, residual_mm: float, floor_mm: float, horizon_s: float,
+                 elapsed_s: float, noise_mm: float = float("nan")) -> None:
         super().__init__(f"the passive model leaves {residual_mm:.3f} mm against "
-                         f"{noise_mm:.3f} mm marker noise on the first {horizon_s:.1f} s")
-        self.residual_mm, self.noise_mm = residual_mm, noise_mm
+                         f"{floor_mm:.3f} mm marker scatter on the first {horizon_s:.1f} s")
+        self.residual_mm, self.floor_mm = residual_mm, floor_mm
+        self.noise_mm = noise_mm if np.isfinite(noise_mm) else floor_mm
         self.horizon_s, self.elapsed_s = horizon_s, elapsed_s
 
 
@@ -41,6 +43,13 @@ class RelativeRefinement:
     ``residual_rms_mm`` per marker set (``platform`` and each link). ``phi_b_std_noise``:
     marker noise only. ``values``/``std_phi_b``/``covariance``/``resolved``/``std`` mirror
     :class:`RelativeResult`; :meth:`as_relative_result` gives a drop-in one.
+
+    ``noise_mm`` is the marker noise of the platform's markers (rigid on the rig: the
+    measurement's noise); ``scatter_mm`` the capture's marker sets' own scatter in their
+    rigid fits (median over the sets), which a body's markers raise when they sit on skin.
+    The residual is judged against ``floor_mm``, the scatter (a marker sliding on its link
+    leaves it in any model's residual), and the report says when that floor stands above the
+    platform's noise.
     """
 
     names: list[str]
@@ -70,13 +79,21 @@ class RelativeRefinement:
     method: str = "output-error"
     base_pose: tuple | None = None           # (R_pb, t_pb) fitted (or held)
     base_pose_std: np.ndarray | None = None  # [t (3), rotation vector (3)]
-    noise_mm: float = float("nan")           # marker noise from the rigid fits (no model)
+    noise_mm: float = float("nan")           # the platform's markers' noise (rigid fit)
+    scatter_mm: float = float("nan")         # every fitted marker set's rigid-fit scatter
+
+    @property
+    def floor_mm(self) -> float:
+        """What a right model leaves: the marker sets' own scatter in their rigid fits (the
+        platform's noise when that is unknown)."""
+        return self.scatter_mm if np.isfinite(self.scatter_mm) else self.noise_mm
 
     def reached_noise(self, factor: float = REACHED_NOISE_FACTOR) -> bool:
-        """The fitted swing tracks the markers to their noise: the residual standard
-        deviation within ``factor`` times the rigid fits' marker noise (True when that noise
-        is unknown). A refinement that does not is never the reported result."""
-        return not np.isfinite(self.noise_mm) or self.marker_sigma_mm <= factor * self.noise_mm
+        """The fitted swing tracks the markers to their floor: the residual standard
+        deviation within ``factor`` times the marker sets' own scatter (True when that is
+        unknown). A refinement that does not is never the reported result."""
+        floor = self.floor_mm
+        return not np.isfinite(floor) or self.marker_sigma_mm <= factor * floor
 
     @property
     def values(self) -> np.ndarray:
@@ -130,9 +147,20 @@ class RelativeRefinement:
                 "joint_damping_std": self.joint_damping_std,
                 "residual_rms_mm": self.residual_rms_mm,
                 "marker_sigma_mm": self.marker_sigma_mm, "noise_mm": self.noise_mm,
+                "scatter_mm": self.scatter_mm, "floor_mm": self.floor_mm,
                 "reached_noise": self.reached_noise(), "iterations": self.iterations,
                 "elapsed_s": self.elapsed_s, "horizons_s": list(self.horizons_s),
                 "on_bound": self.on_bound, "warnings": self.warnings}
 
 
-__all__ = ["RelativeRefinement", "ModelMismatch", "REACHED_NOISE_FACTOR"]
+def floor_words(floor_mm: float, noise_mm: float) -> str:
+    """The floor a refinement's residual is judged against, for people: the marker noise
+    when the marker sets scatter as the platform's do, else both figures."""
+    if not (np.isfinite(floor_mm) and np.isfinite(noise_mm)) \
+            or floor_mm <= REACHED_NOISE_FACTOR * noise_mm:
+        return f"{floor_mm:.3f} mm marker noise"
+    return (f"{floor_mm:.3f} mm, the scatter of its markers on their links "
+            f"({floor_mm / noise_mm:.1f}x the platform's markers' {noise_mm:.3f} mm noise)")
+
+
+__all__ = ["RelativeRefinement", "ModelMismatch", "REACHED_NOISE_FACTOR", "floor_words"]

@@ -73,8 +73,8 @@ from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.relative.problem import RelativeProblem
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, jyy_bounds, object_start,
-                                                  phi_b_covariance, solve_bounded,
-                                                  unconverged_warning)
+                                                  phi_b_covariance, platform_noise_mm,
+                                                  solve_bounded, unconverged_warning)
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
 from rigtool.identify.relative.bounds import (_phi_s_matrix, feasible_intervals,
@@ -268,8 +268,9 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     st_first, r_first, first_stage = fit_initial_state(prob, st0, max_nfev)
     iterations = first_stage[1]
     stage_log = [first_stage]
-    # marker noise for the prior's weight: from the rigid fits of every marker set (no model
-    # involved); the short first fit's RMS when those are unusable
+    # the marker sets' own scatter, the residual's floor and the prior's weight: from the
+    # rigid fits of every marker set (no model involved); the short first fit's RMS when
+    # those are unusable
     sigma_mm = 1e3 * float(np.nanmedian(rigid_sigma)) if np.any(np.isfinite(rigid_sigma)) \
         else float("nan")
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
@@ -278,7 +279,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     first_rms = float(np.sqrt(np.mean(r_first ** 2)))
     if reject_above is not None and first_rms > reject_above * sigma_mm:
         raise ModelMismatch(first_rms, sigma_mm, prob.n_frames * dt,
-                            time.perf_counter() - t_start)
+                            time.perf_counter() - t_start,
+                            noise_mm=platform_noise_mm(rigid_sigma, sigma_mm))
     if free == "phi_b":
         w_s = np.linalg.solve(chol, np.eye(chol.shape[0]))           # C_s^-1/2 (lower)
         prob.prior_rows = sigma_mm * (w_s @ _phi_s_matrix(n))
@@ -358,7 +360,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     per_frame[seen > 0] = np.sqrt((res[seen > 0] ** 2).sum((1, 2)) / (3 * seen[seen > 0]))
     if np.isfinite(sigma_mm) and np.sqrt(s2) > 1.5 * sigma_mm:
         warnings.append(f"relative motion: the fitted swing leaves {np.sqrt(s2):.3f} mm RMS "
-                        f"marker residuals against {sigma_mm:.3f} mm marker noise (rigid "
+                        f"marker residuals against {sigma_mm:.3f} mm marker scatter (rigid "
                         "fits): the fit did not reach the data (a start too far off, or a "
                         "model error: reached_noise() is False); do not use its Phi_B")
     tenth = max(1, n_total // 10)
@@ -391,7 +393,8 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         start=start, initial_state=init, time_s=data.time_s[idx],
         residual_rms_frame_mm=per_frame, warnings=warnings, base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(std_x[n_theta + n_damp:n_theta + n_damp + 6].copy() if fit_base
-                       else np.zeros(6)), noise_mm=float(sigma_mm))
+                       else np.zeros(6)), noise_mm=platform_noise_mm(rigid_sigma, sigma_mm),
+        scatter_mm=float(sigma_mm))
 
 
 def _jyy_pos(free: str, k: int) -> int:
