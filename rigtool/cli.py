@@ -89,13 +89,25 @@ def main(argv: list[str] | None = None) -> int:
 #: benchmarks/tree_tangents.py). The on-disk cache does not depend on the level.
 NUMBA_OPT_LEVEL = "1"
 
+#: BLAS threads per rigtool process (unless the user set them). Every product rigtool forms
+#: is small (a chunk's Jacobian, thousands of rows by tens of columns), and BLAS's threads
+#: then only fight XLA's and the other workers' for the cores: with the default threads, a
+#: breathing posture's normal equations took 6.9 s of its 10.9 s of accumulation, 0.16 s on
+#: one thread; whole runs got 7-19 % faster (a rigid and a breathing session's postures,
+#: the demo; measured 2026-11-28 on this 2-core machine). The benchmarks pin it the same
+#: way. Set before anything imports NumPy, and inherited by the worker processes.
+BLAS_THREADS = "1"
+
 
 def console() -> NoReturn:
     """The ``rigtool`` console script: :func:`main`, then the process ends with its status
     without the interpreter's finalisation. numba's optimisation level is set here, before
-    anything imports numba, for this process only (:data:`NUMBA_OPT_LEVEL`); a library
-    caller of :func:`main` keeps its own."""
+    anything imports numba, for this process only (:data:`NUMBA_OPT_LEVEL`), and so are
+    BLAS's threads (:data:`BLAS_THREADS`); a library caller of :func:`main` keeps its
+    own."""
     os.environ.setdefault("NUMBA_OPT", NUMBA_OPT_LEVEL)
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, BLAS_THREADS)
     end_process(main())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,20 @@ def test_console_script_ends_with_the_status_and_every_line(c3d_file, tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2
     assert "none.c3d" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_console_script_runs_blas_on_one_thread_unless_told():
+    """The console script sets BLAS's threads (rigtool.cli.BLAS_THREADS) before NumPy is
+    imported, for its process and the workers it starts; a value the user set stands."""
+    code = ("import os, rigtool.cli as c; c.main = lambda: print(os.environ['OPENBLAS_NUM_"
+            "THREADS'], os.environ['MKL_NUM_THREADS'], 'numpy' in __import__('sys').modules) "
+            "or 0; c.console()")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60, env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.split() == ["1", "1", "False"]
+    told = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert told.stdout.split() == ["2", "1", "False"]
