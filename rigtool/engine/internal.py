@@ -156,34 +156,37 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
             tangents[0] = t_y[:, :p]
         else:
             consume(0, states[:1], t_y[None, :, :p])
-    k = 1
-    while k < n_frames:
+    def dispatch(k, y, tan):
+        """Start the chunk of frames ``k ..``: XLA integrates it while the caller goes on
+        (the previous chunk's rows are consumed meanwhile, as the rigid engine does)."""
         m = min(CHUNK_FRAMES, n_frames - k)
         us = us_all[k - 1:k - 1 + m]
         if m < CHUNK_FRAMES:            # pad (one compilation for every length)
             us = np.concatenate([us, np.repeat(us[-1:], CHUNK_FRAMES - m, 0)])
         if with_tan:
-            ys, ts, y_last, t_last = _chunk_tangents(
-                y, tan, fixed[0], fixed[1], fixed[2], us, h, free=model.free_rows, n_u=n_u,
-                substeps=substeps)
-        else:
-            ys, y_last = _chunk(y, fixed[0], fixed[1], us, h, free=model.free_rows, n_u=n_u,
-                                substeps=substeps)
+            return m, _chunk_tangents(y, tan, fixed[0], fixed[1], fixed[2], us, h,
+                                      free=model.free_rows, n_u=n_u, substeps=substeps)
+        ys, y_last = _chunk(y, fixed[0], fixed[1], us, h, free=model.free_rows, n_u=n_u,
+                            substeps=substeps)
+        return m, (ys, None, y_last, None)
+
+    out = dispatch(1, y, tan if with_tan else None) if n_frames > 1 else None
+    k = 1
+    while k < n_frames:
+        m, (ys, ts, y_last, t_last) = out
         ys_np = np.asarray(ys)
         if not np.all(np.isfinite(ys_np[m - 1])):
             raise FloatingPointError("the simulated motion diverged")
         states[k:k + m] = ys_np[:m]
         if offset is not None:
             states[k:k + m] += offset[k:k + m]
-        if m == CHUNK_FRAMES:
-            y = y_last
+        ts_np = np.asarray(ts)[:m, :, :p] if with_tan else None
+        if k + m < n_frames:             # m == CHUNK_FRAMES: the next chunk starts now
+            out = dispatch(k + m, y_last, t_last)
         if with_tan:
-            ts_np = np.asarray(ts)[:m, :, :p]
             if keep:
                 tangents[k:k + m] = ts_np
             else:
                 consume(k, states[k:k + m], ts_np)
-            if m == CHUNK_FRAMES:
-                tan = t_last
         k += m
     return states, tangents
