@@ -40,7 +40,7 @@ from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_plat
                                              follows_support, marker_rhythm)
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
-from rigtool.kinematics.rotation_mean import mean_rotation, rms_angle
+from rigtool.kinematics.rotation_mean import mean_covariance, mean_rotation, rms_angle
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.rig import spring_wrench
 from rigtool.pipeline.lab_frames import posture_lab_frame_warning
@@ -140,12 +140,12 @@ def motion_traces(cap: CaptureMotion, trajs: dict[str, BodyTrajectory]) -> Motio
 def _mean_rotation(rot: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
     """``(mean, RMS spread in degrees, covariance of the mean)`` of per-frame rotations
     ``[T, 3, 3]``. The covariance (3x3, rad^2) is of ``delta`` in ``R = mean exp([delta x])``:
-    the frames' scatter over their number, frames independent as the marker noise is white
-    (a locked joint's wobble that is real motion, correlated over frames, would make it
-    too small; the report's "Postures held still" check judges the wobble)."""
+    the frames' scatter over their number while the frames are independent (white marker
+    noise), from block means when they are not (markers wandering on the skin, a joint's
+    slow wobble: :func:`rigtool.kinematics.rotation_mean.mean_covariance`); the subset fit
+    carries it into Phi_s (the report's "Postures held still" check judges the wobble)."""
     mean, delta = mean_rotation(rot)
-    cov = np.cov(delta.T) / len(delta) if len(delta) > 3 else np.full((3, 3), np.nan)
-    return mean, float(np.rad2deg(rms_angle(delta))), cov
+    return mean, float(np.rad2deg(rms_angle(delta))), mean_covariance(delta)
 
 
 def _child_rotations(tree: Tree, trajs: dict[str, BodyTrajectory], path: Path
