@@ -156,14 +156,20 @@ def test_covered_phrases_are_still_written_by_the_fits():
     assert missing == [], missing
 
 
-def test_relative_refinement_not_used_is_amber_with_its_reason():
-    ref = SimpleNamespace(marker_sigma_mm=0.42, noise_mm=SIGMA_MM, floor_mm=SIGMA_MM,
-                          residual_rms_frame_mm=np.full(100, 0.42),
-                          reached_noise=lambda: False)
+def _relative_residual_check(residual_mm: float, floor_mm: float, reached: bool):
+    """The marker residual check of one fitted posture and a relative-motion refinement
+    leaving ``residual_mm`` against ``floor_mm`` (the platform's noise: SIGMA_MM)."""
+    ref = SimpleNamespace(marker_sigma_mm=residual_mm, noise_mm=SIGMA_MM, floor_mm=floor_mm,
+                          residual_rms_frame_mm=np.full(100, residual_mm),
+                          reached_noise=lambda: reached)
     p = _posture("posture1", refinement=SimpleNamespace(
         marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
-    check = marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),
-                                           relative_refinement=ref))
+    return marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),
+                                          relative_refinement=ref))
+
+
+def test_relative_refinement_not_used_is_amber_with_its_reason():
+    check = _relative_residual_check(0.42, SIGMA_MM, False)
     assert check.level == "caution"
     assert "not used" in check.finding and "4.2x" in check.finding
     assert "equation-error" in check.meaning
@@ -174,13 +180,7 @@ def test_relative_markers_scattering_above_the_platforms_noise_are_named():
     """A refinement judged against its markers' own scatter (skin) reaches it, and the check
     says that scatter stands above the platform's markers' noise instead of calling it
     noise."""
-    ref = SimpleNamespace(marker_sigma_mm=0.56, noise_mm=SIGMA_MM, floor_mm=0.69,
-                          residual_rms_frame_mm=np.full(100, 0.56),
-                          reached_noise=lambda: True)
-    p = _posture("posture1", refinement=SimpleNamespace(
-        marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
-    check = marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),
-                                           relative_refinement=ref))
+    check = _relative_residual_check(0.56, 0.69, True)
     assert check.level == "caution"
     assert "not used" not in check.finding
     assert f"scatter 0.690 mm in their rigid fits, 6.9x the platform's markers' " \
