@@ -251,7 +251,7 @@ _POSTURE = Table("one locked posture: the platform's free vibration with the joi
     Key("marker_covariance", "string", '"auto" (the side file `rigtool track` writes), '
         '"none" (isotropic), or a path', default="auto"),
     Key("standard_errors", "string", "the output-error fit's standard errors",
-        choices=("auto", "independent", "frame"), default="auto"),
+        choices=("auto", "independent", "frame", "serial"), default="auto"),
     Key("cluster_frames", "integer", 'consecutive frames per cluster of "frame" standard '
         "errors", default="1"),
     Key("joint_angles", "string", "a robot's joint-angle CSV for this capture (time_s and one "

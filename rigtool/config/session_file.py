@@ -67,7 +67,7 @@ RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
 #: the posture fit's standard-error models (rigtool.identify.posture.cluster_covariance):
 #: "independent": ``s^2 H^-1``; "frame": the sandwich clustered by frames; "auto": "frame"
 #: when the markers' covariance comes from a camera's pose fits, else "independent"
-POSTURE_STANDARD_ERRORS = ("auto", "independent", "frame")
+POSTURE_STANDARD_ERRORS = ("auto", "independent", "frame", "serial")
 
 
 @dataclass(frozen=True)

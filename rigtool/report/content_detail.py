@@ -24,6 +24,10 @@ def _noise_model(nm: dict | None, se: dict | None = None) -> str:
     if se and se.get("kind") == "frame":
         text += (f"; standard errors clustered by {se.get('cluster_frames', 1)} frame(s), "
                  f"{se.get('clusters', 0)} clusters")
+    elif se and se.get("kind") == "serial":
+        text += (f"; standard errors robust to the residual's correlation over "
+                 f"{se.get('window_frames', 0)} frames ({se.get('inflation', 0):.1f}x the "
+                 "independent frames' variances)")
     return text
 
 

@@ -47,9 +47,16 @@ def _standard_errors(oe, r) -> dict:
     """How a posture's output-error standard errors were formed: ``independent`` (marker
     rows independent, ``s^2 H^-1``) or ``frame`` (clustered by frames, a sandwich: a
     camera's corners share one pose per frame), with the sandwich's clusters and its own
-    relative precision."""
+    relative precision; or ``serial`` (robust to the residual's correlation over frames:
+    its window and how much it exceeds the independent frames' variances)."""
+    if oe.standard_errors == "serial":
+        return {"kind": "serial", "window_frames": int(oe.se_cluster_frames),
+                "inflation": r(oe.se_serial_inflation, 3),
+                "relative_precision": r(oe.se_rel_precision, 3)}
     if oe.standard_errors != "frame":
-        return {"kind": "independent"}
+        inflation = getattr(oe, "se_serial_inflation", float("nan"))
+        return {"kind": "independent",
+                **({"serial_inflation": r(inflation, 3)} if np.isfinite(inflation) else {})}
     return {"kind": "frame", "clusters": int(oe.se_clusters),
             "cluster_frames": int(oe.se_cluster_frames),
             "relative_precision": r(oe.se_rel_precision, 3)}

@@ -74,7 +74,7 @@ class OutputErrorResult:
     noise_source: str = ""                            # where the covariance came from
     noise_scale: float = float("nan")                 # whitened residual std (1: the
                                                       # covariance is right); NaN isotropic
-    # the marker noise's standard errors: "independent" or "frame" (the clustered sandwich:
+    # the marker noise's standard errors: "independent", "serial" or "frame" (the sandwich:
     # its clusters, frames per cluster, its SEs' relative std (the largest of the object's
     # unknowns) and the per-frame scores' autocorrelation from lag 0)
     standard_errors: str = "independent"
@@ -82,6 +82,9 @@ class OutputErrorResult:
     se_cluster_frames: int = 0
     se_rel_precision: float = float("nan")
     se_score_autocorrelation: np.ndarray | None = None
+    # "serial" (or "auto" judging it): the serial-correlation-robust variances over the
+    # independent frames' (mean over the object's; NaN when not computed)
+    se_serial_inflation: float = float("nan")
     breath: dict | None = None                        # the breath's model (as the start's)
 
     def as_posture_result(self) -> PostureResult:

@@ -84,7 +84,9 @@ from rigtool.identify.posture.equation_error import PostureResult, transform_mat
 from rigtool.identify.posture.attached_fit import (attach_markers, place_attached,
                                                    polish_stage, solve_stage)
 from rigtool.errors import InputError
-from rigtool.identify.posture.cluster_covariance import (frame_clustered,
+from rigtool.identify.posture.cluster_covariance import (SERIAL_GATE, SERIAL_WINDOW_S,
+                                                        frame_clustered, frame_serial,
+                                                        serial_inflation,
                                                         resolve_standard_errors,
                                                         too_few_clusters)
 from rigtool.identify.posture.object_estimate import object_estimate
@@ -189,13 +191,17 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         every marker the fit uses. Given, the fit is maximum likelihood for it (whitened
         rows) and the standard errors scale with the measured noise scale; default:
         isotropic noise of the size the residuals show.
-    standard_errors : {"auto", "independent", "frame"}
+    standard_errors : {"auto", "independent", "frame", "serial"}
         The marker noise's share of the covariance (the estimate is the same):
         "independent": ``s^2 (J^T W J)^-1``; "frame": the cluster-robust sandwich, clusters
         of ``cluster_frames`` consecutive frames (rigtool.identify.posture.cluster_covariance:
         right when errors are correlated within a cluster, as a camera's corners of one body
         are, and independent between clusters; a warning when the scores say otherwise);
-        "auto": "frame" when ``marker_covariance.correlated_in_frame``, else "independent".
+        "serial": the serial-correlation-robust covariance (Newey-West over
+        ``SERIAL_WINDOW_S``: right when the residual is correlated over frames, as an
+        unmodelled heartbeat's recoil leaves it);
+        "auto": "frame" when ``marker_covariance.correlated_in_frame``, else "serial" when
+        that exceeds the independent frames' by ``SERIAL_GATE``, else "independent".
     cluster_frames : int
         Frames per cluster with "frame".
     name : str, optional
@@ -311,7 +317,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     # member's column is its theta direction plus its frame move (F [6, members])
     moves = [m[3] for m in members if m[3] is not None]
     frame_move = np.stack(moves, axis=1) if moves and len(moves) == len(members) else None
-    ne = prob.normal(x, extra_theta=extra_dirs, scores=se_model == "frame",
+    # per-frame scores: for the clustered or serial covariance, and with "auto" to see
+    # whether the residual is serially correlated
+    judge_serial = standard_errors == "auto" and se_model == "independent"
+    ne = prob.normal(x, extra_theta=extra_dirs,
+                     scores=se_model in ("frame", "serial") or judge_serial,
                      frame_columns=frame_move is not None)
     n_cal, m_col = len(members), n_x + len(members)
     if frame_move is not None:
@@ -337,6 +347,17 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                                 cross_cal, ne.jtj_raw[m_col, n_x:m_col])
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
     robust = acf = None
+    inflation = float("nan")
+    if se_model == "serial" or judge_serial:
+        with_att = att is not None and prob.n_attached
+        serial = frame_serial(
+            info_inv, ne.scores, ne.scores_att if with_att else None, n_x,
+            att["n_base"] if with_att else 0, att["pose_cols"] if with_att else None,
+            n_rows=n_res, seen=mask[:n_total].any(1),
+            lag_frames=int(round(SERIAL_WINDOW_S * data.rate_hz)))
+        inflation = serial_inflation(serial.cov, cov_noise, 9)
+        if se_model == "serial" or inflation > SERIAL_GATE:
+            se_model, robust, cov_noise = "serial", serial, serial.cov
     if se_model == "frame":
         with_att = att is not None and prob.n_attached
         robust, acf, note = frame_clustered(
@@ -413,6 +434,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         se_score_autocorrelation=None if robust is None else acf,
         se_rel_precision=(float("nan") if robust is None else
                           0.5 * float(robust.variance_rel_std[:9].max())),
+        se_serial_inflation=inflation,
         breath=breath_fit,
     )
 
