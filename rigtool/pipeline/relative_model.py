@@ -91,14 +91,16 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
         except ModelMismatch as mm:
             choice.tried.append({"model": kind, "method": "output-error",
                                  "residual_mm": mm.residual_mm, "noise_mm": mm.noise_mm,
-                                 "floor_mm": mm.floor_mm, "reached_noise": False, "elapsed_s": mm.elapsed_s,
+                                 "floor_mm": mm.floor_mm, "reached_noise": False,
+                                 "elapsed_s": mm.elapsed_s,
                                  "stopped_after_s": mm.horizon_s})
             continue
         except (FloatingPointError, np.linalg.LinAlgError) as exc:
             # the simulated motion left the model (diverged, singular): that model failed
             choice.tried.append({"model": kind, "method": "output-error",
                                  "residual_mm": float("nan"), "noise_mm": float("nan"),
-                                 "floor_mm": float("nan"), "reached_noise": False, "elapsed_s": float("nan"),
+                                 "floor_mm": float("nan"), "reached_noise": False,
+                                 "elapsed_s": float("nan"),
                                  "failed": str(exc) or type(exc).__name__})
             continue
         choice.tried.append(_tried(kind, ref))

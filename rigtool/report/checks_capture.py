@@ -89,7 +89,8 @@ def marker_residual_check(out: SessionOutcome) -> Check:
         items.append({"capture": f"relative motion ({t['model']} model)",
                       "stage": "relative motion", "residual_mm": t["residual_mm"],
                       "noise_mm": t["noise_mm"], "floor_mm": floor,
-                      "ratio": t["residual_mm"] / floor, "used": False, "early_mm": float("nan"), "late_mm": float("nan"),
+                      "ratio": t["residual_mm"] / floor, "used": False,
+                      "early_mm": float("nan"), "late_mm": float("nan"),
                       "drifts": False})
     if ref is not None:
         early, late = drift(ref.residual_rms_frame_mm)

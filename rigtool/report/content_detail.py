@@ -31,6 +31,11 @@ def _noise_model(nm: dict | None, se: dict | None = None) -> str:
     return text
 
 
+def _floor(oe: dict) -> str:
+    """The floor a relative-motion refinement's residual was judged against, in words."""
+    return floor_words(oe.get("floor_mm", oe["noise_mm"]), oe["noise_mm"])
+
+
 def _num(v, fmt: str = ".5f") -> str:
     return "–" if v is None else format(v, fmt)
 
@@ -149,7 +154,7 @@ def relative_section(doc: dict, figures) -> Section | None:
             f"markers; unknowns: {'all of Φ_B' if oe['free'] == 'phi_b' else 'the J_yy terms'}"
             ", base pose, initial state): marker residual RMS "
             + ", ".join(f"{k} {v:.3f} mm" for k, v in oe["residual_rms_mm"].items())
-            + f" against {floor_words(oe.get('floor_mm', oe['noise_mm']), oe['noise_mm'])} (the moving links' markers "
+            + f" against {_floor(oe)} (the moving links' markers "
             f"made the input: theirs is a check); {oe['iterations']} iterations, "
             f"{oe['elapsed_s']:.0f} s. The table above and Φ_B below are the refined values; "
             "report.json keeps the equation-error ones."))
@@ -161,7 +166,7 @@ def relative_section(doc: dict, figures) -> Section | None:
             f"{'all of Φ_B' if oe['free'] == 'phi_b' else 'the J_yy terms'}, joint damping, "
             "initial state): marker residual RMS "
             + ", ".join(f"{k} {v:.3f} mm" for k, v in oe["residual_rms_mm"].items())
-            + f" against {floor_words(oe.get('floor_mm', oe['noise_mm']), oe['noise_mm'])}; joint damping {damp}; "
+            + f" against {_floor(oe)}; joint damping {damp}; "
             f"{oe['iterations']} iterations, {oe['elapsed_s']:.0f} s. The table above and "
             "Φ_B below are the refined values; report.json keeps the equation-error ones."))
     elif oe is not None:

@@ -304,5 +304,7 @@ def resolve_standard_errors(setting: str, correlated_in_frame: bool) -> str:
 
 
 __all__ = ["MIN_CLUSTERS", "too_few_clusters", "frame_clustered", "serial_covariance",
-           "frame_serial", "serial_inflation", "SERIAL_WINDOW_S", "SERIAL_GATE", "joint_scores", "resolve_standard_errors", "ClusterCovariance", "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
+           "frame_serial", "serial_inflation", "SERIAL_WINDOW_S", "SERIAL_GATE",
+           "joint_scores", "resolve_standard_errors", "ClusterCovariance",
+           "STANDARD_ERRORS", "cluster_covariance", "cluster_sums",
            "score_autocorrelation", "frame_sums", "position_scores"]

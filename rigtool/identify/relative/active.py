@@ -304,8 +304,8 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
         residual_rms_frame_mm=per_frame, warnings=warnings, method=METHOD,
         base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(np.sqrt(np.clip(np.diag(cov_x)[n_theta:n_theta + 6], 0, None))
-                       if fit_base else np.zeros(6)), noise_mm=platform_noise_mm(sigma, sigma_mm),
-        scatter_mm=float(sigma_mm))
+                       if fit_base else np.zeros(6)),
+        noise_mm=platform_noise_mm(sigma, sigma_mm), scatter_mm=float(sigma_mm))
 
 
 def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wide,
