@@ -250,6 +250,30 @@ def serial_covariance(bread: np.ndarray, scores: np.ndarray, /, *, n_rows: int,
 
     Written here, not taken from statsmodels (not a dependency), whose HAC needs the rows
     themselves: the posture fit keeps only its per-frame scores, chunk by chunk.
+
+    Parameters
+    ----------
+    bread : ndarray (P, P)
+        ``H^-1``, the inverse of the fit's information.
+    scores : ndarray (T, P)
+        Each frame's score ``J_t^T W r_t`` at the estimate, frames in capture order.
+    n_rows : int
+        Residual rows of the fit (``N``).
+    lag_frames : int
+        The window ``L`` (frames); 0 gives the independent frames' sandwich.
+    seen : ndarray (T,), optional
+        Frames with rows (the others' scores are taken as zero).
+
+    Returns
+    -------
+    ClusterCovariance
+        ``variance_rel_std``: the Bartlett estimate's own relative scatter,
+        ``sqrt(2 (2L + 1) / (3 T))``.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match.
     """
     bread = np.asarray(bread, float)
     p_n = bread.shape[0]

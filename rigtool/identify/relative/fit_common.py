@@ -347,6 +347,18 @@ def platform_noise_mm(set_sigma_m: list[float], fallback_mm: float) -> float:
 
     The body's markers are left out: on skin they scatter more than the camera's noise, and
     that scatter is the model's floor, not the measurement's noise.
+
+    Parameters
+    ----------
+    set_sigma_m : list of float
+        Each marker set's rigid-fit noise (m, per coordinate), the platform's first.
+    fallback_mm : float
+        Returned when the platform's is not finite or not positive.
+
+    Returns
+    -------
+    float
+        mm, at least 1 um.
     """
     sigma_mm = 1e3 * float(set_sigma_m[0]) if set_sigma_m else float("nan")
     if not (np.isfinite(sigma_mm) and sigma_mm > 0):
