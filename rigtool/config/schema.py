@@ -25,6 +25,21 @@ from typing import Any
 
 from rigtool.errors import ConfigError
 
+#: the choices of the manifest's model keys, declared once: the reader
+#: (rigtool.config.session_file) checks a value against these same tuples
+#: how the posture fits treat the base link's motion on the platform ([session] support)
+SUPPORT_MODELS = ("auto", "measured", "rigid")
+#: the body's wobbling soft tissue ([session] soft_tissue)
+SOFT_TISSUE_MODELS = ("auto", "measured", "rigid")
+#: the posture fit's standard-error models (rigtool.identify.posture.cluster_covariance):
+#: "independent": ``s^2 H^-1``; "frame": the sandwich clustered by frames; "serial": robust
+#: to the residual's correlation over frames; "auto": "frame" when the markers' covariance
+#: comes from a camera's pose fits, else "serial" when the residual shows that correlation,
+#: else "independent"
+POSTURE_STANDARD_ERRORS = ("auto", "independent", "frame", "serial")
+#: the relative-motion capture's models ([relative_motion] motion)
+RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
+
 #: the kinds of value a key may hold, as the reference pages name them
 KINDS = ("string", "number", "integer", "boolean", "array", "table", "tables", "map", "record",
          "any")
@@ -227,12 +242,13 @@ _SESSION_T = Table("the session's name, rig and mass", (
     Key("support", "string", "the base link's motion on the platform (a body on the soft "
         "tissue of its back): measured through by its markers when it is seen riding on "
         "it (auto), always (measured) or never (rigid)",
-        choices=("auto", "measured", "rigid"), default="auto"),
+        choices=SUPPORT_MODELS, default="auto"),
     Key("soft_tissue", "string", "the body's wobbling soft tissue: one tissue element "
         "(mass, place, frequency) identified in every posture fit, whose numbers are then "
-        "the body's mean mass distribution, when any posture's apparent mass differs from "
-        "mode to mode (auto), always (measured) or never (rigid)",
-        choices=("auto", "measured", "rigid"), default="auto"),
+        "the body's mean mass distribution, when an element fitted at 6 Hz holds a mass "
+        "of 3 standard errors and 2 % of the body in any posture (auto), always (measured) "
+        "or never (rigid)",
+        choices=SOFT_TISSUE_MODELS, default="auto"),
 ))
 
 _FILTER = Table("the zero-phase filter before differentiation (paper 002's defaults)", (
@@ -251,7 +267,7 @@ _POSTURE = Table("one locked posture: the platform's free vibration with the joi
     Key("marker_covariance", "string", '"auto" (the side file `rigtool track` writes), '
         '"none" (isotropic), or a path', default="auto"),
     Key("standard_errors", "string", "the output-error fit's standard errors",
-        choices=("auto", "independent", "frame", "serial"), default="auto"),
+        choices=POSTURE_STANDARD_ERRORS, default="auto"),
     Key("cluster_frames", "integer", 'consecutive frames per cluster of "frame" standard '
         "errors", default="1"),
     Key("joint_angles", "string", "a robot's joint-angle CSV for this capture (time_s and one "
@@ -263,7 +279,7 @@ _RELATIVE = Table("a capture with links moving while the platform vibrates", (
     _WINDOW,
     _UNITS,
     Key("motion", "string", '"passive" (links swing freely), "active" (their measured motion '
-        'is prescribed) or "auto"', choices=("auto", "passive", "active"), default="auto"),
+        'is prescribed) or "auto"', choices=RELATIVE_MOTION_MODELS, default="auto"),
     Key("joint_angles", "string", "a robot's joint-angle CSV while its motors drive the joints"),
 ))
 

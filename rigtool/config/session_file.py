@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rigtool.config.schema import SESSION, check_keys
+from rigtool.config.schema import (POSTURE_STANDARD_ERRORS, RELATIVE_MOTION_MODELS,
+                                   SESSION, SOFT_TISSUE_MODELS, SUPPORT_MODELS, check_keys)
 from rigtool.config.robot_section import RobotSpec, robot_section
 from rigtool.config.toml_fields import _markers, _units, _window, read_toml
 from rigtool.errors import ConfigError
@@ -63,11 +64,6 @@ class CaptureRef:
     cluster_frames: int = 1
 
 
-RELATIVE_MOTION_MODELS = ("auto", "passive", "active")
-#: the posture fit's standard-error models (rigtool.identify.posture.cluster_covariance):
-#: "independent": ``s^2 H^-1``; "frame": the sandwich clustered by frames; "auto": "frame"
-#: when the markers' covariance comes from a camera's pose fits, else "independent"
-POSTURE_STANDARD_ERRORS = ("auto", "independent", "frame", "serial")
 
 
 @dataclass(frozen=True)
@@ -126,9 +122,6 @@ def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
         opt("mass_std"), opt("com_std"), opt("inertia_rel_std"))
 
 
-#: how the posture fits treat the base link's motion on the platform
-SUPPORT_MODELS = ("auto", "measured", "rigid")
-SOFT_TISSUE_MODELS = ("auto", "measured", "rigid")
 
 
 @dataclass(frozen=True)
@@ -156,9 +149,10 @@ class Session:
     #: the locked body's support on the deck: "auto" (measured through when the base link
     #: is seen riding on it), "measured" (always) or "rigid" (never)
     support: str = "auto"
-    #: the body's wobbling soft tissue: "auto" (measured through in every posture when any
-    #: posture's apparent mass differs from mode to mode), "measured" (always: one tissue
-    #: element in every posture fit) or "rigid" (never)
+    #: the body's wobbling soft tissue: "auto" (measured through in every posture when an
+    #: element fitted at 6 Hz holds a mass in any posture: rigtool.identify.posture
+    #: .tissue_fit.tissue_evidence), "measured" (always: one tissue element in every
+    #: posture fit) or "rigid" (never)
     soft_tissue: str = "auto"
 
 
