@@ -26,7 +26,7 @@ from rigtool.inertia import InertialParams
 from rigtool.rig import Rig
 
 __all__ = ["ModeConflict", "apparent_mass_factor", "mode_conflicts", "clear_breathing_rates",
-           "check_rig_modes"]
+           "check_rig_modes", "rig_modes_hz"]
 
 #: quiet breathing, breaths/min (a paced or slow breather goes lower)
 BREATHING_PER_MIN = (10.0, 20.0)
@@ -171,8 +171,16 @@ def check_rig_modes(rig: Rig, platform_params: InertialParams, load: InertialPar
         The rig's mode frequencies with the load, Hz, ascending.
     conflicts : list of ModeConflict
     """
+    modes_hz = rig_modes_hz(rig, platform_params, load)
+    return modes_hz, mode_conflicts(modes_hz, **kw)
+
+
+def rig_modes_hz(rig: Rig, platform_params: InertialParams,
+                 load: InertialParams) -> np.ndarray:
+    """The rig's mode frequencies (Hz, ascending) with ``load`` locked on it (the arguments
+    of :func:`check_rig_modes`): the linearised suspension's eigen-analysis
+    (rigtool.sim.dynamics.linear_modes)."""
     from rigtool.sim.dynamics import FixedBody, System, linear_modes
 
     system = System(rig, platform_params, fixed=(FixedBody("subject", load),))
-    modes_hz = np.asarray(linear_modes(system)[0], float)
-    return modes_hz, mode_conflicts(modes_hz, **kw)
+    return np.asarray(linear_modes(system)[0], float)

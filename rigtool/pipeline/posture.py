@@ -45,6 +45,7 @@ from rigtool.mocap import MarkerData, read_capture
 from rigtool.rig import spring_wrench
 from rigtool.pipeline.lab_frames import posture_lab_frame_warning
 from rigtool.pipeline.methods import check_method
+from rigtool.protocol import rig_modes_hz
 from rigtool.tree import Tree
 
 
@@ -343,10 +344,8 @@ class _TissueFits:
     posture's rows but the tissue's, and the rig's highest mode with this body on it."""
 
     def __init__(self, rig, cap, rigid, r_pb: np.ndarray, t_pb: np.ndarray, kwargs: dict):
-        from rigtool.protocol import check_rig_modes
-
         load = InertialParams(transform_params(rigid.params.pi, r_pb, t_pb))
-        modes_hz, _ = check_rig_modes(rig, rig.platform.params, load)
+        modes_hz = rig_modes_hz(rig, rig.platform.params, load)
         cache: dict = {}
         self.fit = lambda **kw: fit_posture(rig, rig.platform.params, cap,
                                             **{**kwargs, "rows_cache": cache, **kw})
