@@ -265,9 +265,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     def body_rows(c: CaptureMotion, sup: SupportMotion | None):
         """Everything of a capture's rows but the tissue's (which alone changes from one
         element to the next: ``rows_cache`` keeps this part)."""
+        # keyed by identity; the entry holds the capture and support themselves, so neither
+        # can be collected and its id reused while the cache lives
         key = (id(c), id(sup))
-        if rows_cache is not None and key in rows_cache:
-            return rows_cache[key]
+        hit = rows_cache.get(key) if rows_cache is not None else None
+        if hit is not None and hit[0] is c and hit[1] is sup:
+            return hit[2]
         rt = np.swapaxes(c.rotation, -1, -2)
         a_minus_g = np.einsum("tij,tj->ti", rt, c.accel_lab - rig.gravity_lab)
         y_c = regressor_body(a_minus_g, c.omega_body, c.omega_dot_body)
@@ -291,7 +294,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 & np.all(np.isfinite(rows_b), axis=1))
         out = (rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, a_minus_g)
         if rows_cache is not None:
-            rows_cache[key] = out
+            rows_cache[key] = (c, sup, out)
         return out
 
     def rows(c: CaptureMotion, sup: SupportMotion | None = support):
