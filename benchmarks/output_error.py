@@ -109,8 +109,8 @@ def main() -> None:
             i_max = np.linalg.eigvalsh(i_t)[-1]
             pt = body_trajectory(data, rig_cal.rig.platform.markers_platform)
             bt = body_trajectory(data, markers[session.tree.links[0].name])
-            *_, pose_cov = base_pose_covariance(pt.rotation, pt.position_m, bt.rotation,
-                                                bt.position_m)
+            _, _, pose_cov, _ = base_pose_covariance(pt.rotation, pt.position_m,
+                                                     bt.rotation, bt.position_m)
             for rn, rf in rigs.items():
                 t1 = time.perf_counter()
                 out = fit_one_posture(session, rf, session.tree, markers, ref.capture,

@@ -55,6 +55,7 @@ def _with(data, xyz):
 def test_rigid_demo_shows_no_living_sign(posture1):
     out = _outcome(posture1, posture1[4])
     assert living_checks(out) == []
+    assert out.postures[0].base_pose_wander_cov is None      # white frames
     assert soft_tissue_check(out).level == "ok"      # one mass in every band
     assert support_check(out).level == "ok"
 
@@ -98,6 +99,9 @@ def test_skin_markers_drifting_on_bone_are_named(posture1):
     # the marker noise stays the platform's (0.1 mm), not the skin's
     assert abs(out.postures[0].marker_noise_mm - 0.1) < 0.01
     assert out.postures[0].marker_noise_body_mm["link0"] > 0.3
+    # the base link's mean place carries its markers' wander, and the check says so
+    assert out.postures[0].base_pose_wander_cov is not None
+    assert "off the bone" in check.meaning
 
 
 def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1):

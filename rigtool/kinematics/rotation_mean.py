@@ -81,4 +81,13 @@ def mean_covariance(samples: np.ndarray, n_blocks: int = MEAN_BLOCKS,
     return wander if np.trace(wander) > serial_factor * np.trace(white) else white
 
 
-__all__ = ["mean_rotation", "rms_angle", "mean_covariance", "MEAN_BLOCKS", "SERIAL_FACTOR"]
+def wander_excess(cov: np.ndarray, white: np.ndarray) -> np.ndarray:
+    """The part of ``cov`` beyond ``white`` (both ``[d, d]``), clipped to be positive
+    semi-definite: what a wander adds to the independent frames' covariance of a mean."""
+    e = 0.5 * ((cov - white) + (cov - white).T)
+    vals, vecs = np.linalg.eigh(e)
+    return (vecs * np.clip(vals, 0.0, None)) @ vecs.T
+
+
+__all__ = ["mean_rotation", "rms_angle", "mean_covariance", "wander_excess", "MEAN_BLOCKS",
+           "SERIAL_FACTOR"]

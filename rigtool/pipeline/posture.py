@@ -40,7 +40,8 @@ from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_plat
                                              follows_support, marker_rhythm)
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
-from rigtool.kinematics.rotation_mean import mean_covariance, mean_rotation, rms_angle
+from rigtool.kinematics.rotation_mean import (mean_covariance, mean_rotation, rms_angle,
+                                              wander_excess)
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.rig import spring_wrench
 from rigtool.pipeline.lab_frames import posture_lab_frame_warning
@@ -87,6 +88,11 @@ class PostureOutcome:
                                                  # the locked body's motion on the platform
                                                  # when measured through
                                                  # (support_motion_model())
+    base_pose_wander_cov: np.ndarray | None = None
+                                                 # what the base link's markers wandering
+                                                 # add to its mean pose's covariance [dt,
+                                                 # delta] (m^2, rad^2; None: white frames),
+                                                 # carried into the result
 
     @property
     def method(self) -> str:
@@ -236,6 +242,13 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     trajs = {l.name: body_trajectory(data, markers[l.name]) for l in tree.links}
     base = tree.links[0].name
     r_pb, t_pb, wobble = relative_pose(plat_traj, trajs[base], cap.valid)
+    *_, pose_cov, pose_cov_independent = base_pose_covariance(
+        plat_traj.rotation, plat_traj.position_m, trajs[base].rotation,
+        trajs[base].position_m, cap.valid)
+    # skin markers wandering: their mean over the capture is off the bone by what the
+    # wander's mean covariance says, and every fit below carries that into its result
+    pose_wander = wander_excess(pose_cov, pose_cov_independent)
+    pose_wander = pose_wander if np.any(pose_wander) else None
     # a base link or a joint that moves during the capture is judged by the report
     # (rigtool.report.checks), once for every posture
     rotations, spread, rotation_cov = _child_rotations(tree, trajs, capture)
@@ -261,6 +274,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
                       base_position_platform=t_pb, total_mass_kg=total_mass_kg,
                       spring_model=spring_model, weighting=weighting, fit_mass=True,
+                      base_pose_wander_cov=pose_wander,
                       **({"breath": breath} if breath is not None else {}),
                       **({"support": support} if support is not None else {}))
     tissue, tissue_note, evidence = None, None, None
@@ -270,6 +284,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             total_mass_kg=total_mass_kg, spring_model=spring_model,
             # the dual metric takes no internal motion (its fit would say so per posture)
             weighting="noise" if weighting == "dual-metric" else weighting, fit_mass=True,
+            base_pose_wander_cov=pose_wander,
             **({"breath": breath} if breath is not None else {}),
             **({"support": support} if support is not None else {})))
         if session.soft_tissue == "auto":
@@ -287,15 +302,13 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     if method == "output-error" and support is None and tissue is None:
         fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
         cov, _ = marker_covariance_of(marker_covariance, capture, data, fit_names)
-        *_, pose_cov = base_pose_covariance(plat_traj.rotation, plat_traj.position_m,
-                                            trajs[base].rotation, trajs[base].position_m,
-                                            cap.valid)
         refinement = refine_posture(rig, rig.platform.params, data,
                                     base_rotation_platform=r_pb, base_position_platform=t_pb,
                                     total_mass_kg=total_mass_kg, start=res, window=window,
                                     name=name, markers_platform=plat_markers,
                                     calibration_std=_calibration_std(rigfile),
-                                    base_pose_cov=pose_cov, marker_covariance=cov,
+                                    base_pose_cov=pose_cov, base_pose_wander_cov=pose_wander,
+                                    marker_covariance=cov,
                                     standard_errors=standard_errors,
                                     cluster_frames=cluster_frames,
                                     **(_attached_markers(tree, markers)
@@ -335,7 +348,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},
                           living_signs=signs, breathing=breathing, support=support_model,
-                          soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {})
+                          soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {},
+                          base_pose_wander_cov=pose_wander)
 
 
 class _TissueFits:

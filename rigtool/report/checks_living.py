@@ -152,6 +152,18 @@ def _residual_share(p, f0_hz: float, rate_hz: float) -> float:
     return band_fraction(per, rate_hz, f0_hz) if per.size > 64 else float("nan")
 
 
+def _base_wander_words(out: SessionOutcome) -> str:
+    """What the base link's wandering markers leave in its mean place, when they do."""
+    sds = [1e3 * np.sqrt(np.max(np.diag(w)[:3])) for p in out.postures
+           if (w := getattr(p, "base_pose_wander_cov", None)) is not None]
+    if not sds:
+        return ""
+    return (" The base link's mean place over a capture is off the bone by the mean of its "
+            f"markers' wander: up to {max(sds):.2f} mm (one standard deviation) in "
+            f"{len(sds)} of {len(out.postures)} postures, which their standard errors "
+            "carry.")
+
+
 def skin_check(out: SessionOutcome) -> Check:
     """A link's markers scattering well above the platform's rigid markers."""
     title = "Skin markers"
@@ -189,7 +201,7 @@ def skin_check(out: SessionOutcome) -> Check:
         "Markers on skin slide over the bone and follow the soft tissue: the links' fitted "
         "poses (and the joint rotations the subset fit takes) carry that motion. The marker "
         "noise is taken from the platform's markers, so the fit's residual shows it rather "
-        "than absorbing it.",
+        "than absorbing it." + _base_wander_words(out),
         "Put the markers on bony landmarks or rigid clusters strapped to the segment; check "
         "the joint rotations' spread in the postures table.", parts)
 

@@ -80,6 +80,11 @@ def _posture_entry(p: PostureOutcome) -> dict:
         "method": p.method,
         "warnings": list(p.warnings),
     }
+    wander = getattr(p, "base_pose_wander_cov", None)
+    if wander is not None:
+        sd = np.sqrt(np.clip(np.diag(wander), 0.0, None))
+        entry["base_pose_wander"] = {"position_std_mm": r(1e3 * sd[:3], 4),
+                                     "rotation_std_deg": r(np.rad2deg(sd[3:]), 4)}
     if getattr(p, "breathing", None):
         entry["breathing"] = r(p.breathing, 4)
     if getattr(p, "support", None):

@@ -15,23 +15,36 @@ from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.errors import InputError
 from rigtool.identify.posture.equation_error import transform_matrix
 from rigtool.identify.posture.problem import z_to_params
-from rigtool.kinematics.rotation_mean import mean_rotation
+from rigtool.kinematics.rotation_mean import mean_covariance, mean_rotation
 from rigtool.mocap import MarkerData
 
 
 def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
                          base_rotation: np.ndarray, base_position_m: np.ndarray,
                          valid: np.ndarray | None = None
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Mean pose of the base link on the platform and the 6x6 covariance of that mean.
 
     From per-frame marker-fitted poses (``[T, 3, 3]``, ``[T, 3]``, lab; NaN where unseen):
     ``R_pb = R_p^T R_b``, ``t_pb = R_p^T (p_b - p_p)``, averaged (as
     rigtool.identify.common.platform_motion.relative_pose). The covariance is of ``[t_pb (3),
-    delta (3)]`` with ``R_pb = R_mean exp([delta x])``: the per-frame scatter over the number
-    of frames (marker noise is white, so frames are independent). On a 25 s capture at 120 Hz
-    it is a few micrometres, as large as the output-error COM standard error, so it belongs
-    in the reported uncertainty (``refine_posture(base_pose_cov=...)``).
+    delta (3)]`` with ``R_pb = R_mean exp([delta x])``. For white marker noise it is the
+    per-frame scatter over the number of frames: on a 25 s capture at 120 Hz a few
+    micrometres, as large as the output-error COM standard error, so it belongs in the
+    reported uncertainty (``refine_posture(base_pose_cov=...)``). When the base link's
+    markers wander on the skin, the mean pose carries the wander's mean over the capture
+    (a bias to the bony frame that no fit of this capture removes), and the covariance is
+    that of a wander's mean (:func:`rigtool.kinematics.rotation_mean.mean_covariance`, on
+    the coordinates scaled to unit spread so that metres and radians weigh alike).
+
+    Returns
+    -------
+    rotation : ndarray (3, 3)
+    position_m : ndarray (3,)
+    cov : ndarray (6, 6)
+        The covariance of the mean pose.
+    cov_independent : ndarray (6, 6)
+        The same with the frames taken as independent (``cov`` itself for white frames).
     """
     ok = (np.all(np.isfinite(platform_position_m), axis=1)
           & np.all(np.isfinite(base_position_m), axis=1))
@@ -45,8 +58,13 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     t_pb = np.einsum("tij,tj->ti", rt, base_position_m[ok] - platform_position_m[ok])
     mean, delta = mean_rotation(r_pb)
     dev = np.concatenate([t_pb - t_pb.mean(0), delta], axis=1)
-    cov = np.cov(dev.T) / ok.sum()
-    return mean, t_pb.mean(0), cov
+    independent = np.cov(dev.T) / ok.sum()
+    scale = dev.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    cov = mean_covariance(dev / scale) * np.outer(scale, scale)
+    if np.allclose(cov, independent, rtol=1e-12, atol=0.0):
+        cov = independent                  # the same, to the bit: white frames
+    return mean, t_pb.mean(0), cov, independent
 
 
 def object_in_base_frame(v: np.ndarray, base_rotation: np.ndarray, base_position_m: np.ndarray,

@@ -32,6 +32,7 @@ from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle
                                   solve_compensated, solve_wls)
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
+from rigtool.identify.posture.base_pose import pose_added_covariance
 from rigtool.identify.posture.breathing import BreathInput, internal_columns
 from rigtool.identify.posture.soft_tissue import TissueElement, tissue_columns
 from rigtool.identify.posture.support import support_columns
@@ -202,7 +203,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 support: SupportMotion | None = None,
                 tissue: tuple[TissueElement, ...] = (),
                 rows_cache: dict | None = None,
-                added_cov: np.ndarray | None = None) -> PostureResult:
+                added_cov: np.ndarray | None = None,
+                base_pose_wander_cov: np.ndarray | None = None) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -246,6 +248,13 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         A covariance added to the fit's, over all its unknowns (the object's nine, then the
         breath's and the tissue's): what a parameter profiled outside this fit (the tissue's
         frequency) moves in them.
+    base_pose_wander_cov : ndarray (6, 6), optional
+        What the base link's markers wandering on the skin add to the covariance of its
+        pose ``[dt, delta]`` (``R = R_b exp([delta x])``, ``t = t_b + dt``;
+        rigtool.identify.common.output_error.base_pose_covariance): the pose carries the
+        fitted body into the base-link frame, and this much of its uncertainty is added
+        to the reported covariance (rigtool.identify.posture.base_pose). The independent
+        frames' share, micrometres, is left out as before.
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -415,6 +424,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
     if added_cov is not None:
         fit = replace(fit, cov=fit.cov + np.asarray(added_cov, float))
+    if base_pose_wander_cov is not None:
+        extra = np.zeros_like(fit.cov)
+        extra[:9, :9] = pose_added_covariance(np.concatenate([[total_mass_kg], x[:9]]),
+                                              base_rotation_platform, base_position_platform,
+                                              base_pose_wander_cov)
+        fit = replace(fit, cov=fit.cov + extra)
     if np.any(np.abs(x - fit.x) > 2 * fit.std):
         warnings.append("the physically consistent estimate differs from the unconstrained "
                         "one by more than 2 standard errors")

@@ -43,7 +43,8 @@ class ObjectEstimate:
 def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
                     base_rotation: np.ndarray, base_position_m: np.ndarray, tmat: np.ndarray,
                     total_mass_kg: float, pose_idx: np.ndarray | None,
-                    base_pose_cov: np.ndarray | None) -> ObjectEstimate:
+                    base_pose_cov: np.ndarray | None,
+                    base_pose_wander_cov: np.ndarray | None = None) -> ObjectEstimate:
     """The fitted object ``z`` (9, platform frame) in the base-link frame.
 
     Parameters
@@ -62,6 +63,9 @@ def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
         estimated it (base markers); None: the pose was given, with ``base_pose_cov``.
     base_pose_cov : ndarray (6, 6) or None
         Covariance of the given pose ``[t, delta]`` (None: exact).
+    base_pose_wander_cov : ndarray (6, 6) or None
+        What the base link's markers wandering on the skin add to a fitted pose's
+        covariance (the fit takes their frames as independent; None: nothing).
 
     Returns
     -------
@@ -75,7 +79,10 @@ def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
         zi = np.arange(9)
         if pose_idx is not None:
             sel = np.concatenate([zi, pose_idx])
-            return cov[np.ix_(sel, sel)]
+            out = cov[np.ix_(sel, sel)].copy()
+            if base_pose_wander_cov is not None:
+                out[9:, 9:] += np.asarray(base_pose_wander_cov, float)
+            return out
         out = np.zeros((15, 15))
         out[:9, :9] = cov[np.ix_(zi, zi)]
         if base_pose_cov is not None:

@@ -113,7 +113,8 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                    final_substeps: int | None = None,
                    first_horizon_s: float = 2.0, horizon_factor: float = 4.0,
                    calibration_std: dict[str, np.ndarray] | None = None,
-                   base_pose_cov: np.ndarray | None = None, ftol: float = 1e-8,
+                   base_pose_cov: np.ndarray | None = None,
+                   base_pose_wander_cov: np.ndarray | None = None, ftol: float = 1e-8,
                    base_markers: dict[str, np.ndarray] | None = None,
                    object_markers: list[str] | tuple[str, ...] = (),
                    marker_covariance: MarkerCovariance | None = None,
@@ -175,6 +176,10 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         ``R = R_base exp([delta x])`` (:func:`base_pose_covariance`). The fit determines the
         object in the platform frame; the base pose carries it to the base-link frame, and
         its uncertainty is added to the reported covariance. Not used with ``base_markers``.
+    base_pose_wander_cov : ndarray (6, 6), optional
+        With ``base_markers``: what their wander on the skin adds to the fitted pose's
+        covariance, which takes their frames as independent (``cov - cov_independent`` of
+        :func:`base_pose_covariance`, clipped positive: zero for white frames).
     base_markers : dict, optional
         The base link's markers (name -> base-link-frame xyz, m). Given, they join the fit as
         markers rigidly attached to the platform and the base link's pose on the platform
@@ -381,7 +386,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         pose_idx = None
 
     est = object_estimate(x[:9], cov_all, cov_noise, r_b, t_b, prob.tmat, total_mass_kg,
-                          pose_idx, base_pose_cov)
+                          pose_idx, base_pose_cov, base_pose_wander_cov)
     params, cov9, pcov = est.params, est.cov9, est.props_cov
     pstd, pstd_noise = est.props_std, est.props_std_noise
     _, st, scale = prob.split(x)
