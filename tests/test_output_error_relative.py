@@ -331,6 +331,7 @@ def test_streamed_jacobian_gives_the_held_fit(swing, monkeypatch):
     swing with 0.1 mm marker noise both fits stop within ftol = 1e-8 of the cost, i.e.
     within sqrt(1e-8 M) ~ 0.03 standard errors of each other for M ~ 10^4 rows."""
     from rigtool.identify.relative import streamed_rows
+    from rigtool.identify.relative.fit_common import refinement_scores
 
     made = _problems_made(monkeypatch)
     p = swing.p
@@ -361,6 +362,12 @@ def test_streamed_jacobian_gives_the_held_fit(swing, monkeypatch):
                                atol=1e-12 * np.abs(ref_normal.jtj).max())
     np.testing.assert_allclose(got_normal.jtr, ref_normal.jtr, rtol=1e-9,
                                atol=1e-10 * np.abs(ref_normal.jtr).max())
+    # each frame's scores (the serial-correlation-robust covariance's): the same sums
+    r_m = prob.residual(x)[:n_mark]
+    mask = prob.mask[:prob.n_frames]
+    held_scores = refinement_scores(ref_jac, r_m, mask)
+    np.testing.assert_allclose(refinement_scores(got_jac, r_m, mask), held_scores,
+                               rtol=1e-9, atol=1e-10 * np.abs(held_scores).max())
     got_cross = streamed_rows.marker_cross_products(prob, x, got_jac, n_mark, members)
     for a, b in zip(got_cross, ref_cross):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10 * np.abs(b).max())
@@ -370,3 +377,32 @@ def test_streamed_jacobian_gives_the_held_fit(swing, monkeypatch):
     streamed = refine_relative(p.tree, rig, p.sc.platform_params, noisy, swing.markers, **kw)
     assert np.abs(streamed.phi_b - held.phi_b).max() < 0.03 * held.phi_b_std[13]
     np.testing.assert_allclose(streamed.phi_b_std, held.phi_b_std, rtol=1e-3)
+
+
+def test_markers_sliding_on_their_links_take_serial_standard_errors(swing):
+    """Every link marker sliding 0.6 mm (sines of 4-25 s periods, as skin markers do)
+    leaves the swing's fit a residual correlated over frames: the refinement reports the
+    serial-correlation-robust covariance, and white marker noise keeps the independent
+    frames' (rigtool.identify.relative.fit_common.marker_noise_covariance)."""
+    p = swing.p
+    kw = dict(start=swing.start, phi_s_cov=swing.cov_s, phi_s=swing.phi_s,
+              total_mass_kg=p.sc.obj.total_mass, window=(0.5, 3.5), first_horizon_s=1.0,
+              free="jyy")
+    rig = _rig_with_truth(p.sc)
+    white = _markerdata(p, p.traj, noise_m=1e-4, seed=5)
+    res = refine_relative(p.tree, rig, p.sc.platform_params, white, swing.markers, **kw)
+    assert res.standard_errors["kind"] == "independent"
+    assert res.standard_errors["serial_inflation"] < 2.0
+    rng = np.random.default_rng(6)
+    xyz = white.xyz_m.copy()
+    t = white.time_s
+    for k, name in enumerate(white.names):
+        if any(name.split(":")[-1] in m for m in swing.markers.values()):
+            f = rng.uniform(0.04, 0.25, (5, 3))
+            xyz[:, k] += 0.0006 * np.sin(2 * np.pi * f * t[:, None, None]
+                                         + rng.uniform(0, 6, (5, 3))).sum(1)
+    sliding = replace(white, xyz_m=xyz)
+    res = refine_relative(p.tree, rig, p.sc.platform_params, sliding, swing.markers, **kw)
+    assert res.standard_errors["kind"] == "serial"
+    assert res.standard_errors["inflation"] > 2.0
+    assert res.to_json()["standard_errors"] == res.standard_errors

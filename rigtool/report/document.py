@@ -147,7 +147,7 @@ def _relative_block(out: SessionOutcome) -> dict:
         rel["output_error"] = {"used": True, **{k: oe[k] for k in (
             "method", "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
             "marker_sigma_mm", "noise_mm", "floor_mm", "iterations", "elapsed_s",
-            "horizons_s")}}
+            "horizons_s", "standard_errors")}}
         rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
     return r(rel)
 

@@ -28,8 +28,10 @@ from rigtool.identify.common.platform_motion import marker_sigma_from_residual, 
 from rigtool.identify.relative.active_problem import ActiveProblem
 from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
-                                                  fit_initial_state, object_start,
+                                                  fit_initial_state,
+                                                  marker_noise_covariance, object_start,
                                                   phi_b_covariance, platform_noise_mm,
+                                                  refinement_scores,
                                                   unconverged_warning)
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.relative.bounds import _phi_s_matrix
@@ -251,12 +253,21 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
                              n_probes, seed, splines)
     cross_s, cross_cal, jt_changes = marker_cross_products(prob, x, jac, n_mark, members,
                                                            changes)
-    cov = phi_b_covariance(prob, info_inv, s2, cov_s, cross_s, cross_cal)
-    cov_b, cov_b_noise, cov_x, map_b = cov.cov, cov.cov_noise, cov.cov_x, cov.map_b
     cov_in = np.zeros((x.size, x.size))
     if n_probes >= 2:        # each probe's Gauss-Newton shift of the estimate
         d = np.stack([-info_inv @ c for c in jt_changes.T])
         cov_in = d.T @ d / len(d)
+    # a residual correlated over frames beyond what the input's white noise explains (the
+    # smoothed input's own noise correlates it too): its serial-robust covariance holds
+    # both, and replaces the marker noise's and the probes'
+    cov_noise_x, standard_errors = marker_noise_covariance(
+        prob, info_inv, s2, refinement_scores(jac, r_m, mask), n_mark, data.rate_hz,
+        reference=s2 * info_inv + cov_in)
+    if standard_errors["kind"] == "serial":
+        cov_in = np.zeros_like(cov_in)
+    cov = phi_b_covariance(prob, info_inv, s2, cov_s, cross_s, cross_cal,
+                           cov_x_noise=cov_noise_x)
+    cov_b, cov_b_noise, cov_x, map_b = cov.cov, cov.cov_noise, cov.cov_x, cov.map_b
     cov_b = cov_b + map_b @ cov_in[:n_theta, :n_theta] @ map_b.T
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
@@ -305,7 +316,8 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
         base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(np.sqrt(np.clip(np.diag(cov_x)[n_theta:n_theta + 6], 0, None))
                        if fit_base else np.zeros(6)),
-        noise_mm=platform_noise_mm(sigma, sigma_mm), scatter_mm=float(sigma_mm))
+        noise_mm=platform_noise_mm(sigma, sigma_mm), scatter_mm=float(sigma_mm),
+        standard_errors=standard_errors)
 
 
 def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wide,

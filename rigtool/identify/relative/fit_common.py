@@ -15,6 +15,8 @@ from rigtool.engine.lm import (GEODESIC_H, WARM_LAMBDA, Normal, finite_differenc
                                levenberg_marquardt, second_derivative_along)
 
 from rigtool.identify.common.output_error import next_horizon
+from rigtool.identify.posture.cluster_covariance import (SERIAL_GATE, SERIAL_WINDOW_S,
+                                                        serial_covariance, serial_inflation)
 from rigtool.identify.relative import streamed_rows
 from rigtool.identify.relative.streamed_rows import StreamedRows
 from rigtool.identify.relative.bounds import feasible_intervals, link_lower_bounds, phi_b_affine
@@ -388,16 +390,63 @@ class PhiBCovariance:
     map_b: np.ndarray
 
 
+def refinement_scores(jac: np.ndarray | StreamedRows, r_m: np.ndarray,
+                      mask: np.ndarray) -> np.ndarray:
+    """Each frame's marker rows' ``J^T r`` (``[frames, P]``) at a refinement's estimate:
+    from the streamed run (:class:`StreamedRows`), or from the held Jacobian whose marker
+    rows follow ``mask`` (frames, markers; three rows a marker)."""
+    if isinstance(jac, StreamedRows):
+        return jac.frame_scores
+    frames = np.repeat(np.nonzero(mask)[0], 3)
+    return streamed_rows.frame_scores(r_m, jac[:r_m.size], frames)[1]
+
+
+def marker_noise_covariance(prob, info_inv: np.ndarray, s2: float,
+                            scores: np.ndarray | None, n_rows: int, rate_hz: float,
+                            reference: np.ndarray | None = None
+                            ) -> tuple[np.ndarray, dict]:
+    """The marker noise's share of the covariance of a refinement's unknowns, and how it
+    was taken (report.json's ``standard_errors``).
+
+    ``s2 (J^T J)^-1`` takes the frames' residuals as independent. A residual correlated
+    over frames (a heartbeat's recoil, markers sliding on the skin, a breath) makes that
+    too small, as in the posture fit
+    (rigtool.identify.posture.cluster_covariance.serial_covariance): here too the
+    Newey-West covariance over :data:`SERIAL_WINDOW_S` of each frame's marker scores
+    (``scores [frames, P]``), with Phi_s's prior rows (independent, ``s2`` per row) added,
+    is taken when its variances of the object's unknowns exceed the independent ones
+    :data:`SERIAL_GATE`-fold on average; white residuals keep ``s2 (J^T J)^-1`` to the bit.
+    ``reference``: what the fit reports otherwise, when more than ``s2 (J^T J)^-1`` (the
+    active model's input probes added: the smoothed input's noise correlates the residual
+    too, and the serial covariance, which holds that as well, must exceed both).
+    """
+    white = s2 * info_inv
+    if scores is None or len(scores) < 3:
+        return white, {"kind": "independent"}
+    lag = int(round(SERIAL_WINDOW_S * rate_hz))
+    cov = serial_covariance(info_inv, scores, n_rows=n_rows, lag_frames=lag).cov
+    if prob.prior_rows is not None and prob.fit_params:
+        jp = np.zeros((prob.prior_rows.shape[0], info_inv.shape[0]))
+        jp[:, :prob.n_theta] = prob.prior_rows
+        cov = cov + s2 * info_inv @ (jp.T @ jp) @ info_inv
+    inflation = serial_inflation(cov, white if reference is None else reference,
+                                 prob.n_theta)
+    if inflation > SERIAL_GATE:
+        return cov, {"kind": "serial", "window_frames": lag, "inflation": inflation}
+    return white, {"kind": "independent", "serial_inflation": inflation}
+
+
 def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
-                     cross_s: np.ndarray | None, cross_cal: np.ndarray | None
-                     ) -> PhiBCovariance:
-    """Gauss-Newton covariance of the refinement: marker noise (``s2 (J^T J)^-1``), Phi_s's
+                     cross_s: np.ndarray | None, cross_cal: np.ndarray | None,
+                     cov_x_noise: np.ndarray | None = None) -> PhiBCovariance:
+    """Gauss-Newton covariance of the refinement: marker noise (``s2 (J^T J)^-1``, or
+    ``cov_x_noise`` when given: :func:`marker_noise_covariance`), Phi_s's
     covariance propagated in ``jyy`` mode (``cross_s = J_m^T dr/dPhi_s``, the marker rows'
     Jacobian against their derivative along Phi_s), the calibration (``cross_cal =
     J_m^T A_cal``, ``A_cal`` the marker rows' change per calibration member; None without
     members). rigtool.identify.relative.streamed_rows.marker_cross_products gives both."""
     n, n_theta = prob.n, prob.n_theta
-    cov_x = s2 * info_inv
+    cov_x = s2 * info_inv if cov_x_noise is None else np.asarray(cov_x_noise, float)
     finite_s = np.all(np.isfinite(cov_s))
     if prob.free == "jyy":
         g_mat, h_mat = phi_b_affine(n)
@@ -420,5 +469,5 @@ def phi_b_covariance(prob, info_inv: np.ndarray, s2: float, cov_s: np.ndarray,
 
 
 __all__ = ["checked_phi_s", "platform_noise_mm", "ObjectStart", "object_start", "jyy_bounds", "PriorRowsFit", "PhiBCovariance",
-           "phi_b_covariance", "fit_growing_horizon",
+           "phi_b_covariance", "marker_noise_covariance", "refinement_scores", "fit_growing_horizon",
            "predicts_whole_window", "WHOLE_WINDOW_EXCESS"]

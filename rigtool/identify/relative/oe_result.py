@@ -81,6 +81,9 @@ class RelativeRefinement:
     base_pose_std: np.ndarray | None = None  # [t (3), rotation vector (3)]
     noise_mm: float = float("nan")           # the platform's markers' noise (rigid fit)
     scatter_mm: float = float("nan")         # every fitted marker set's rigid-fit scatter
+    standard_errors: dict = field(default_factory=dict)
+                                             # the marker noise's covariance model:
+                                             # fit_common.marker_noise_covariance
 
     @property
     def floor_mm(self) -> float:
@@ -150,6 +153,7 @@ class RelativeRefinement:
                 "scatter_mm": self.scatter_mm, "floor_mm": self.floor_mm,
                 "reached_noise": self.reached_noise(), "iterations": self.iterations,
                 "elapsed_s": self.elapsed_s, "horizons_s": list(self.horizons_s),
+                "standard_errors": dict(self.standard_errors),
                 "on_bound": self.on_bound, "warnings": self.warnings}
 
 

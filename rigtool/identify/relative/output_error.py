@@ -73,7 +73,9 @@ from rigtool.identify.common.output_error import start_state, window_frames
 from rigtool.identify.relative.problem import RelativeProblem
 from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_horizon,
                                                   fit_initial_state, jyy_bounds, object_start,
+                                                  marker_noise_covariance,
                                                   phi_b_covariance, platform_noise_mm,
+                                                  refinement_scores,
                                                   solve_bounded, unconverged_warning)
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.common.platform_motion import marker_sigma_from_residual
@@ -328,8 +330,11 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
     phi_b = prob.phi_b(theta)
     members = ([] if calibration_std is None
                else calibration_members_of(rig, platform, calibration_std))
+    cov_noise_x, standard_errors = marker_noise_covariance(
+        prob, info_inv, s2, refinement_scores(jac, r_m, mask), n_mark, data.rate_hz)
     cov = phi_b_covariance(prob, info_inv, s2, cov_s,
-                           *marker_cross_products(prob, x, jac, n_mark, members))
+                           *marker_cross_products(prob, x, jac, n_mark, members),
+                           cov_x_noise=cov_noise_x)
     cov_b, cov_b_noise, cov_x = cov.cov, cov.cov_noise, cov.cov_x
     std_b = np.sqrt(np.clip(np.diag(cov_b), 0, None))
     std_b_noise = np.sqrt(np.clip(np.diag(cov_b_noise), 0, None))
@@ -394,7 +399,7 @@ def refine_relative(tree: Tree, rig: Rig, platform: InertialParams, data: Marker
         residual_rms_frame_mm=per_frame, warnings=warnings, base_pose=(r_pb_hat, t_pb_hat),
         base_pose_std=(std_x[n_theta + n_damp:n_theta + n_damp + 6].copy() if fit_base
                        else np.zeros(6)), noise_mm=platform_noise_mm(rigid_sigma, sigma_mm),
-        scatter_mm=float(sigma_mm))
+        scatter_mm=float(sigma_mm), standard_errors=standard_errors)
 
 
 def _jyy_pos(free: str, k: int) -> int:

@@ -43,6 +43,7 @@ class StreamedRows:
     rows: np.ndarray
     weight: np.ndarray
     held: np.ndarray
+    frame_scores: np.ndarray | None = None    # [frames, P]: each frame's marker rows' J^T r
 
     @classmethod
     def zeros(cls, n_columns: int) -> "StreamedRows":
@@ -57,14 +58,30 @@ class StreamedRows:
         return StreamedRows(self.jtj + prior_jac.T @ prior_jac, self.jtr + prior_jac.T @ prior_r,
                             np.concatenate([self.rows, offset + np.arange(prior_r.size)]),
                             np.concatenate([self.weight, np.ones(prior_r.size)]),
-                            np.vstack([self.held, prior_jac]))
+                            np.vstack([self.held, prior_jac]), self.frame_scores)
+
+
+def frame_scores(r: np.ndarray, jac: np.ndarray, frame_of_row: np.ndarray
+                 ) -> tuple[int, np.ndarray]:
+    """``(first frame, [frames, P])``: each frame's ``J^T r`` over rows sorted by frame
+    (``frame_of_row`` non-decreasing), frames without rows zero: the per-frame scores of a
+    serial-correlation-robust covariance (rigtool.identify.relative.fit_common)."""
+    frame_of_row = np.asarray(frame_of_row)
+    if frame_of_row.size == 0:
+        return 0, np.zeros((0, jac.shape[1]))
+    first = int(frame_of_row[0])
+    out = np.zeros((int(frame_of_row[-1]) - first + 1, jac.shape[1]))
+    starts = np.flatnonzero(np.r_[True, np.diff(frame_of_row) != 0])
+    out[frame_of_row[starts] - first] = np.add.reduceat(jac * r[:, None], starts, axis=0)
+    return first, out
 
 
 class RowAccumulator:
     """Builds :class:`StreamedRows` from chunks of marker rows as a simulation yields them:
-    ``J^T J`` and ``J^T r`` summed, the residual rows kept (one number per row), the rows of
-    every ``stride``-th frame held (0: none), and ``J^T data`` for given columns of data
-    over the same rows (``data [M, q]``, the active model's input probes)."""
+    ``J^T J`` and ``J^T r`` summed, each frame's ``J^T r`` (:func:`frame_scores`), the
+    residual rows kept (one number per row), the rows of every ``stride``-th frame held (0:
+    none), and ``J^T data`` for given columns of data over the same rows (``data [M, q]``,
+    the active model's input probes)."""
 
     def __init__(self, n_columns: int, stride: int, data: np.ndarray | None = None):
         self.stride = int(stride)
@@ -72,13 +89,14 @@ class RowAccumulator:
         self.gram = np.zeros((n_columns, n_columns))
         self.jtr = np.zeros(n_columns)
         self.jt_data = None if data is None else np.zeros((n_columns, data.shape[1]))
-        self._r, self._held, self._idx = [], [], []
+        self._r, self._held, self._idx, self._scores = [], [], [], []
         self._offset = 0
 
     def add(self, r: np.ndarray, jac: np.ndarray, frame_of_row: np.ndarray) -> None:
         """The next rows: residual ``r [m]``, Jacobian ``jac [m, P]``, each row's frame."""
         self.gram += jac.T @ jac
         self.jtr += jac.T @ r
+        self._scores.append(frame_scores(r, jac, frame_of_row))
         if self.data is not None:
             self.jt_data += jac.T @ self.data[self._offset:self._offset + r.size]
         keep = (np.flatnonzero(frame_of_row % self.stride == 0) if self.stride > 0
@@ -94,8 +112,12 @@ class RowAccumulator:
         held = (np.concatenate(self._held, 0) if self._held
                 else np.zeros((0, self.gram.shape[0])))
         r = np.concatenate(self._r) if self._r else np.zeros(0)
+        n_frames = max((f + s.shape[0] for f, s in self._scores), default=0)
+        scores = np.zeros((n_frames, self.gram.shape[0]))
+        for first, s in self._scores:
+            scores[first:first + s.shape[0]] += s
         return r, StreamedRows(self.gram, self.jtr, idx, np.full(idx.size, float(self.stride)),
-                               held)
+                               held, scores)
 
 
 def marker_cross_products(prob, x: np.ndarray, jac: np.ndarray | StreamedRows, n_mark: int,
@@ -125,4 +147,5 @@ def marker_cross_products(prob, x: np.ndarray, jac: np.ndarray | StreamedRows, n
     return out if data is None else out + (jt_data[:p],)
 
 
-__all__ = ["JACOBIAN_BYTES", "StreamedRows", "RowAccumulator", "marker_cross_products"]
+__all__ = ["JACOBIAN_BYTES", "StreamedRows", "RowAccumulator", "frame_scores",
+           "marker_cross_products"]
