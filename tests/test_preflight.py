@@ -134,6 +134,15 @@ def test_too_long_clusters_name_the_posture_field(demo, capsys):
     assert "fewer than 50" in err
 
 
+def test_clusters_beside_another_kind_of_standard_errors_are_refused(demo, capsys):
+    """cluster_frames sets the "frame" standard errors' clusters: beside "serial" it would be
+    ignored, so it is an error naming the posture's field."""
+    _edit(_session(demo), 'capture = "posture1.csv"',
+          'capture = "posture1.csv"\nstandard_errors = "serial"\ncluster_frames = 10')
+    err = _run(["run", str(_session(demo))], capsys)
+    assert "postures[0].cluster_frames" in err and '"serial"' in err
+
+
 def test_every_problem_is_reported_at_once(demo, capsys):
     _edit(_session(demo), 'capture = "posture2.csv"', 'capture = "nope.csv"')
     _edit(_session(demo), "window = [1.0, 11.0]", "window = [300.0, 310.0]")

@@ -164,6 +164,18 @@ def test_robot_section_errors(tmp_path):
         load_session(path)
 
 
+def test_a_robot_session_refuses_measured_soft_tissue(tmp_path):
+    """A robot's links are rigid: a tissue model asked for would be left out, so it is an
+    error naming the key, never a silent rigid fit."""
+    path = _manifest(tmp_path)
+    path.write_text(path.read_text().replace('total_mass = 17.452',
+                                             'total_mass = 17.452\nsoft_tissue = "measured"'))
+    with pytest.raises(ConfigError, match=r"session.soft_tissue.*robot session"):
+        load_session(path)
+    path.write_text(path.read_text().replace('"measured"', '"rigid"'))
+    assert load_session(path).soft_tissue == "rigid"
+
+
 def test_joint_angle_file(tmp_path, panda):
     moving = panda.moving_joints
     rng = np.random.default_rng(0)

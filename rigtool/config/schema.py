@@ -247,7 +247,7 @@ _SESSION_T = Table("the session's name, rig and mass", (
         "(mass, place, frequency) identified in every posture fit, whose numbers are then "
         "the body's mean mass distribution, when an element fitted at 6 Hz holds a mass "
         "of 3 standard errors and 2 % of the body in any posture (auto), always (measured) "
-        "or never (rigid)",
+        "or never (rigid); a robot session takes auto (which sees no tissue) or rigid",
         choices=SOFT_TISSUE_MODELS, default="auto"),
 ))
 
@@ -269,7 +269,8 @@ _POSTURE = Table("one locked posture: the platform's free vibration with the joi
     Key("standard_errors", "string", "the output-error fit's standard errors",
         choices=POSTURE_STANDARD_ERRORS, default="auto"),
     Key("cluster_frames", "integer", 'consecutive frames per cluster of "frame" standard '
-        "errors", default="1"),
+        'errors (with "auto", when it takes them); an error beside "independent" or "serial"',
+        default="1"),
     Key("joint_angles", "string", "a robot's joint-angle CSV for this capture (time_s and one "
         "column per moving URDF joint, rad or m; path relative to the manifest)"),
 ))

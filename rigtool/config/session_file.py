@@ -206,6 +206,11 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
                           field="filter.stopband_hz", found=filt.stopband_hz)
 
     robot = robot_section(raw, path) if "robot" in raw else None
+    if robot is not None and soft_tissue == "measured":
+        # a robot's links are rigid: the tissue model would be silently left out
+        raise ConfigError('soft_tissue = "measured" models a living body\'s wobbling tissue; '
+                          'a robot session takes "auto" or "rigid"', path=path,
+                          field="session.soft_tissue", found=soft_tissue)
     links_t = raw.get("links") if robot is None else robot.links_tables()
     if not isinstance(links_t, list) or not links_t:
         raise ConfigError("expected at least one [[links]] table", path=path, field="links")
@@ -266,6 +271,14 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
     postures = []
     for i, pt in enumerate(raw.get("postures", [])):
         f = f"postures[{i}]"
+        if "cluster_frames" in pt and pt.get("standard_errors", "auto") in ("independent",
+                                                                           "serial"):
+            # clusters are the "frame" standard errors' alone (auto takes them for a
+            # camera's captures): given beside another kind they would be ignored
+            raise ConfigError('cluster_frames sets the clusters of "frame" standard errors; '
+                              f'this posture asks for "{pt["standard_errors"]}" (leave '
+                              'cluster_frames out, or use "frame" or "auto")', path=path,
+                              field=f"{f}.cluster_frames", found=pt["cluster_frames"])
         postures.append(CaptureRef(
             as_str(pt.get("name", f"posture{i + 1}"), field=f"{f}.name", path=path),
             path.parent / as_str(require(pt, "capture", field=f, path=path),
