@@ -11,8 +11,9 @@ state are fitted to the platform's and the base link's markers.
 
 Uncertainty: the marker noise of the fitted markers (Gauss-Newton covariance), Phi_s's
 (``jyy`` mode) and the calibration's (as the passive fit), plus the prescribed input's own
-noise by probes: the moving links' markers are perturbed by their measured noise, the
-splines refitted, and the estimate's first-order shift computed; the probes' spread is added.
+noise by probes: the moving links' markers are perturbed by their measured noise (its
+spectrum when they wander on the skin), the splines refitted, and the estimate's
+first-order shift computed; the probes' spread is added.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_hor
                                                   phi_b_covariance, platform_noise_mm,
                                                   refinement_scores,
                                                   unconverged_warning)
+from rigtool.identify.relative.input_noise import marker_residuals, probe_noise, wanders
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.relative.bounds import _phi_s_matrix
 from rigtool.identify.relative.oe_result import RelativeRefinement
@@ -250,7 +252,7 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     # the input probes' residual changes ride on the cross products' run (streamed)
     changes = _probe_changes(prob, x, n_mark, tree, data, markers, wide,
                              plat_traj_w.rotation, link_sigma, grid_t, parents, centres,
-                             n_probes, seed, splines)
+                             n_probes, seed, splines, link_trajs)
     cross_s, cross_cal, jt_changes = marker_cross_products(prob, x, jac, n_mark, members,
                                                            changes)
     cov_in = np.zeros((x.size, x.size))
@@ -322,9 +324,11 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
 
 def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wide,
                    plat_rot, link_sigma, grid_t, parents, centres, n_probes: int, seed: int,
-                   splines: list) -> np.ndarray:
+                   splines: list, link_trajs: dict) -> np.ndarray:
     """The marker rows' change ``[M, n_probes]`` under the prescribed input's noise: the
-    links' markers perturbed by their noise, the splines refitted with the data's smoothing
+    links' markers perturbed by their noise (white of their scatter, or a surrogate of
+    their own residual when they wander on the skin: rigtool.identify.relative.input_noise),
+    the splines refitted with the data's smoothing
     (the fixed-smoothing spline is linear in the data, so the refit's change is the
     spline's response to that noise alone), the platform simulated with each probe's
     input. ``-(J^T J)^-1 J_m^T`` of a column is that probe's shift of the estimate, and
@@ -333,11 +337,17 @@ def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wid
         return np.zeros((n_mark, 0))
     rng = np.random.default_rng(seed)
     base_r = prob.residual(x)[:n_mark]
+    residual, wandering = {}, {}
+    for link in tree.links[1:]:
+        names = list(markers[link.name])
+        coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
+        residual[link.name] = marker_residuals(link_trajs[link.name],
+                                               data.select(names)[wide], coords)
+        wandering[link.name] = wanders(residual[link.name])
     rels = []
     for _ in range(n_probes):
-        noise = {l.name: rng.normal(0.0, link_sigma[l.name] if np.isfinite(link_sigma[l.name])
-                                    else 0.0, (wide.size, len(markers[l.name]), 3))
-                 for l in tree.links[1:]}
+        noise = {l.name: probe_noise(rng, residual[l.name], link_sigma[l.name],
+                                     wandering[l.name]) for l in tree.links[1:]}
         rels += _relative_rotations(tree, _link_trajectories(tree, data, markers, wide, noise),
                                     plat_rot)
     # every probe's splines at once, with the data's smoothing
