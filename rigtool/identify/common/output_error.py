@@ -13,6 +13,7 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.errors import InputError
+from rigtool.identify.common.platform_motion import relative_frames
 from rigtool.identify.posture.equation_error import transform_matrix
 from rigtool.identify.posture.problem import z_to_params
 from rigtool.kinematics.rotation_mean import mean_covariance, mean_rotation
@@ -53,9 +54,8 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     if ok.sum() < 3:
         raise InputError("the base link and the platform are seen together in fewer than 3 "
                          "frames")
-    rt = np.swapaxes(platform_rotation[ok], -1, -2)
-    r_pb = rt @ base_rotation[ok]
-    t_pb = np.einsum("tij,tj->ti", rt, base_position_m[ok] - platform_position_m[ok])
+    r_pb, t_pb = relative_frames(platform_rotation[ok], platform_position_m[ok],
+                                 base_rotation[ok], base_position_m[ok])
     mean, delta = mean_rotation(r_pb)
     dev = np.concatenate([t_pb - t_pb.mean(0), delta], axis=1)
     independent = np.cov(dev.T) / ok.sum()

@@ -236,11 +236,19 @@ def relative_pose(platform: BodyTrajectory, body: BodyTrajectory,
         ok &= valid
     if ok.sum() < 3:
         raise InputError("the body and the platform are seen together in fewer than 3 frames")
-    rt = np.swapaxes(platform.rotation[ok], -1, -2)
-    r_pb = rt @ body.rotation[ok]
-    t_pb = np.einsum("tij,tj->ti", rt, body.position_m[ok] - platform.position_m[ok])
+    r_pb, t_pb = relative_frames(platform.rotation[ok], platform.position_m[ok],
+                                 body.rotation[ok], body.position_m[ok])
     mean, delta = mean_rotation(r_pb)
     return mean, t_pb.mean(axis=0), rms_angle(delta)
+
+
+def relative_frames(platform_rotation: np.ndarray, platform_position_m: np.ndarray,
+                    body_rotation: np.ndarray, body_position_m: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """A body's pose in the platform frame, frame by frame: ``R_pb = R_p^T R_b [T, 3, 3]``
+    and ``t_pb = R_p^T (p_b - p_p) [T, 3]`` from lab poses."""
+    rt = np.swapaxes(platform_rotation, -1, -2)
+    return rt @ body_rotation, np.einsum("tij,tj->ti", rt, body_position_m - platform_position_m)
 
 
 def equation_rows(rig: Rig, rotation: np.ndarray, rows_body: np.ndarray) -> np.ndarray:
@@ -260,5 +268,6 @@ def row_names(rig: Rig) -> list[str]:
     return [WRENCH_ROWS[i] for i in rig.free_dof_rows]
 
 
-__all__ = ["CaptureMotion", "WRENCH_ROWS", "capture_motion", "relative_pose", "equation_rows",
+__all__ = ["CaptureMotion", "WRENCH_ROWS", "capture_motion", "relative_pose", "relative_frames",
+           "equation_rows",
            "row_names", "dominant_frequency", "spectral_edge", "DOF_NAMES"]
