@@ -38,19 +38,52 @@ MEAN_BLOCKS = 40
 SERIAL_FACTOR = 3.0
 
 
+def wander_covariance(samples: np.ndarray, n_blocks: int = MEAN_BLOCKS,
+                      serial_factor: float = SERIAL_FACTOR) -> np.ndarray | None:
+    """Covariance of the mean of ``samples [T, d]`` (frames in time order) when they wander,
+    None while they are independent.
+
+    The ``n_blocks`` block means are taken as a first-order autoregression: their covariance
+    ``S`` over ``n_blocks``, times ``(1 + rho) / (1 - rho)`` with ``rho`` their lag-one
+    correlation (pooled over the coordinates), and at most ``S`` itself (the mean of a
+    stationary wander varies no more than the wander). The frames wander when its trace
+    exceeds ``serial_factor`` times the independent frames' (white marker noise never gets
+    there). A wander slower than the capture is still underestimated (``rho`` from a few
+    dozen blocks is biased low); its sign is the Postures held still check's to give.
+
+    Parameters
+    ----------
+    samples : ndarray [T, d]
+    n_blocks : int
+    serial_factor : float
+
+    Returns
+    -------
+    ndarray [d, d] or None
+        None also when ``T`` is too short for two frames a block.
+    """
+    x = np.asarray(samples, float)
+    t, d = x.shape
+    per = t // n_blocks
+    if t <= 3 or per < 2:
+        return None
+    white = np.atleast_2d(np.cov(x.T)) / t
+    means = x[:per * n_blocks].reshape(n_blocks, per, d).mean(axis=1)
+    centred = means - means.mean(axis=0)
+    power = float(np.sum(centred ** 2))
+    rho = float(np.sum(centred[1:] * centred[:-1]) / power) if power > 0 else 0.0
+    rho = min(max(rho, 0.0), 0.99)
+    spread = np.atleast_2d(np.cov(means.T))
+    wander = spread * min((1 + rho) / ((1 - rho) * n_blocks), 1.0)
+    return wander if np.trace(wander) > serial_factor * np.trace(white) else None
+
+
 def mean_covariance(samples: np.ndarray, n_blocks: int = MEAN_BLOCKS,
                     serial_factor: float = SERIAL_FACTOR) -> np.ndarray:
-    """Covariance of the mean of ``samples [T, d]`` (frames in time order).
-
-    The frames' covariance over ``T`` while they are independent (white marker noise).
-    When they wander (a marker sliding on the skin over seconds), the ``n_blocks`` block
-    means are taken as a first-order autoregression: their covariance ``S`` over
-    ``n_blocks``, times ``(1 + rho) / (1 - rho)`` with ``rho`` their lag-one correlation
-    (pooled over the coordinates), and at most ``S`` itself (the mean of a stationary
-    wander varies no more than the wander). That is used when its trace exceeds
-    ``serial_factor`` times the independent frames'. A wander slower than the capture is
-    still underestimated (``rho`` from a few dozen blocks is biased low); its sign is the
-    Postures held still check's to give.
+    """Covariance of the mean of ``samples [T, d]`` (frames in time order): the frames'
+    covariance over ``T`` while they are independent (white marker noise), the wander's
+    (:func:`wander_covariance`) when they wander (a marker sliding on the skin over
+    seconds).
 
     Parameters
     ----------
@@ -67,18 +100,8 @@ def mean_covariance(samples: np.ndarray, n_blocks: int = MEAN_BLOCKS,
     t, d = x.shape
     if t <= 3:
         return np.full((d, d), np.nan)
-    white = np.atleast_2d(np.cov(x.T)) / t
-    per = t // n_blocks
-    if per < 2:
-        return white
-    means = x[:per * n_blocks].reshape(n_blocks, per, d).mean(axis=1)
-    centred = means - means.mean(axis=0)
-    power = float(np.sum(centred ** 2))
-    rho = float(np.sum(centred[1:] * centred[:-1]) / power) if power > 0 else 0.0
-    rho = min(max(rho, 0.0), 0.99)
-    spread = np.atleast_2d(np.cov(means.T))
-    wander = spread * min((1 + rho) / ((1 - rho) * n_blocks), 1.0)
-    return wander if np.trace(wander) > serial_factor * np.trace(white) else white
+    wander = wander_covariance(x, n_blocks, serial_factor)
+    return np.atleast_2d(np.cov(x.T)) / t if wander is None else wander
 
 
 def wander_excess(cov: np.ndarray, white: np.ndarray) -> np.ndarray:
@@ -89,5 +112,5 @@ def wander_excess(cov: np.ndarray, white: np.ndarray) -> np.ndarray:
     return (vecs * np.clip(vals, 0.0, None)) @ vecs.T
 
 
-__all__ = ["mean_rotation", "rms_angle", "mean_covariance", "wander_excess", "MEAN_BLOCKS",
-           "SERIAL_FACTOR"]
+__all__ = ["mean_rotation", "rms_angle", "mean_covariance", "wander_covariance",
+           "wander_excess", "MEAN_BLOCKS", "SERIAL_FACTOR"]

@@ -16,7 +16,7 @@ from rigtool.errors import InputError
 from rigtool.identify.common.platform_motion import relative_frames
 from rigtool.identify.posture.equation_error import transform_matrix
 from rigtool.identify.posture.problem import z_to_params
-from rigtool.kinematics.rotation_mean import mean_covariance, mean_rotation
+from rigtool.kinematics.rotation_mean import mean_rotation, wander_covariance
 from rigtool.mocap import MarkerData
 
 
@@ -35,7 +35,7 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     reported uncertainty (``refine_posture(base_pose_cov=...)``). When the base link's
     markers wander on the skin, the mean pose carries the wander's mean over the capture
     (a bias to the bony frame that no fit of this capture removes), and the covariance is
-    that of a wander's mean (:func:`rigtool.kinematics.rotation_mean.mean_covariance`, on
+    that of a wander's mean (:func:`rigtool.kinematics.rotation_mean.wander_covariance`, on
     the coordinates scaled to unit spread so that metres and radians weigh alike).
 
     Returns
@@ -61,9 +61,8 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
     independent = np.cov(dev.T) / ok.sum()
     scale = dev.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
-    cov = mean_covariance(dev / scale) * np.outer(scale, scale)
-    if np.allclose(cov, independent, rtol=1e-12, atol=0.0):
-        cov = independent                  # the same, to the bit: white frames
+    wander = wander_covariance(dev / scale)
+    cov = independent if wander is None else wander * np.outer(scale, scale)
     return mean, t_pb.mean(0), cov, independent
 
 

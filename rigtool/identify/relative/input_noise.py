@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from rigtool.kinematics.pose import BodyTrajectory
-from rigtool.kinematics.rotation_mean import mean_covariance
+from rigtool.kinematics.rotation_mean import wander_covariance
 
 
 def marker_residuals(traj: BodyTrajectory, xyz_m: np.ndarray, coords: np.ndarray
@@ -40,13 +40,10 @@ def marker_residuals(traj: BodyTrajectory, xyz_m: np.ndarray, coords: np.ndarray
 def wanders(residual: np.ndarray) -> bool:
     """Whether the residuals ``[T, K, 3]`` wander: the covariance of their mean counts them
     for fewer than independent frames
-    (:func:`rigtool.kinematics.rotation_mean.mean_covariance` chose the wander's)."""
+    (:func:`rigtool.kinematics.rotation_mean.wander_covariance`)."""
     x = residual.reshape(len(residual), -1)
     x = x[:, np.any(x != 0, axis=0)]
-    if x.shape[1] == 0 or len(x) <= 3:
-        return False
-    white = np.atleast_2d(np.cov(x.T)) / len(x)
-    return not np.array_equal(mean_covariance(x), white)
+    return x.shape[1] > 0 and wander_covariance(x) is not None
 
 
 def surrogate(rng: np.random.Generator, residual: np.ndarray) -> np.ndarray:
