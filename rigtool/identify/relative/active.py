@@ -51,9 +51,14 @@ METHOD = "output-error (prescribed motion)"
 SPLINE_MARGIN_S = 0.5
 
 
-def _poses(data: MarkerData, markers: dict, frames: np.ndarray):
+def _names_coords(markers: dict) -> tuple[list[str], np.ndarray]:
+    """A marker set's names and their places on its body ``[K, 3]`` (m)."""
     names = list(markers)
-    coords = np.array([np.asarray(markers[k], float) for k in names])
+    return names, np.array([np.asarray(markers[k], float) for k in names])
+
+
+def _poses(data: MarkerData, markers: dict, frames: np.ndarray):
+    names, coords = _names_coords(markers)
     xyz = data.select(names)[frames]
     return fit_pose(xyz, coords, marker_names=tuple(names), time_s=data.time_s[frames]), xyz, \
         coords
@@ -65,8 +70,7 @@ def _link_trajectories(tree: Tree, data: MarkerData, markers: dict, frames: np.n
     ``xyz_noise[link]`` when given: the probes)."""
     out = {}
     for link in tree.links[1:]:
-        names = list(markers[link.name])
-        coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
+        names, coords = _names_coords(markers[link.name])
         xyz = data.select(names)[frames]
         if xyz_noise is not None:
             xyz = xyz + xyz_noise[link.name]
@@ -339,8 +343,7 @@ def _probe_changes(prob: ActiveProblem, x, n_mark: int, tree, data, markers, wid
     base_r = prob.residual(x)[:n_mark]
     residual, wandering = {}, {}
     for link in tree.links[1:]:
-        names = list(markers[link.name])
-        coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
+        names, coords = _names_coords(markers[link.name])
         residual[link.name] = marker_residuals(link_trajs[link.name],
                                                data.select(names)[wide], coords)
         wandering[link.name] = wanders(residual[link.name])
@@ -374,8 +377,7 @@ def _link_check_rms(tree, data, markers, idx, states, u_frames, r_pb, t_pb, cent
     rot_p = states[:, 3:12].reshape(t_n, 3, 3)
     out = {}
     for j, link in enumerate(tree.links[1:], start=1):
-        names = list(markers[link.name])
-        coords = np.array([np.asarray(markers[link.name][k], float) for k in names])
+        names, coords = _names_coords(markers[link.name])
         u = u_frames[:t_n, j - 1]
         q = u[:, :9].reshape(t_n, 3, 3)
         d = u[:, 15:18] + (r_pb @ centres[roots[j - 1]] + t_pb)
