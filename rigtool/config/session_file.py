@@ -64,8 +64,6 @@ class CaptureRef:
     cluster_frames: int = 1
 
 
-
-
 @dataclass(frozen=True)
 class LinkPriorSpec:
     """What the manifest says a link's parameters should be near (segment prior).
@@ -120,8 +118,6 @@ def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
         as_array(pt["com"], (3,), field=f"{f}.com", path=path),
         as_symmetric_inertia(pt["inertia_com"], field=f"{f}.inertia_com", path=path),
         opt("mass_std"), opt("com_std"), opt("inertia_rel_std"))
-
-
 
 
 @dataclass(frozen=True)
@@ -324,7 +320,6 @@ def _breathing_markers(value, markers: dict, *, field: str, path: Path) -> list[
                           "give the link's pose the breath is measured in)", path=path,
                           field=field, found=value)
     return list(value)
-
 
 
 def _marker_covariance(value, *, field: str, path: Path) -> str | Path:
