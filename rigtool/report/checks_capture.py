@@ -182,9 +182,11 @@ def marker_residual_check(out: SessionOutcome) -> Check:
         meanings.append(
             "The body's markers do not keep their places on their links during the movement "
             "(markers on skin, or a soft cluster): no model can follow them closer, so the "
-            "refinement is judged against that scatter instead of the noise, and its "
-            "standard errors take the scatter for noise: they are too small by the part of it "
-            "that moves the links' poses together.")
+            "refinement is judged against that scatter instead of the noise. Its standard "
+            "errors hold that motion where it is correlated over frames (report.json's "
+            "relative_motion.output_error.standard_errors; the active model's input probes "
+            "are drawn from the markers' own residual); a slide that leaves the markers "
+            "off their places for the whole capture is beyond any of them.")
         actions.append("Put the clusters on bony landmarks (rigid plates strapped where the "
                        "skin moves least) and record the movement again.")
     if level == "ok":
