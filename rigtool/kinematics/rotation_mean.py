@@ -82,20 +82,8 @@ def mean_covariance(samples: np.ndarray, n_blocks: int = MEAN_BLOCKS,
                     serial_factor: float = SERIAL_FACTOR) -> np.ndarray:
     """Covariance of the mean of ``samples [T, d]`` (frames in time order): the frames'
     covariance over ``T`` while they are independent (white marker noise), the wander's
-    (:func:`wander_covariance`) when they wander (a marker sliding on the skin over
-    seconds).
-
-    Parameters
-    ----------
-    samples : ndarray [T, d]
-    n_blocks : int
-    serial_factor : float
-
-    Returns
-    -------
-    ndarray [d, d]
-        NaN when ``T <= 3``.
-    """
+    (:func:`wander_covariance`, whose parameters these are) when they wander (a marker
+    sliding on the skin over seconds); ``[d, d]``, NaN when ``T <= 3``."""
     x = np.asarray(samples, float)
     t, d = x.shape
     if t <= 3:
