@@ -9,9 +9,16 @@ directions (one when the walls move in phase; the rib cage and the abdomen, Konn
 1967, may need two), chosen by the data: a direction is kept while its RMS is well above the
 noise. The breath coordinates ``u(t) [k]`` (m) are the projections of ``D`` on
 the kept directions, each smoothed by a cubic smoothing spline (its smoothing chosen by
-generalised cross-validation: scipy.interpolate.make_smoothing_spline, on block means of at
-most 500 samples), which gives ``u``,
+generalised cross-validation, rigtool.kinematics.spline_smoothing, on block means of at
+most 500 samples; drawn by scipy.interpolate.make_smoothing_spline), which gives ``u``,
 ``du/dt`` and ``d2u/dt2`` at any time (the integrators' half steps).
+
+The coordinates carry the wall markers' noise and their link's pose noise, which the
+smoothing leaves in the breath's band, where the rig's pendulum modes are: a fit that takes
+``u`` as exact puts that noise into the body's parameters (on the simulated breathing body
+it was the whole of its COM heights' misses). :meth:`BreathMotion.noise_probes` draws that
+noise again: white noise of the coordinates' own per-frame scatter (from their fourth
+differences), averaged and smoothed as the data were, so a fit can carry its share.
 
 The posture fits model the moving first moment as ``h(t) = h0 + G u(t)`` (rigtool.identify
 .posture.breathing); here only the measurement.
@@ -19,13 +26,16 @@ The posture fits model the moving first moment as ``h(t) = h0 + G u(t)`` (rigtoo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 from scipy.interpolate import make_smoothing_spline
 
 from rigtool.errors import InputError
 from rigtool.kinematics.pose import body_trajectory
+from rigtool.kinematics.relative_spline import noise_from_differences
+from rigtool.kinematics.spline_smoothing import gcv_lambda
 from rigtool.mocap import MarkerData
 
 __all__ = ["BreathMotion", "measure_breath", "MAX_COMPONENTS", "KEEP_RATIO"]
@@ -60,6 +70,10 @@ class BreathMotion:
         The wall markers' noise per coordinate on their link (from the link's rigid fit), m.
     splines : tuple
         One smoothing spline per kept coordinate.
+    lams : tuple of float
+        Each spline's smoothing (generalised cross-validation's, on the block means).
+    frame_noise_m : ndarray (k,)
+        Each coordinate's white noise per frame (its fourth differences), m.
     """
 
     time_s: np.ndarray
@@ -70,6 +84,8 @@ class BreathMotion:
     rms_m: np.ndarray
     noise_m: float
     splines: tuple
+    lams: tuple = ()
+    frame_noise_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_components(self) -> int:
@@ -83,13 +99,47 @@ class BreathMotion:
                for d in range(3)]
         return out[0], out[1], out[2]
 
+    def noise_probes(self, n_probes: int, seed: int) -> list[Callable]:
+        """``n_probes`` draws of the breath as another capture's noise would have measured
+        it: each an ``at(t)`` like :meth:`at`, the measured breath plus white noise of
+        :attr:`frame_noise_m` on the seen frames, averaged over the same blocks and smoothed
+        with the same :attr:`lams` (the spline is linear in the data at a fixed smoothing, so
+        the noise's spline is added to the breath's). Seeded: the same draws every run."""
+        rng = np.random.default_rng(seed)
+        t = self.time_s[self.valid]
+        k = self.n_components
+        noise = rng.normal(size=(t.size, n_probes, k)) * self.frame_noise_m
+        t_b, noise_b = _block_means(t, noise.reshape(t.size, -1))
+        noise_b = noise_b.reshape(-1, n_probes, k)
+        drawn = [make_smoothing_spline(t_b, noise_b[:, :, j], lam=self.lams[j])
+                 for j in range(k)]
+        return [_ProbeBreath(self, drawn, p) for p in range(n_probes)]
+
     def summary(self) -> dict:
         """What the report says about the measurement."""
         return {"markers": [f"{link}:{name}" for link, name in self.markers],
                 "components": self.n_components,
                 "component_rms_mm": [1e3 * float(v) for v in self.rms_m],
                 "noise_mm": 1e3 * float(self.noise_m),
+                "frame_noise_mm": [1e3 * float(v) for v in self.frame_noise_m],
                 "directions": self.directions.T.tolist()}
+
+
+@dataclass(frozen=True)
+class _ProbeBreath:
+    """One noise probe of a measured breath: ``at(t)`` is the breath's plus the drawn
+    noise's spline (column ``column`` of each coordinate's multi-column spline)."""
+
+    motion: BreathMotion
+    noise_splines: list
+    column: int
+
+    def __call__(self, t_s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t = np.asarray(t_s, float)
+        base = self.motion.at(t)
+        added = [np.stack([(s.derivative(d) if d else s)(t)[..., self.column]
+                           for s in self.noise_splines], axis=-1) for d in range(3)]
+        return base[0] + added[0], base[1] + added[1], base[2] + added[2]
 
 
 def _link_frame_displacements(data: MarkerData, rigid: dict[str, np.ndarray],
@@ -192,5 +242,8 @@ def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarr
     u[ok] = disp[ok] @ directions
     t = np.asarray(data.time_s, float)
     t_b, u_b = _block_means(t[ok], u[ok])
-    splines = tuple(make_smoothing_spline(t_b, u_b[:, j]) for j in range(k))
-    return BreathMotion(t, u, ok, directions, tuple(names), rms, noise, splines)
+    lams = tuple(float(v) for v in gcv_lambda(t_b, u_b))
+    splines = tuple(make_smoothing_spline(t_b, u_b[:, j], lam=lams[j]) for j in range(k))
+    frame_noise = np.array([noise_from_differences(u[ok][:, j]) for j in range(k)])
+    return BreathMotion(t, u, ok, directions, tuple(names), rms, noise, splines, lams,
+                        frame_noise)

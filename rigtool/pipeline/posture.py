@@ -403,7 +403,8 @@ def measured_breath(data: MarkerData, markers: dict[str, dict[str, np.ndarray]],
         return None, {"model": "rigid",
                       "reason": f"the breathing markers ({names}) do not move on their link "
                                 "above the marker noise: no breath to model"}
-    return BreathInput(motion.at, motion.n_components, motion.summary()), {}
+    return BreathInput(motion.at, motion.n_components, motion.summary(),
+                       noise_probes=motion.noise_probes), {}
 
 
 def support_motion_model(support: SupportMotion) -> dict:

@@ -48,7 +48,19 @@ def _standard_errors(oe, r) -> dict:
     rows independent, ``s^2 H^-1``) or ``frame`` (clustered by frames, a sandwich: a
     camera's corners share one pose per frame), with the sandwich's clusters and its own
     relative precision; or ``serial`` (robust to the residual's correlation over frames:
-    its window and how much it exceeds the independent frames' variances)."""
+    its window and how much it exceeds the independent frames' variances). With a measured
+    breath, what its measurement noise adds (``breath_input``)."""
+    kind = _standard_errors_kind(oe, r)
+    breath = getattr(oe, "breath_input", None)
+    if breath:
+        kind["breath_input"] = {"probes": int(breath["probes"]),
+                                "com_std": r(breath["com_std"], 3),
+                                "inertia_com_std": r(breath["inertia_com_std"], 3)}
+    return kind
+
+
+def _standard_errors_kind(oe, r) -> dict:
+    """:func:`_standard_errors` without the breath's share."""
     if oe.standard_errors == "serial":
         return {"kind": "serial", "window_frames": int(oe.se_cluster_frames),
                 "inflation": r(oe.se_serial_inflation, 3),

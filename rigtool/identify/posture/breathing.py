@@ -45,12 +45,16 @@ __all__ = ["BreathInput", "internal_columns", "n_breath_unknowns", "breath_in_ba
 
 @dataclass(frozen=True)
 class BreathInput:
-    """The breath a posture fit takes: ``at(t) -> (u, u', u'')`` each ``[..., k]``, and its
-    measurement's summary (for the report)."""
+    """The breath a posture fit takes: ``at(t) -> (u, u', u'')`` each ``[..., k]``, its
+    measurement's summary (for the report) and, when the measurement can draw them,
+    ``noise_probes(n, seed) -> [at, ..]``: the breath as ``n`` other draws of its
+    measurement noise would have given it
+    (rigtool.kinematics.breath_motion.BreathMotion.noise_probes)."""
 
     at: object
     n_components: int
     summary: dict
+    noise_probes: object | None = None
 
 
 def n_breath_unknowns(k: int) -> int:

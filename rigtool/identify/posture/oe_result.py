@@ -86,6 +86,9 @@ class OutputErrorResult:
     # independent frames' (mean over the object's; NaN when not computed)
     se_serial_inflation: float = float("nan")
     breath: dict | None = None                        # the breath's model (as the start's)
+    # the breath's measurement noise, carried by its probes: their number and its share of
+    # the COM's and inertia's standard errors (base-link frame); None without a breath
+    breath_input: dict | None = None
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the

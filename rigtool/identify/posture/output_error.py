@@ -101,6 +101,9 @@ from rigtool.mocap import MarkerData
 from rigtool.rig import Rig
 
 NUISANCE = ("none", "damping-scale")
+#: noise probes of a measured breath (its share of the covariance, to sqrt(2 / P) = 0.29 of
+#: itself), drawn from a fixed seed: the same standard errors every run
+BREATH_PROBES, BREATH_PROBE_SEED = 24, 0
 _PERM9 = [0, 1, 2, 3, 6, 8, 7, 5, 4]          # pi[1:] -> [h, J0 xx yy zz yz zx xy]
 
 
@@ -325,9 +328,10 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     # per-frame scores: for the clustered or serial covariance, and with "auto" to see
     # whether the residual is serially correlated
     judge_serial = standard_errors == "auto" and se_model == "independent"
+    breath_probes = _breath_probe_states(prob, x, breath)
     ne = prob.normal(x, extra_theta=extra_dirs,
                      scores=se_model in ("frame", "serial") or judge_serial,
-                     frame_columns=frame_move is not None)
+                     frame_columns=frame_move is not None, extra_states=breath_probes)
     n_cal, m_col = len(members), n_x + len(members)
     if frame_move is not None:
         ne = fold_frame_columns(ne, n_x, n_cal, frame_move)
@@ -351,6 +355,11 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
                                 float(ne.jtj_raw[m_col, m_col]), float(ne.jtr_raw[m_col]),
                                 cross_cal, ne.jtj_raw[m_col, n_x:m_col])
     cov_noise = s2 * info_inv                     # mm^2 / (mm per unit)^2: units of x
+    # the breath's measurement noise: each probe's Gauss-Newton shift of the estimate
+    cov_breath = np.zeros_like(cov_noise)
+    if breath_probes is not None:
+        shifts = -info_inv @ cross_extra[:, n_cal + 1:n_cal + 1 + breath_probes.shape[2]]
+        cov_breath = shifts @ shifts.T / shifts.shape[1]
     robust = acf = None
     inflation = float("nan")
     if se_model == "serial" or judge_serial:
@@ -360,9 +369,12 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             att["n_base"] if with_att else 0, att["pose_cols"] if with_att else None,
             n_rows=n_res, seen=mask[:n_total].any(1),
             lag_frames=int(round(SERIAL_WINDOW_S * data.rate_hz)))
-        inflation = serial_inflation(serial.cov, cov_noise, 9)
+        # a residual correlated beyond what the breath's noise explains (which correlates
+        # it too): the serial-robust covariance holds both and replaces them
+        inflation = serial_inflation(serial.cov, cov_noise + cov_breath, 9)
         if se_model == "serial" or inflation > SERIAL_GATE:
             se_model, robust, cov_noise = "serial", serial, serial.cov
+            cov_breath = np.zeros_like(cov_noise)
     if se_model == "frame":
         with_att = att is not None and prob.n_attached
         robust, acf, note = frame_clustered(
@@ -371,6 +383,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             n_rows=n_res, seen=mask[:n_total].any(1), cluster_frames=cluster_frames)
         cov_noise = robust.cov
         warnings.extend([f"{label}: {note}"] if note else [])
+    cov_noise = cov_noise + cov_breath
     cov_all = cov_noise.copy()
     if cross_cal is not None:
         sens = -info_inv @ cross_cal
@@ -388,6 +401,12 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     est = object_estimate(x[:9], cov_all, cov_noise, r_b, t_b, prob.tmat, total_mass_kg,
                           pose_idx, base_pose_cov, base_pose_wander_cov)
     params, cov9, pcov = est.params, est.cov9, est.props_cov
+    breath_input = None
+    if breath_probes is not None:
+        share = object_estimate(x[:9], cov_breath, cov_breath, r_b, t_b, prob.tmat,
+                                total_mass_kg, pose_idx, None).props_std
+        breath_input = {"probes": int(breath_probes.shape[2]), "com_std": share[:3],
+                        "inertia_com_std": share[3:].reshape(3, 3)}
     pstd, pstd_noise = est.props_std, est.props_std_noise
     _, st, scale = prob.split(x)
     breath_fit = None
@@ -440,8 +459,23 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         se_rel_precision=(float("nan") if robust is None else
                           0.5 * float(robust.variance_rel_std[:9].max())),
         se_serial_inflation=inflation,
-        breath=breath_fit,
+        breath=breath_fit, breath_input=breath_input,
     )
 
 
-__all__ = ["OutputErrorResult", "PlatformMarkerFit", "refine_posture", "NUISANCE"]
+def _breath_probe_states(prob: PostureProblem, x: np.ndarray,
+                         breath: BreathInput | None) -> np.ndarray | None:
+    """The simulated states' change ``[T, 18, P]`` at ``x`` under each of
+    :data:`BREATH_PROBES` noise probes of the measured breath (None without a breath or
+    its probes): the fit takes the breath as exact, so its measurement noise's share of the
+    estimate's covariance is the scatter of the probes' shifts, as the calibration's
+    members carry theirs."""
+    if breath is None or breath.noise_probes is None:
+        return None
+    nominal = prob.states(x)
+    return np.stack([prob.states_with_breath(x, at) - nominal
+                     for at in breath.noise_probes(BREATH_PROBES, BREATH_PROBE_SEED)], axis=2)
+
+
+__all__ = ["OutputErrorResult", "PlatformMarkerFit", "refine_posture", "NUISANCE",
+           "BREATH_PROBES"]

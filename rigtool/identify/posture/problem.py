@@ -244,6 +244,19 @@ class PostureProblem:
         theta, _, y0, _ = self.inputs(x, calib)
         return self._primal_states(theta, y0)
 
+    def states_with_breath(self, x: np.ndarray, breath_at) -> np.ndarray:
+        """Simulated platform states ``[T, 18]`` at ``x`` on the current horizon with
+        another measurement of the breath, ``breath_at`` (as :attr:`breath_at`): a noise
+        probe of the breath's input."""
+        from rigtool.engine.internal import input_grid
+        from rigtool.engine.internal import simulate as simulate_internal
+        theta, _, y0, _ = self.inputs(x)
+        grid = input_grid(breath_at, self.t0_s, self.measured.shape[0], self.dt,
+                          self.substeps)
+        return simulate_internal(self.model, theta, y0, self.n_frames, self.dt,
+                                 substeps=self.substeps, inputs=grid,
+                                 offset=self.state_offset)[0]
+
     def _primal_key(self, theta: np.ndarray, y0: np.ndarray) -> tuple:
         """Everything a primal simulation on the current horizon depends on that changes."""
         return (self.n_frames, theta.tobytes(), y0.tobytes())
@@ -293,7 +306,8 @@ class PostureProblem:
         return float(out.r @ out.r) if out.ok else np.inf
 
     def normal(self, x: np.ndarray, *, extra_theta: np.ndarray | None = None,
-               scores: bool = False, frame_columns: bool = False) -> "PostureNormal":
+               scores: bool = False, frame_columns: bool = False,
+               extra_states: np.ndarray | None = None) -> "PostureNormal":
         """Cost and normal equations at ``x`` on the current horizon, accumulated chunk by
         chunk (nothing of size frames x unknowns is kept, but for ``scores``; nothing of size
         frames x markers x unknowns ever). With attached markers their
@@ -305,7 +319,10 @@ class PostureProblem:
         cluster-robust covariance (rigtool.identify.posture.cluster_covariance).
         ``frame_columns``: six more columns last, the rows' change when the whole rig moves
         by ``x -> exp([r]x) x + t`` (a calibrated lab frame's uncertainty,
-        rigtool.engine.lab_frame); closed form on the predicted markers."""
+        rigtool.engine.lab_frame); closed form on the predicted markers.
+        ``extra_states [T, 18, P]``: more columns after ``extra_theta``'s, each the rows'
+        change (first order) when the simulated states change by that much (a breath's
+        noise probes, :meth:`states_with_breath`)."""
         full = self._full(x)
         fit_object, self.fit_object = self.fit_object, True
         try:
@@ -317,6 +334,8 @@ class PostureProblem:
             keep = np.concatenate([keep, d_theta.shape[1] + np.arange(extra_theta.shape[1])])
             d_theta = np.hstack([d_theta, extra_theta])
             d_y0 = np.hstack([d_y0, np.zeros((STATE, extra_theta.shape[1]))])
+        if extra_states is not None:
+            keep = np.concatenate([keep, d_theta.shape[1] + np.arange(extra_states.shape[2])])
         body = self.markers_body
         if self.project:
             # the markers are placed from the whole horizon's motion before any row is formed
@@ -335,6 +354,8 @@ class PostureProblem:
         def consume(k0, st, tan):
             m = st.shape[0]
             mask_c = self.mask[k0:k0 + m]
+            if extra_states is not None:
+                tan = np.concatenate([tan, extra_states[k0:k0 + m]], axis=2)
             r, jac = marker_rows(st, tan, body, self.measured[k0:k0 + m], mask_c)
             jac = jac[:, keep]
             if frame_columns:

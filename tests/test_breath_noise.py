@@ -1,0 +1,138 @@
+"""The measured breath's noise: its probes draw what the measurement leaves in the breath
+coordinates, and the output-error posture fit carries that into its standard errors.
+
+The probes are held against the measurement chain itself (many captures of one breath, each
+with fresh marker noise on the link's rigid markers and on its wall markers, measured
+again), and the posture fit's share of it against fits of the same capture with other
+draws of the breath.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from rigtool.kinematics.breath_motion import measure_breath
+from rigtool.mocap import MarkerData
+
+from _living_posture import simulated_posture
+
+RATE = 100.0
+
+
+def _rigid_cluster():
+    return {"T1": np.array([0.1, -0.1, 0.05]), "T2": np.array([-0.12, -0.35, 0.02]),
+            "T3": np.array([0.08, -0.45, -0.2]), "T4": np.array([-0.05, -0.2, -0.25])}
+
+
+WALLS = {"CH1": np.array([0.05, -0.45, 0.06]), "AB1": np.array([-0.04, -0.15, 0.06])}
+
+
+def _breathing_capture(seed: int, noise_m: float = 1e-4) -> MarkerData:
+    """A trunk cluster rocking in the lab with two wall markers breathing along its z (14/min,
+    3 and 8 mm), every marker with white noise of ``noise_m``."""
+    t = np.arange(2000) / RATE
+    breath = np.sin(2 * np.pi * 14 / 60 * t + 0.4 * np.sin(2 * np.pi * 0.05 * t))
+    rigid_m = _rigid_cluster()
+    rot = np.stack([np.array([[np.cos(q), -np.sin(q), 0], [np.sin(q), np.cos(q), 0],
+                              [0, 0, 1]]) for q in 0.02 * np.sin(2 * np.pi * 0.42 * t)])
+    pos = np.stack([0.01 * np.sin(2 * np.pi * 0.41 * t), np.zeros_like(t),
+                    1.0 + 0.003 * np.cos(2 * np.pi * 2.1 * t)], 1)
+    body = np.stack(list(rigid_m.values()) + list(WALLS.values()))
+    disp = np.zeros((t.size, 6, 3))
+    disp[:, 4, 2] = 0.0015 * breath
+    disp[:, 5, 2] = 0.004 * breath
+    xyz = np.einsum("tij,tkj->tki", rot, body + disp) + pos[:, None, :]
+    xyz += np.random.default_rng(seed).normal(0, noise_m, xyz.shape)
+    return MarkerData(t, tuple(rigid_m) + tuple(WALLS), xyz, RATE)
+
+
+def test_breath_probes_draw_the_measurement_noise():
+    """The smoothed breath of 30 captures with fresh noise scatters about the noise-free
+    capture's as the probes of one capture scatter about its breath: their RMS agree within
+    sampling (each side ~1,000 independent values: a few per cent; 0.8-1.25 allowed). The
+    coordinates' own noise per frame is the wall markers' projected one and their link
+    pose's (the fourth differences), not the breath (2.8 mm)."""
+    t = np.arange(2000) / RATE
+    clean = measure_breath(_breathing_capture(0, noise_m=0.0), {"link0": _rigid_cluster()},
+                           {"link0": WALLS})
+    truth = clean.at(t)[0][:, 0]
+    measured = []
+    for seed in range(1, 31):
+        m = measure_breath(_breathing_capture(seed), {"link0": _rigid_cluster()},
+                           {"link0": WALLS})
+        assert m.n_components == 1
+        measured.append(m.at(t)[0][:, 0] - truth)
+    chain_rms = np.sqrt(np.mean(np.square(measured)))
+    one = measure_breath(_breathing_capture(99), {"link0": _rigid_cluster()}, {"link0": WALLS})
+    u = one.at(t)[0][:, 0]
+    drawn = one.noise_probes(30, seed=5)
+    probes = np.array([at(t)[0][:, 0] - u for at in drawn])
+    probe_rms = np.sqrt(np.mean(probes ** 2))
+    assert 0.8 < probe_rms / chain_rms < 1.25, (probe_rms, chain_rms)
+    # the noise per frame: the wall markers' 0.1 mm along the breath's direction plus their
+    # link's pose noise there (between 1 and 2 times the markers' own)
+    assert 1e-4 < one.frame_noise_m[0] < 2e-4, one.frame_noise_m
+    # the probes are the breath's derivatives' too
+    d_probe = drawn[0](t)[1][:, 0] - one.at(t)[1][:, 0]
+    np.testing.assert_allclose(d_probe, np.gradient(probes[0], t), atol=0.05 * np.ptp(d_probe))
+    # seeded: the same draws every time
+    np.testing.assert_array_equal(one.noise_probes(2, seed=5)[1](t)[0],
+                                  one.noise_probes(2, seed=5)[1](t)[0])
+
+
+def test_posture_fit_carries_the_breath_measurement_noise(tmp_path, monkeypatch):
+    """A 10 s breathing posture (the breathing scenario, its wall markers named, 0.1 mm
+    marker noise) fitted by output error. The breath's measurement noise is most of its COM
+    height's standard error (the marker noise's alone was a third of the misses' scatter
+    over seeds). Fits of the same capture with five other draws of its breath move the COM
+    by as much as that share says: their RMS shift over the share's standard error is 1
+    in expectation (15 values, correlated by coordinate; 0.4-2.5 allowed, where leaving the
+    share out or counting it per probe would be off by 5)."""
+    import rigtool.pipeline.posture as posture_stage
+    from rigtool.identify.posture.breathing import BreathInput
+    from rigtool.mocap import read_capture
+
+    from rigtool.config import load_rig, load_session
+    from rigtool.pipeline.links import link_markers
+
+    simulated_posture(tmp_path, "breathing14.toml", 10.0)
+    manifest = next(tmp_path.rglob("session.toml"))
+    lines = manifest.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("markers = ")
+              and "CH1" in line)
+    lines.insert(at + 1, 'breathing_markers = ["CH1", "AB1"]')
+    manifest.write_text("\n".join(lines) + "\n")
+    session = load_session(manifest)
+    rigfile = load_rig(session.rig_path)
+    rigid = link_markers(session, session.tree)
+    walls = session.breathing_markers
+    assert set(walls["link0"]) == {"CH1", "AB1"} and "CH1" not in rigid["link0"]
+    ref = session.postures[0]
+    data = read_capture(ref.capture, units=ref.units)
+    data = replace(data, xyz_m=data.xyz_m + np.random.default_rng(4).normal(
+        0, 1e-4, data.xyz_m.shape))
+
+    def fit():
+        return posture_stage.fit_one_posture(
+            session, rigfile, session.tree, rigid, ref.capture, name=ref.name,
+            window=ref.window, units=ref.units, total_mass_kg=session.total_mass_kg,
+            settings=session.filter, method="output-error", data=data)
+
+    nominal = fit()
+    oe = nominal.refinement
+    share = oe.breath_input["com_std"]
+    assert oe.breath_input["probes"] >= 20
+    assert share[2] > 0.5 * nominal.result.com_std[2]      # most of the height's SE
+    assert np.all(share <= nominal.result.com_std + 1e-12)
+
+    measured, _ = posture_stage.measured_breath(data, rigid, walls, ref.window)
+    shifts = []
+    for at in measured.noise_probes(5, seed=123):
+        drawn = BreathInput(at, measured.n_components, measured.summary)
+        monkeypatch.setattr(posture_stage, "measured_breath",
+                            lambda *a, drawn=drawn, **k: (drawn, {}))
+        shifts.append(fit().result.com - nominal.result.com)
+    ratio = np.sqrt(np.mean(np.square(shifts) / share ** 2))
+    assert 0.4 < ratio < 2.5, (ratio, np.asarray(shifts), share)
