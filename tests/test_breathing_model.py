@@ -105,6 +105,43 @@ def test_internal_engine_without_a_breath_is_the_rigid_engine(locked):
     assert np.ptp(got[:, 2]) > 1e-3
 
 
+def test_a_batch_of_breaths_integrates_as_each_alone():
+    """``simulate_inputs`` (a breath's noise probes integrated together) against
+    ``simulate`` of each breath: the same RK4 and model, so the same states to rounding,
+    over more frames than one chunk holds."""
+    from rigtool.rig import Platform, Rig, Spring
+    anchors = [[0.72, 0.42, 2.3], [-0.7, 0.41, 2.3], [-0.71, -0.43, 2.3], [0.69, -0.4, 2.3]]
+    atts = [[0.55, 0.25, 0.0], [-0.55, 0.25, 0.0], [-0.55, -0.25, 0.0], [0.55, -0.25, 0.0]]
+    springs = tuple(Spring(f"S{i}", np.array(a), np.array(b), 3000.0 + 50 * i, 1.02, 6.0)
+                    for i, (a, b) in enumerate(zip(anchors, atts)))
+    rig = Rig("t", Platform({}), springs, np.array([0.0, 0.0, -9.80665]), ())
+    pi = InertialParams.from_com(90.0, np.array([0.05, -0.02, 0.1]),
+                                 np.diag([8.0, 20.0, 25.0]) + 0.5).pi
+    model = rigid.RigidModel.of(rig)
+    beta = np.concatenate([[0.5, 2.0, 3.0], [-0.8, 0.1, 0.0], [0.2, 0.0, 0.1, -0.3, 0.5, 0.1]])
+    theta = np.concatenate([rigid.theta_of(pi, rig.stiffness, rig.free_length, rig.damping),
+                            beta])
+    y0 = np.concatenate([[0.003, 0.002, 1.2], np.eye(3).ravel(), [0.01, 0.0, 0.02],
+                         [0.02, 0.03, 0.01]])
+    n, dt = 700, 1 / 120
+
+    def breath(a, f):
+        w = 2 * np.pi * f
+        return lambda t: (a * np.sin(w * t)[:, None], a * w * np.cos(w * t)[:, None],
+                          -a * w ** 2 * np.sin(w * t)[:, None])
+
+    grids = np.stack([internal.input_grid(breath(a, f), 0.0, n, dt, 2)
+                      for a, f in ((0.006, 0.25), (0.004, 0.3), (0.0, 0.2))])
+    offset = np.full((n, 18), 1e-6)
+    got = internal.simulate_inputs(model, theta, y0, n, dt, inputs=grids, substeps=2,
+                                   offset=offset)
+    for b in range(3):
+        one, _ = internal.simulate(model, theta, y0, n, dt, inputs=grids[b], substeps=2,
+                                   offset=offset)
+        assert np.abs(got[b] - one).max() < 1e-12
+    assert np.abs(got[0, :, :3] - got[2, :, :3]).max() > 1e-4      # the breaths differ
+
+
 def _breathing_system():
     rig, platform = demo_rig(spring_damping_n_s_m=8.0)
     spec = BreathingSpec(rate_per_min=20.0, variability=0.0, mass_kg=4.0, depth_m=0.015,

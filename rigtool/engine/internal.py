@@ -27,7 +27,7 @@ from rigtool.engine.compiled import committed, disk_jit
 from rigtool.engine.rigid import (CHUNK_FRAMES, PAD_COLUMNS, STATE, RigidModel, _mv, _skew,
                                   _solve3, rk4_written, spring_wrench, tangent_start)
 
-__all__ = ["rhs", "simulate", "input_grid"]
+__all__ = ["rhs", "simulate", "simulate_inputs", "input_grid"]
 
 
 def rhs(y, theta, consts, uin, free: tuple[int, ...], n_u: int):
@@ -91,6 +91,18 @@ def _chunk(y, theta, consts, us, h, *, free, n_u, substeps):
         return y, y
     last, ys = jax.lax.scan(body, y, us)
     return ys, last
+
+
+@disk_jit(static_argnames=("free", "n_u", "substeps"))
+def _chunk_inputs(y, theta, consts, us, h, *, free, n_u, substeps):
+    """:func:`_chunk` for a batch of inputs ``us [B, m, 2 substeps + 1, 3 n_u]`` from the
+    states ``y [B, 18]`` (one scan over the frames, the batch mapped within each step)."""
+    def body(y, uf):
+        y = jax.vmap(lambda yy, ff: _frame(yy, theta, consts, ff, free, n_u, h, substeps))(
+            y, uf)
+        return y, y
+    last, ys = jax.lax.scan(body, y, jnp.swapaxes(us, 0, 1))
+    return jnp.swapaxes(ys, 0, 1), last
 
 
 @disk_jit(static_argnames=("free", "n_u", "substeps"))
@@ -190,3 +202,43 @@ def simulate(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int
                 consume(k, states[k:k + m], ts_np)
         k += m
     return states, tangents
+
+
+def simulate_inputs(model: RigidModel, theta: np.ndarray, y0: np.ndarray, n_frames: int,
+                    dt: float, *, inputs: np.ndarray, substeps: int = 1,
+                    offset: np.ndarray | None = None) -> np.ndarray:
+    """States ``[B, n_frames, 18]`` of :func:`simulate` (no sensitivities) for a batch of
+    inputs ``[B, frames - 1, 2 substeps + 1, 3k]`` at the same ``theta`` and ``y0``: the
+    batch integrates in one pass (a breath's noise probes: one primal simulation each took
+    ~20 ms of Python and dispatch for 2,000 frames, where the arithmetic is microseconds).
+
+    Raises
+    ------
+    FloatingPointError
+        When a motion leaves the model (non-finite state).
+    """
+    inputs = np.asarray(inputs, float)
+    n_b, n_u = inputs.shape[0], inputs.shape[-1] // 3
+    us_all = inputs[:, :max(n_frames - 1, 0)]
+    fixed = committed((np.asarray(theta, float), model.consts()))
+    h = dt / substeps
+    states = np.empty((n_b, n_frames, STATE))
+    states[:, 0] = y0
+    y = np.repeat(np.asarray(y0, float)[None], n_b, axis=0)
+    k = 1
+    while k < n_frames:
+        m = min(CHUNK_FRAMES, n_frames - k)
+        us = us_all[:, k - 1:k - 1 + m]
+        if m < CHUNK_FRAMES:            # pad (one compilation for every length)
+            us = np.concatenate([us, np.repeat(us[:, -1:], CHUNK_FRAMES - m, 1)], axis=1)
+        ys, y = _chunk_inputs(y, fixed[0], fixed[1], us, h, free=model.free_rows, n_u=n_u,
+                              substeps=substeps)
+        ys_np = np.asarray(ys)
+        if not np.all(np.isfinite(ys_np[:, m - 1])):
+            raise FloatingPointError("the simulated motion diverged")
+        states[:, k:k + m] = ys_np[:, :m]
+        y = ys_np[:, m - 1]
+        k += m
+    if offset is not None:
+        states += offset[None, :n_frames]
+    return states

@@ -472,9 +472,10 @@ def _breath_probe_states(prob: PostureProblem, x: np.ndarray,
     members carry theirs."""
     if breath is None or breath.noise_probes is None:
         return None
-    nominal = prob.states(x)
-    return np.stack([prob.states_with_breath(x, at) - nominal
-                     for at in breath.noise_probes(BREATH_PROBES, BREATH_PROBE_SEED)], axis=2)
+    # the measured breath integrated with its probes (the same arithmetic for every one)
+    states = prob.states_with_breaths(
+        x, [breath.at] + breath.noise_probes(BREATH_PROBES, BREATH_PROBE_SEED))
+    return states[:, :, 1:] - states[:, :, :1]
 
 
 __all__ = ["OutputErrorResult", "PlatformMarkerFit", "refine_posture", "NUISANCE",

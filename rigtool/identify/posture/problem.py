@@ -244,18 +244,18 @@ class PostureProblem:
         theta, _, y0, _ = self.inputs(x, calib)
         return self._primal_states(theta, y0)
 
-    def states_with_breath(self, x: np.ndarray, breath_at) -> np.ndarray:
-        """Simulated platform states ``[T, 18]`` at ``x`` on the current horizon with
-        another measurement of the breath, ``breath_at`` (as :attr:`breath_at`): a noise
-        probe of the breath's input."""
-        from rigtool.engine.internal import input_grid
-        from rigtool.engine.internal import simulate as simulate_internal
+    def states_with_breaths(self, x: np.ndarray, breaths: list) -> np.ndarray:
+        """Simulated platform states ``[T, 18, B]`` at ``x`` on the current horizon with
+        other measurements of the breath, each an ``at(t)`` as :attr:`breath_at` (a breath's
+        noise probes), integrated together."""
+        from rigtool.engine.internal import input_grid, simulate_inputs
         theta, _, y0, _ = self.inputs(x)
-        grid = input_grid(breath_at, self.t0_s, self.measured.shape[0], self.dt,
-                          self.substeps)
-        return simulate_internal(self.model, theta, y0, self.n_frames, self.dt,
-                                 substeps=self.substeps, inputs=grid,
-                                 offset=self.state_offset)[0]
+        grids = np.stack([input_grid(at, self.t0_s, self.n_frames, self.dt, self.substeps)
+                          for at in breaths])
+        states = simulate_inputs(self.model, theta, y0, self.n_frames, self.dt,
+                                 inputs=grids, substeps=self.substeps,
+                                 offset=self.state_offset)
+        return np.moveaxis(states, 0, 2)
 
     def _primal_key(self, theta: np.ndarray, y0: np.ndarray) -> tuple:
         """Everything a primal simulation on the current horizon depends on that changes."""
@@ -322,7 +322,7 @@ class PostureProblem:
         rigtool.engine.lab_frame); closed form on the predicted markers.
         ``extra_states [T, 18, P]``: more columns after ``extra_theta``'s, each the rows'
         change (first order) when the simulated states change by that much (a breath's
-        noise probes, :meth:`states_with_breath`)."""
+        noise probes, :meth:`states_with_breaths`)."""
         full = self._full(x)
         fit_object, self.fit_object = self.fit_object, True
         try:
