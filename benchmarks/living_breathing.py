@@ -9,7 +9,8 @@ trunk (the breath's internal wrench in the posture fits). The relative-motion ca
 left out of both manifests (these figures are the postures'). The truth is the capture's
 time-averaged mass distribution (the simulator's ``breathing_mean_pi_base``: over a 20 s
 capture the breathing mass's mean place is not its path's long-run mean, by up to ~0.03 mm
-of the COM). Prints per scenario and run the postures' COM errors (mm), inertia errors (%
+of the COM), or, for postures the report brought to the session's mean breath, the mean of
+that over the postures. Prints per scenario and run the postures' COM errors (mm), inertia errors (%
 of the inertia's Frobenius norm, as benchmarks/living.py), the largest error over its
 standard error among the COM's coordinates and among the inertia's entries (|err| / SE
 within 2 for ~95 % of them when the SEs are right), and the identified ``G`` against the
@@ -124,8 +125,48 @@ def capture_mean_truth(truth: dict) -> dict:
     return out
 
 
+def session_level_truth(truth: dict) -> dict:
+    """As :func:`capture_mean_truth`, with every capture at the postures' mean breath: the
+    links' truth plus the mean over the posture captures of ``breathing_mean_pi_base`` (what
+    a posture's numbers are once the session's postures are brought to one breath level,
+    rigtool.pipeline.breath_level: the wall markers follow the breathing mass linearly)."""
+    shifts = [c["breathing_mean_pi_base"] for c in truth["captures"]
+              if c.get("breathing_mean_pi_base") is not None
+              and c["name"] in {p["name"] for p in truth["postures"]}]
+    if not shifts:
+        return capture_mean_truth(truth)
+    mean = np.mean(shifts, axis=0).tolist()
+    return capture_mean_truth({**truth, "captures": [
+        {**c, "breathing_mean_pi_base": mean} for c in truth["captures"]]})
+
+
+def posture_truth(report: dict, truth: dict) -> dict:
+    """Each reported posture's truth: at the session's breath level when the report brought
+    it there (``breathing.level``), else its capture's mean."""
+    capture, session = capture_mean_truth(truth), session_level_truth(truth)
+    return {p["name"]: (session if (p.get("breathing") or {}).get("level") else capture)[
+        p["name"]] for p in report.get("postures", [])}
+
+
+def phi_s_truth(report: dict, truth: dict) -> np.ndarray:
+    """Φ_s of the body the report's postures describe: the links' truth, with the breathing
+    mass at the postures' mean breath in the base link when the report brought them to the
+    session's breath level (else its path's long-run mean, which no single capture has)."""
+    from rigtool.tree import phi_s_from_phi_b
+    phi_b = np.asarray(truth["phi_b"]["values"], float).copy()
+    shifts = [c["breathing_mean_pi_base"] for c in truth["captures"]
+              if c.get("breathing_mean_pi_base") is not None
+              and c["name"] in {p["name"] for p in truth["postures"]}]
+    leveled = any((p.get("breathing") or {}).get("level") for p in report.get("postures", []))
+    if shifts and leveled:
+        d = np.mean(shifts, axis=0)          # [m, h (3), I about the origin: xx xy xz yy yz zz]
+        phi_b[:3] += d[1:4]
+        phi_b[3:9] += d[[4, 7, 9, 8, 6, 5]]  # J: xx yy zz yz zx xy
+    return phi_s_from_phi_b(phi_b)
+
+
 def scores(report: dict, truth: dict, scenario: str) -> dict:
-    true_p = capture_mean_truth(truth)
+    true_p = posture_truth(report, truth)
     com, inertia, ratio, i_ratio, g_err = [], [], [], [], []
     for p in report.get("postures", []):
         t_com, i_t = true_p[p["name"]]

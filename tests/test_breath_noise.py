@@ -136,3 +136,57 @@ def test_posture_fit_carries_the_breath_measurement_noise(tmp_path, monkeypatch)
         shifts.append(fit().result.com - nominal.result.com)
     ratio = np.sqrt(np.mean(np.square(shifts) / share ** 2))
     assert 0.4 < ratio < 2.5, (ratio, np.asarray(shifts), share)
+
+
+
+def test_postures_brought_to_the_session_breath(tmp_path):
+    """A breathing posture fitted, and the same posture as if its capture's mean breath had
+    stood 1 mm further out along its breath direction (its wall markers' mean place moved
+    by that much). Brought to the session's mean breath, the two meet halfway: each moves
+    its first moment by ``G_b u`` (``u`` = -/+ 0.5 mm, ``G_b`` the fitted breath's in the
+    base frame), its covariance grows by that of ``G u`` and ``D u``, and Φ_s's covariance
+    follows. A posture without a modelled breath is left as it was."""
+    from rigtool.config import load_rig, load_session
+    from rigtool.mocap import read_capture
+    from rigtool.pipeline.breath_level import to_session_breath_level
+    from rigtool.pipeline.links import link_markers
+    from rigtool.pipeline.posture import fit_one_posture
+
+    simulated_posture(tmp_path, "breathing14.toml", 8.0)
+    manifest = next(tmp_path.rglob("session.toml"))
+    lines = manifest.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("markers = ")
+              and "CH1" in line)
+    lines.insert(at + 1, 'breathing_markers = ["CH1", "AB1"]')
+    manifest.write_text("\n".join(lines) + "\n")
+    session = load_session(manifest)
+    ref = session.postures[0]
+    data = read_capture(ref.capture, units=ref.units)
+    data = replace(data, xyz_m=data.xyz_m + np.random.default_rng(8).normal(
+        0, 1e-4, data.xyz_m.shape))
+    one = fit_one_posture(session, load_rig(session.rig_path), session.tree,
+                          link_markers(session, session.tree), ref.capture, name=ref.name,
+                          window=ref.window, units=ref.units,
+                          total_mass_kg=session.total_mass_kg, settings=session.filter,
+                          method="output-error", data=data)
+    breath = one.result.breath
+    direction = np.asarray(breath["summary"]["directions"][0])
+    moved_summary = {**breath["summary"], "mean_link_mm": list(
+        np.asarray(breath["summary"]["mean_link_mm"]) + 1.0 * direction)}
+    other = replace(one, result=replace(one.result, breath={**breath,
+                                                            "summary": moved_summary}))
+    leveled = to_session_breath_level([one, other])
+    g_b = np.asarray(one.breathing["G_kg"])[:, 0]
+    mass = one.result.mass
+    for o, before, u_mm in ((leveled[0], one, 0.5), (leveled[1], other, -0.5)):
+        assert abs(o.breathing["level"]["offset_mm"][0] - u_mm) < 1e-9
+        shift = o.result.params.pi[1:4] - before.result.params.pi[1:4]
+        np.testing.assert_allclose(shift, g_b * u_mm * 1e-3, rtol=1e-3, atol=1e-12)
+        np.testing.assert_allclose(o.result.com - before.result.com, shift / mass,
+                                   rtol=1e-6, atol=1e-15)
+        assert np.all(o.result.com_std >= before.result.com_std)
+        assert np.all(np.diag(o.result.covariance9) >= np.diag(before.result.covariance9))
+    assert "session's mean breath" in leveled[0].breathing["what"]
+    rigid_one = replace(other, result=replace(other.result, breath=None))
+    kept = to_session_breath_level([one, rigid_one])
+    assert kept[0] is one and kept[1] is rigid_one

@@ -267,6 +267,30 @@ def test_breath_model_in_the_base_frame():
     assert np.allclose(out["D_kg_m"][0], expected)
 
 
+def test_breath_offset_moves_the_body_as_the_point_mass_moves():
+    """A point mass breathing along ``e`` (platform frame), the base link rotated and moved
+    on the platform: the body's parameters about the base origin at a breath 2 mm from the
+    fit's zero are the point mass carried there, to the second order in the excursion
+    (``mu u^2``, 1.6e-5 kg m^2 here); its covariance grows as the offset squared."""
+    from rigtool.identify.posture.breathing import breath_offset
+    mu, s0, e = 4.0, np.array([0.05, 0.25, 0.4]), np.array([0.0, 0.6, 0.8])
+    rot = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    t = np.array([0.02, 0.3, 0.45])
+    beta = _point_mass_beta(mu, s0, e)
+
+    def pi_base(s):
+        b = rot.T @ (s - t)
+        return InertialParams.from_com(mu, b, np.zeros((3, 3))).pi[1:]
+
+    u = 0.002
+    d_pi, d_cov = breath_offset(beta, np.eye(12) * 1e-4, 1, rot, t, np.array([u]))
+    expected = pi_base(s0 + u * e) - pi_base(s0)
+    assert np.allclose(d_pi[:3], expected[:3], atol=1e-12)             # exact: G u
+    assert np.allclose(d_pi[3:], expected[3:], atol=2 * mu * u ** 2)
+    _, d_cov2 = breath_offset(beta, np.eye(12) * 1e-4, 1, rot, t, np.array([2 * u]))
+    assert np.allclose(d_cov2, 4 * d_cov) and np.all(np.linalg.eigvalsh(d_cov) > -1e-18)
+
+
 MANIFEST = """
 [session]
 rig = "rig.toml"

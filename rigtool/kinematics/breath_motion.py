@@ -70,6 +70,9 @@ class BreathMotion:
         The wall markers' noise per coordinate on their link (from the link's rigid fit), m.
     splines : tuple
         One smoothing spline per kept coordinate.
+    mean_link_m : ndarray (3M,)
+        The wall markers' mean places on their link over the frames used (the zero of the
+        displacements), ``[marker 1 xyz, ...]``, m.
     lams : tuple of float
         Each spline's smoothing (generalised cross-validation's, on the block means).
     frame_noise_m : ndarray (k,)
@@ -84,6 +87,7 @@ class BreathMotion:
     rms_m: np.ndarray
     noise_m: float
     splines: tuple
+    mean_link_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
     lams: tuple = ()
     frame_noise_m: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -122,6 +126,7 @@ class BreathMotion:
                 "component_rms_mm": [1e3 * float(v) for v in self.rms_m],
                 "noise_mm": 1e3 * float(self.noise_m),
                 "frame_noise_mm": [1e3 * float(v) for v in self.frame_noise_m],
+                "mean_link_mm": [1e3 * float(v) for v in self.mean_link_m],
                 "directions": self.directions.T.tolist()}
 
 
@@ -224,7 +229,8 @@ def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarr
                          f"with their links in {int(use.sum())} frames; expected the whole "
                          "capture", path=data.source, field="breathing_markers")
     flat = p_all.reshape(len(ok), -1)
-    disp = flat - flat[use].mean(axis=0)
+    mean_link = flat[use].mean(axis=0)
+    disp = flat - mean_link
     _, sv, vt = np.linalg.svd(disp[use], full_matrices=False)
     rms = sv / np.sqrt(use.sum())
     noise = float(np.nanmax(sigmas)) if np.any(np.isfinite(sigmas)) else 0.0
@@ -245,5 +251,5 @@ def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarr
     lams = tuple(float(v) for v in gcv_lambda(t_b, u_b))
     splines = tuple(make_smoothing_spline(t_b, u_b[:, j], lam=lams[j]) for j in range(k))
     frame_noise = np.array([noise_from_differences(u[ok][:, j]) for j in range(k)])
-    return BreathMotion(t, u, ok, directions, tuple(names), rms, noise, splines, lams,
-                        frame_noise)
+    return BreathMotion(t, u, ok, directions, tuple(names), rms, noise, splines, mean_link,
+                        lams, frame_noise)

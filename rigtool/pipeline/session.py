@@ -47,6 +47,7 @@ from rigtool.pipeline.links import estimate_joint_centres, link_markers
 from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       motion_traces, posture_overall)
+from rigtool.pipeline.breath_level import to_session_breath_level
 from rigtool.pipeline.preflight import check_session
 from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
                                           prepare_robot)
@@ -235,6 +236,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         for i, o in zip(refit, _fit_postures(measured, rigfile, tree, markers, kwargs,
                                              progress, workers, pool)):
             outcomes[i] = o
+    if session.breathing_markers:
+        outcomes = to_session_breath_level(outcomes)
     if postures_fitted is not None:
         postures_fitted(outcomes)
     warnings = [w for o in outcomes for w in o.warnings]

@@ -40,7 +40,8 @@ import numpy as np
 
 from rigtool.inertia import regressor_body, skew
 
-__all__ = ["BreathInput", "internal_columns", "n_breath_unknowns", "breath_in_base_frame"]
+__all__ = ["BreathInput", "internal_columns", "n_breath_unknowns", "breath_in_base_frame",
+           "breath_offset"]
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,43 @@ def breath_in_base_frame(beta: np.ndarray, cov: np.ndarray | None, k: int,
     zz]``, and their standard errors. The map is linear, so the covariance is carried
     exactly.
     """
+    n = 12 * k
+    lin = _base_frame_map(k, base_rotation_platform, base_position_platform)
+    b = lin @ np.asarray(beta, float)
+    std = (np.full(n, np.nan) if cov is None else
+           np.sqrt(np.clip(np.diag(lin @ np.asarray(cov, float) @ lin.T), 0, None)))
+    as_cols = lambda v: v.reshape(k, 3).T.tolist()        # noqa: E731
+    return {"G_kg": as_cols(b[:3 * k]), "G_std_kg": as_cols(std[:3 * k]),
+            "K_kg_m": as_cols(b[3 * k:6 * k]), "K_std_kg_m": as_cols(std[3 * k:6 * k]),
+            "D_kg_m": b[6 * k:].reshape(k, 6).tolist(),
+            "D_std_kg_m": std[6 * k:].reshape(k, 6).tolist()}
+
+
+def breath_offset(beta: np.ndarray, cov: np.ndarray, k: int,
+                  base_rotation_platform: np.ndarray, base_position_platform: np.ndarray,
+                  offset_u_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the body's parameters about the base-link origin (``pi[1:]``: first moment, then
+    the inertia's ``xx xy xz yy yz zz``) gain when the breath stands ``offset_u_m [k]`` from
+    the level the fit took as its zero: ``G_b u`` and ``sum_j u_j D_b,j``, and the covariance
+    that adds (``G`` and ``D``'s own; the mean level's fit is nearly uncorrelated with them,
+    the breath having zero mean over the capture)."""
+    lin = _base_frame_map(k, base_rotation_platform, base_position_platform)
+    u = np.asarray(offset_u_m, float)
+    pick = np.zeros((9, 12 * k))
+    for j in range(k):
+        pick[0:3, 3 * j:3 * j + 3] = u[j] * np.eye(3)
+        pick[3:9, 6 * k + 6 * j:6 * k + 6 * j + 6] = u[j] * np.eye(6)
+    m = pick @ lin
+    return m @ np.asarray(beta, float), m @ np.asarray(cov, float) @ m.T
+
+
+def _base_frame_map(k: int, base_rotation_platform: np.ndarray,
+                    base_position_platform: np.ndarray) -> np.ndarray:
+    """The linear map ``[12k, 12k]`` of the breath's unknowns from the platform frame to the
+    base-link frame and origin (:func:`breath_in_base_frame`)."""
     r = np.asarray(base_rotation_platform, float)
     t = np.asarray(base_position_platform, float)
     n = 12 * k
-    beta = np.asarray(beta, float)
 
     def carry(v: np.ndarray) -> np.ndarray:
         out = np.empty(n)
@@ -140,12 +174,4 @@ def breath_in_base_frame(beta: np.ndarray, cov: np.ndarray | None, k: int,
             out[6 * k + 6 * j:6 * k + 6 * j + 6] = d_b[np.triu_indices(3)]
         return out
 
-    lin = np.stack([carry(e) for e in np.eye(n)], axis=1)
-    b = lin @ beta
-    std = (np.full(n, np.nan) if cov is None else
-           np.sqrt(np.clip(np.diag(lin @ np.asarray(cov, float) @ lin.T), 0, None)))
-    as_cols = lambda v: v.reshape(k, 3).T.tolist()        # noqa: E731
-    return {"G_kg": as_cols(b[:3 * k]), "G_std_kg": as_cols(std[:3 * k]),
-            "K_kg_m": as_cols(b[3 * k:6 * k]), "K_std_kg_m": as_cols(std[3 * k:6 * k]),
-            "D_kg_m": b[6 * k:].reshape(k, 6).tolist(),
-            "D_std_kg_m": std[6 * k:].reshape(k, 6).tolist()}
+    return np.stack([carry(e) for e in np.eye(n)], axis=1)
