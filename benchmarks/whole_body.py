@@ -106,6 +106,33 @@ def with_breathing_markers(session: Path, link: str, names: str) -> Path:
     return out
 
 
+def posture_coverage(report: dict, truth: dict) -> str:
+    """The postures' COM and inertia errors against the body each describes (its capture's
+    time-averaged mass distribution, or the session's mean breath when the report brought
+    it there), their entries within 2 standard errors, and Φ_s's against its truth."""
+    from living_breathing import phi_s_truth, posture_truth   # noqa: E402 (beside this)
+    true_p = posture_truth(report, truth)
+    iu = np.triu_indices(3)
+    z, com, inertia = [], [], []
+    for p in report["postures"]:
+        c, i = true_p[p["name"]]
+        z += list((np.subtract(p["com"], c)) / np.asarray(p["com_std"]))
+        z += list((np.subtract(p["inertia_com"], i) / np.asarray(p["inertia_com_std"]))[iu])
+        com.append(1e3 * np.linalg.norm(np.subtract(p["com"], c)))
+        inertia.append(100 * np.linalg.norm(np.subtract(p["inertia_com"], i))
+                       / np.linalg.norm(i))
+    z = np.asarray(z)
+    sub = report["subset"]
+    z_s = np.subtract(sub["values"], phi_s_truth(report, truth)) / np.asarray(sub["std"])
+    breath = sum((p.get("breathing") or {}).get("model") == "measured internal wrench"
+                 for p in report["postures"])
+    return (f"postures: COM {min(com):.2f}-{max(com):.2f} mm, inertia {min(inertia):.2f}-"
+            f"{max(inertia):.2f} %, {100 * np.mean(np.abs(z) <= 2):.0f} % within +-2 SE "
+            f"(RMS z {np.sqrt(np.mean(z ** 2)):.2f}); breath modelled in {breath} of "
+            f"{len(report['postures'])}; Phi_s {100 * np.mean(np.abs(z_s) <= 2):.0f} % within "
+            f"+-2 SE, reduced chi2 {sub.get('reduced_chi2', float('nan')):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default=str(ROOT / "scenarios" / "whole_body.toml"))
@@ -160,6 +187,7 @@ def main() -> None:
     for t in model.get("tried", []):
         print(f"  tried {t['model']} ({t['method']}): residual {t['residual_mm']:.4f} mm "
               f"against noise {t['noise_mm']:.4f} mm, {t.get('elapsed_s', float('nan')):.0f} s")
+    print(posture_coverage(report, truth))
     e_ms, e_j, within = _phi_b_errors(report, truth)
     print(f"Phi_B: E_MS/M0 = {e_ms * 1e3:.4f} mm, E_J/Im = {100 * e_j:.4f} %, "
           f"{100 * within:.0f} % of {len(rel['phi_b']['names'])} entries within +-2 SE")
