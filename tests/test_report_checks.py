@@ -210,6 +210,25 @@ def test_no_relative_model_reached_the_noise_names_both_and_a_divergence():
     assert "passive swing" not in check.action
 
 
+def test_relative_refinement_left_by_a_breath_names_the_breath():
+    """The same rejected refinement, with the swing's breath measured by the breathing
+    markers: the check names the breath (which the refinements do not model) instead of the
+    list of marker and joint causes, and asks for nothing more."""
+    from rigtool.pipeline.relative_model import RelativeModelChoice
+    choice = RelativeModelChoice("auto", tried=[
+        {"model": "active", "method": "output-error (prescribed motion)",
+         "residual_mm": 0.257, "noise_mm": SIGMA_MM, "reached_noise": False}])
+    p = _posture("posture1", refinement=SimpleNamespace(
+        marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
+    out = _outcome([p], SimpleNamespace(raw={}), _tree(), relative_model=choice)
+    out.relative_breath = {"component_rms_mm": [3.2], "markers": ["link0:CH1", "link0:AB1"]}
+    check = marker_residual_check(out)
+    assert check.level == "caution" and "not used" in check.finding
+    assert "breathed during the movement" in check.meaning and "3.2 mm RMS" in check.meaning
+    assert "Neither the passive model" not in check.meaning
+    assert check.action == "Nothing to redo for this report."
+
+
 def test_calibration_age_and_held_out_test():
     raw = {"calibration": {"date": "2026-01-10T09:00:00+00:00", "method": "output-error",
                            "holdout": [{"capture": "h.csv", "com_error_m": 4e-4,

@@ -46,7 +46,7 @@ from rigtool.mocap import read_capture
 from rigtool.pipeline.links import estimate_joint_centres, link_markers
 from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
                                       _calibration_std, _child_rotations, fit_one_posture,
-                                      motion_traces, posture_overall)
+                                      measured_breath, motion_traces, posture_overall)
 from rigtool.pipeline.breath_level import to_session_breath_level
 from rigtool.pipeline.preflight import check_session
 from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
@@ -83,6 +83,10 @@ class SessionOutcome:
     robot: "RobotOutcome | None" = None          # a [robot] session: base parameters, links
     #: what the captures could not identify (a partial result: empty when complete)
     not_identified: list[str] = field(default_factory=list)
+    #: the relative-motion capture's breath as its breathing markers measure it (the
+    #: measurement's summary; None without breathing markers or a breath above the noise):
+    #: the relative-motion refinements do not model it
+    relative_breath: dict | None = None
 
     @property
     def partial(self) -> bool:
@@ -249,7 +253,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             # a partial result: every posture and the identified part of Phi_s are
             # written, with the null directions and the advice for the next posture
             not_identified = subset_shortfall(subset, len(outcomes))
-    relative, refinement, relative_model = None, None, None
+    relative, refinement, relative_model, relative_breath = None, None, None, None
     if session.relative_motion is not None and subset is not None and not subset.identified:
         not_identified.append("the relative-motion stage was not run: it resolves the J_yy "
                               "terms left once Phi_s is identified by the locked postures")
@@ -259,6 +263,10 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                                     relative_data, markers, subset, total_mass, session.filter,
                                     session.relative_motion.window)
         warnings += [f"relative motion: {w}" for w in relative.warnings]
+        if session.breathing_markers:
+            breath, _ = measured_breath(relative_data, markers, session.breathing_markers,
+                                        session.relative_motion.window)
+            relative_breath = None if breath is None else breath.summary
         if method == "output-error":
             progress("relative motion: output-error refinement")
             refinement, relative_model = refine_relative_motion(
@@ -310,7 +318,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                           notes=notes, relative_refinement=refinement,
                           relative_model=relative_model,
                           total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source,
-                          not_identified=not_identified, robot=robot)
+                          not_identified=not_identified, robot=robot,
+                          relative_breath=relative_breath)
 
 
 def subset_shortfall(subset: SubsetResult, n_postures: int) -> list[str]:

@@ -150,7 +150,15 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                         f"{REACHED_NOISE_FACTOR:g}x) and is not used")
         tried = [t["model"] for t in choice.tried] if choice is not None else ["passive"]
         active_tried = "active" in tried
-        if active_tried:
+        breath = getattr(out, "relative_breath", None)
+        if breath:
+            meanings.append(
+                "The body breathed during the movement (its breathing markers measure "
+                f"{max(breath['component_rms_mm']):.1f} mm RMS along the breath) and the "
+                "refinements do not model a breath (the posture fits do): its moving first "
+                "moment alone leaves such a residual; the relative-motion numbers are the "
+                "equation-error ones, with their standard errors.")
+        elif active_tried:
             meanings.append(
                 "Neither the passive model (free swings about spherical joints) nor the active "
                 "one (each moving link's measured motion prescribed) describes that capture to "
@@ -165,7 +173,9 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                 "is not spherical, a sliding marker, or the problems above); the "
                 "relative-motion numbers are the equation-error ones, with their standard "
                 "errors.")
-        if not bad:
+        if not bad and breath:
+            actions.append("Nothing to redo for this report.")
+        elif not bad:
             actions.append("Nothing to redo for this report; for the refinement, "
                            + ("check each moving link's markers (at least three, not in a "
                               "line, fixed to the segment)." if active_tried

@@ -161,6 +161,11 @@ def _relative_block(out: SessionOutcome) -> dict:
             "marker_sigma_mm", "noise_mm", "floor_mm", "iterations", "elapsed_s",
             "horizons_s", "standard_errors")}}
         rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
+    breath = getattr(out, "relative_breath", None)
+    if breath:
+        # measured, not modelled: the equation-error and output-error fits of the movement
+        # take the body as breathing nothing
+        rel["breath"] = {"modelled": False, "measurement": breath}
     return r(rel)
 
 
