@@ -82,6 +82,29 @@ def test_breath_probes_draw_the_measurement_noise():
                                   one.noise_probes(2, seed=5)[1](t)[0])
 
 
+def _breathing_posture(tmp_path, duration_s: float, seed: int):
+    """The breathing scenario's first posture, ``duration_s`` long, its wall markers named
+    as the trunk's breathing markers, with 0.1 mm marker noise of ``seed``: ``(session,
+    rig file, the links' rigid markers, the noisy capture)``."""
+    from rigtool.config import load_rig, load_session
+    from rigtool.mocap import read_capture
+    from rigtool.pipeline.links import link_markers
+
+    simulated_posture(tmp_path, "breathing14.toml", duration_s)
+    manifest = next(tmp_path.rglob("session.toml"))
+    lines = manifest.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("markers = ")
+              and "CH1" in line)
+    lines.insert(at + 1, 'breathing_markers = ["CH1", "AB1"]')
+    manifest.write_text("\n".join(lines) + "\n")
+    session = load_session(manifest)
+    ref = session.postures[0]
+    data = read_capture(ref.capture, units=ref.units)
+    data = replace(data, xyz_m=data.xyz_m + np.random.default_rng(seed).normal(
+        0, 1e-4, data.xyz_m.shape))
+    return session, load_rig(session.rig_path), link_markers(session, session.tree), data
+
+
 def test_posture_fit_carries_the_breath_measurement_noise(tmp_path, monkeypatch):
     """A 10 s breathing posture (the breathing scenario, its wall markers named, 0.1 mm
     marker noise) fitted by output error. The breath's measurement noise is most of its COM
@@ -92,27 +115,11 @@ def test_posture_fit_carries_the_breath_measurement_noise(tmp_path, monkeypatch)
     share out or counting it per probe would be off by 5)."""
     import rigtool.pipeline.posture as posture_stage
     from rigtool.identify.posture.breathing import BreathInput
-    from rigtool.mocap import read_capture
 
-    from rigtool.config import load_rig, load_session
-    from rigtool.pipeline.links import link_markers
-
-    simulated_posture(tmp_path, "breathing14.toml", 10.0)
-    manifest = next(tmp_path.rglob("session.toml"))
-    lines = manifest.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("markers = ")
-              and "CH1" in line)
-    lines.insert(at + 1, 'breathing_markers = ["CH1", "AB1"]')
-    manifest.write_text("\n".join(lines) + "\n")
-    session = load_session(manifest)
-    rigfile = load_rig(session.rig_path)
-    rigid = link_markers(session, session.tree)
+    session, rigfile, rigid, data = _breathing_posture(tmp_path, 10.0, 4)
     walls = session.breathing_markers
     assert set(walls["link0"]) == {"CH1", "AB1"} and "CH1" not in rigid["link0"]
     ref = session.postures[0]
-    data = read_capture(ref.capture, units=ref.units)
-    data = replace(data, xyz_m=data.xyz_m + np.random.default_rng(4).normal(
-        0, 1e-4, data.xyz_m.shape))
 
     def fit():
         return posture_stage.fit_one_posture(
@@ -146,26 +153,12 @@ def test_postures_brought_to_the_session_breath(tmp_path):
     its first moment by ``G_b u`` (``u`` = -/+ 0.5 mm, ``G_b`` the fitted breath's in the
     base frame), its covariance grows by that of ``G u`` and ``D u``, and Φ_s's covariance
     follows. A posture without a modelled breath is left as it was."""
-    from rigtool.config import load_rig, load_session
-    from rigtool.mocap import read_capture
     from rigtool.pipeline.breath_level import to_session_breath_level
-    from rigtool.pipeline.links import link_markers
     from rigtool.pipeline.posture import fit_one_posture
 
-    simulated_posture(tmp_path, "breathing14.toml", 8.0)
-    manifest = next(tmp_path.rglob("session.toml"))
-    lines = manifest.read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("markers = ")
-              and "CH1" in line)
-    lines.insert(at + 1, 'breathing_markers = ["CH1", "AB1"]')
-    manifest.write_text("\n".join(lines) + "\n")
-    session = load_session(manifest)
+    session, rigfile, rigid, data = _breathing_posture(tmp_path, 8.0, 8)
     ref = session.postures[0]
-    data = read_capture(ref.capture, units=ref.units)
-    data = replace(data, xyz_m=data.xyz_m + np.random.default_rng(8).normal(
-        0, 1e-4, data.xyz_m.shape))
-    one = fit_one_posture(session, load_rig(session.rig_path), session.tree,
-                          link_markers(session, session.tree), ref.capture, name=ref.name,
+    one = fit_one_posture(session, rigfile, session.tree, rigid, ref.capture, name=ref.name,
                           window=ref.window, units=ref.units,
                           total_mass_kg=session.total_mass_kg, settings=session.filter,
                           method="output-error", data=data)
