@@ -153,6 +153,11 @@ def phi_s_truth(report: dict, truth: dict) -> np.ndarray:
     mass at the postures' mean breath in the base link when the report brought them to the
     session's breath level (else its path's long-run mean, which no single capture has)."""
     from rigtool.tree import phi_s_from_phi_b
+    return phi_s_from_phi_b(phi_b_truth(report, truth))
+
+
+def phi_b_truth(report: dict, truth: dict) -> np.ndarray:
+    """Φ_B of the body the report describes (as :func:`phi_s_truth`)."""
     phi_b = np.asarray(truth["phi_b"]["values"], float).copy()
     shifts = [c["breathing_mean_pi_base"] for c in truth["captures"]
               if c.get("breathing_mean_pi_base") is not None
@@ -162,7 +167,7 @@ def phi_s_truth(report: dict, truth: dict) -> np.ndarray:
         d = np.mean(shifts, axis=0)          # [m, h (3), I about the origin: xx xy xz yy yz zz]
         phi_b[:3] += d[1:4]
         phi_b[3:9] += d[[4, 7, 9, 8, 6, 5]]  # J: xx yy zz yz zx xy
-    return phi_s_from_phi_b(phi_b)
+    return phi_b
 
 
 def scores(report: dict, truth: dict, scenario: str) -> dict:

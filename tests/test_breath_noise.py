@@ -29,11 +29,14 @@ def _rigid_cluster():
 WALLS = {"CH1": np.array([0.05, -0.45, 0.06]), "AB1": np.array([-0.04, -0.15, 0.06])}
 
 
-def _breathing_capture(seed: int, noise_m: float = 1e-4) -> MarkerData:
+def _breathing_capture(seed: int, noise_m: float = 1e-4, held: bool = False) -> MarkerData:
     """A trunk cluster rocking in the lab with two wall markers breathing along its z (14/min,
-    3 and 8 mm), every marker with white noise of ``noise_m``."""
+    3 and 8 mm; ``held``: at the end of an exhale throughout), every marker with white
+    noise of ``noise_m``."""
     t = np.arange(2000) / RATE
     breath = np.sin(2 * np.pi * 14 / 60 * t + 0.4 * np.sin(2 * np.pi * 0.05 * t))
+    if held:
+        breath = np.full_like(t, -1.0)
     rigid_m = _rigid_cluster()
     rot = np.stack([np.array([[np.cos(q), -np.sin(q), 0], [np.sin(q), np.cos(q), 0],
                               [0, 0, 1]]) for q in 0.02 * np.sin(2 * np.pi * 0.42 * t)])
@@ -183,3 +186,66 @@ def test_postures_brought_to_the_session_breath(tmp_path):
     rigid_one = replace(other, result=replace(other.result, breath=None))
     kept = to_session_breath_level([one, rigid_one])
     assert kept[0] is one and kept[1] is rigid_one
+
+
+def test_base_link_shift_in_phi_b_moves_the_whole_body_by_it():
+    """``phi_b_shift``: the base link's parameters about its origin gaining ``d`` (a held
+    breath's first moment and inertia) move the body that Φ_B describes, in any posture, by
+    exactly ``d`` (paper 002 eq. 5-6 through ``overall_from_phi_b``); ``relative_at_shift``
+    adds it to a result's Φ_B and minimal parameters, and its covariance to the base link's
+    entries."""
+    from dataclasses import make_dataclass
+
+    from rigtool.pipeline.breath_level import phi_b_shift, relative_at_shift
+    from rigtool.sim.rigs import demo_tree
+    from rigtool.tree import minimal_parameters, overall_from_phi_b, phi_b_vector
+
+    tree = demo_tree()
+    phi_b = phi_b_vector(minimal_parameters(tree))
+    mass = sum(l.params.mass for l in tree.links)
+    d = np.array([0.002, -0.011, -0.015, 0.009, 0.0014, 0.0003, 0.003, -0.0054, 0.0072])
+    shift = phi_b_shift(tree, d)
+    def about_x(angle):
+        return np.array([[1.0, 0.0, 0.0], [0.0, np.cos(angle), -np.sin(angle)],
+                         [0.0, np.sin(angle), np.cos(angle)]])
+
+    movers = [l.name for l in tree.links[1:]]
+    for rot in ({n: np.eye(3) for n in movers},
+                {n: about_x(0.4 + 0.3 * i) for i, n in enumerate(movers)}):
+        moved = overall_from_phi_b(tree, rot, phi_b + shift, mass).pi
+        np.testing.assert_allclose(moved - overall_from_phi_b(tree, rot, phi_b, mass).pi,
+                                   np.concatenate([[0.0], d]), atol=1e-12)
+    names = [l.name for l in tree.links]
+    cov = np.eye(phi_b.size) * 1e-8
+    result = make_dataclass("R", [("values", object), ("minimal_parameters", object),
+                                  ("covariance", object), ("std_phi_b", object)])(
+        phi_b, {n: {"M": 1.0} for n in names}, cov, np.sqrt(np.diag(cov)))
+    d_cov = np.diag(np.arange(1.0, 10.0)) * 1e-8
+    moved = relative_at_shift(result, shift, tree, d_cov)
+    np.testing.assert_allclose(moved.values, phi_b + shift)
+    # the base link's shift covariance lands on its MS and J (xx yy zz yz zx xy) entries
+    np.testing.assert_allclose(np.diag(moved.covariance)[:9] - 1e-8,
+                               1e-8 * np.array([1, 2, 3, 4, 7, 9, 8, 6, 5]))
+    np.testing.assert_allclose(moved.std_phi_b, np.sqrt(np.diag(moved.covariance)))
+    assert np.allclose(np.diag(moved.covariance)[9:], 1e-8)
+    np.testing.assert_allclose(moved.minimal_parameters[names[0]]["MS"],
+                               phi_b[:3] + d[:3])
+    assert moved.minimal_parameters[names[0]]["M"] == 1.0
+
+
+
+def test_wall_marker_places_also_without_a_breath():
+    """Where the wall markers sat on their link: the breath measurement's zero when it
+    breathes, and their place when the breath is held (nothing to measure): at the end of an
+    exhale here, 1.5 and 4 mm in along z, to the noise of a mean over 2,000 frames."""
+    from rigtool.kinematics.breath_motion import wall_marker_places
+    rigid_m, walls = {"link0": _rigid_cluster()}, {"link0": WALLS}
+    breathing = _breathing_capture(3)
+    place, names = wall_marker_places(breathing, rigid_m, walls)
+    assert names == ["link0:CH1", "link0:AB1"]
+    np.testing.assert_array_equal(place, measure_breath(breathing, rigid_m, walls).mean_link_m)
+    held = _breathing_capture(3, held=True)
+    assert measure_breath(held, rigid_m, walls) is None
+    moved, _ = wall_marker_places(held, rigid_m, walls)
+    expected = np.concatenate([WALLS["CH1"] + [0, 0, -0.0015], WALLS["AB1"] + [0, 0, -0.004]])
+    np.testing.assert_allclose(moved, expected, atol=2e-5)

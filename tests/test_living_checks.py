@@ -198,6 +198,17 @@ def test_living_effects_add_up_through_extends_and_drop_leaves_a_table_out():
     assert {"CH1", "AB1"} <= set(sc.obj.tree.links[0].markers_link)
 
 
+def test_breath_held_in_the_movement_capture_only():
+    """``hold_movement``: the relative-motion capture's system holds the breath, the
+    postures' breathe."""
+    from rigtool.sim.session_writer import capture_jobs, system_for
+    sc = load_scenario(ROOT / "scenarios" / "living" / "breathhold_movement.toml")
+    assert sc.living.breathing.hold_movement and not sc.living.breathing.hold
+    held = {job.kind: system_for(sc, job).living.breathing.hold for job in capture_jobs(sc)
+            if job.kind in ("posture", "relative")}
+    assert held == {"posture": False, "relative": True}
+
+
 def test_rig_modes_against_breathing_and_tissue():
     from rigtool.protocol import apparent_mass_factor, clear_breathing_rates, mode_conflicts
     modes = [0.36, 0.45, 1.4, 1.55, 2.0, 3.77]

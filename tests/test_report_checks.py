@@ -221,12 +221,15 @@ def test_relative_refinement_left_by_a_breath_names_the_breath():
     p = _posture("posture1", refinement=SimpleNamespace(
         marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
     out = _outcome([p], SimpleNamespace(raw={}), _tree(), relative_model=choice)
-    out.relative_breath = {"component_rms_mm": [3.2], "markers": ["link0:CH1", "link0:AB1"]}
+    out.relative_breath = {"measurement": {"component_rms_mm": [3.2],
+                                           "markers": ["link0:CH1", "link0:AB1"]},
+                           "level": None}
     check = marker_residual_check(out)
     assert check.level == "caution" and "not used" in check.finding
     assert "breathed during the movement" in check.meaning and "3.2 mm RMS" in check.meaning
     assert "Neither the passive model" not in check.meaning
-    assert check.action == "Nothing to redo for this report."
+    assert check.action.startswith("Nothing to redo for this report")
+    assert "holding the breath at the end of a quiet exhale" in check.action
 
 
 def test_calibration_age_and_held_out_test():

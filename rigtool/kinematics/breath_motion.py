@@ -38,7 +38,8 @@ from rigtool.kinematics.relative_spline import noise_from_differences
 from rigtool.kinematics.spline_smoothing import gcv_lambda
 from rigtool.mocap import MarkerData
 
-__all__ = ["BreathMotion", "measure_breath", "MAX_COMPONENTS", "KEEP_RATIO"]
+__all__ = ["BreathMotion", "measure_breath", "wall_marker_places", "MAX_COMPONENTS",
+           "KEEP_RATIO"]
 
 #: at most this many breath coordinates (rib cage, abdomen, and one more)
 MAX_COMPONENTS = 3
@@ -190,6 +191,51 @@ def _block_means(t: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t_b, u_b
 
 
+def _wall_places(data: MarkerData, rigid_markers: dict, breathing_markers: dict,
+                 frames: np.ndarray | None):
+    """The wall markers' places on their links ``[T, 3M]``, the frames where all are seen,
+    those among ``frames`` (default all), each link's noise, and ``(link, marker)`` names.
+
+    Raises
+    ------
+    InputError
+        When the wall markers are seen together in fewer than 20 of ``frames``.
+    """
+    blocks, oks, sigmas, names = [], [], [], []
+    for link, moving in breathing_markers.items():
+        p_link, ok, sigma = _link_frame_displacements(data, rigid_markers[link], moving)
+        blocks.append(p_link)
+        oks.append(ok)
+        sigmas.append(sigma)
+        names += [(link, n) for n in moving]
+    p_all = np.concatenate(blocks, axis=1)                       # [T, M, 3]
+    ok = np.logical_and.reduce(oks)
+    use = np.zeros(len(ok), bool)
+    use[np.arange(len(ok)) if frames is None else frames] = True
+    use &= ok
+    if use.sum() < 20:
+        raise InputError(f"the breathing markers ({', '.join(n for _, n in names)}) are seen "
+                         f"with their links in {int(use.sum())} frames; expected the whole "
+                         "capture", path=data.source, field="breathing_markers")
+    return p_all.reshape(len(ok), -1), ok, use, sigmas, names
+
+
+def wall_marker_places(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarray]],
+                       breathing_markers: dict[str, dict[str, np.ndarray]], *,
+                       frames: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+    """The breathing markers' mean places on their links over ``frames`` (``[3M]``, m, as
+    :attr:`BreathMotion.mean_link_m`) and their ``link:marker`` names: where the breath
+    stood on average, also when it did not move (a breath-hold).
+
+    Raises
+    ------
+    InputError
+        As :func:`measure_breath`.
+    """
+    flat, _, use, _, names = _wall_places(data, rigid_markers, breathing_markers, frames)
+    return flat[use].mean(axis=0), [f"{link}:{name}" for link, name in names]
+
+
 def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarray]],
                    breathing_markers: dict[str, dict[str, np.ndarray]], *,
                    frames: np.ndarray | None = None) -> BreathMotion | None:
@@ -215,23 +261,7 @@ def measure_breath(data: MarkerData, rigid_markers: dict[str, dict[str, np.ndarr
     InputError
         When the wall markers are seen together in fewer than 20 frames.
     """
-    blocks, oks, sigmas, names = [], [], [], []
-    for link, moving in breathing_markers.items():
-        p_link, ok, sigma = _link_frame_displacements(data, rigid_markers[link], moving)
-        blocks.append(p_link)
-        oks.append(ok)
-        sigmas.append(sigma)
-        names += [(link, n) for n in moving]
-    p_all = np.concatenate(blocks, axis=1)                       # [T, M, 3]
-    ok = np.logical_and.reduce(oks)
-    use = np.zeros(len(ok), bool)
-    use[np.arange(len(ok)) if frames is None else frames] = True
-    use &= ok
-    if use.sum() < 20:
-        raise InputError(f"the breathing markers ({', '.join(n for _, n in names)}) are seen "
-                         f"with their links in {int(use.sum())} frames; expected the whole "
-                         "capture", path=data.source, field="breathing_markers")
-    flat = p_all.reshape(len(ok), -1)
+    flat, ok, use, sigmas, names = _wall_places(data, rigid_markers, breathing_markers, frames)
     mean_link = flat[use].mean(axis=0)
     disp = flat - mean_link
     _, sv, vt = np.linalg.svd(disp[use], full_matrices=False)

@@ -15,6 +15,13 @@ the session's mean breath.
 
 A posture whose breath was not modelled (its wall markers not above the noise) keeps its
 numbers; with fewer than two breathing postures nothing changes.
+
+The relative-motion capture is brought to the same level. Its fits model no breath; a
+breath held during it (at the end of a quiet exhale) leaves the base link's first moment
+and inertia where the held breath puts them, off the postures' by ``G u`` and ``D u``
+(0.25 mm of the COM on the simulated body: Φ_B's base entries 7 standard errors off). The
+held level is measured the same way (the wall markers' mean place over that capture), Φ_s
+is carried to it for the movement's fits, and their Φ_B carried back.
 """
 
 from __future__ import annotations
@@ -23,13 +30,20 @@ from dataclasses import replace
 
 import numpy as np
 
+from rigtool.errors import InputError
 from rigtool.identify.common.propagate import jacobian_fd
 from rigtool.identify.posture.breathing import breath_offset
 from rigtool.identify.posture.equation_error import PostureResult
+from rigtool.identify.common.output_error import window_frames
+from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.inertia import InertialParams
+from rigtool.kinematics.breath_motion import wall_marker_places
+from rigtool.mocap import MarkerData
 from rigtool.pipeline.posture import PostureOutcome
+from rigtool.tree import Tree, j_matrix, phi_s_from_phi_b
 
-__all__ = ["to_session_breath_level"]
+__all__ = ["to_session_breath_level", "movement_breath_shift", "phi_b_shift",
+           "relative_at_shift", "subset_at_movement_level"]
 
 _PERM9 = [0, 1, 2, 3, 6, 8, 7, 5, 4]          # pi[1:] -> [h, J0 xx yy zz yz zx xy]
 
@@ -114,3 +128,87 @@ def _shifted(res: PostureResult, d_pi: np.ndarray, d_cov: np.ndarray) -> Posture
     return replace(res, com=params.com, com_std=std[:3], inertia_com=params.inertia_com,
                    inertia_com_std=std[3:].reshape(3, 3), params=params,
                    params_cov=res.params_cov + d_cov, props_cov=props_cov, covariance9=cov9)
+
+
+def movement_breath_shift(outcomes: list[PostureOutcome], data: MarkerData,
+                          rigid_markers: dict[str, dict[str, np.ndarray]],
+                          breathing_markers: dict[str, dict[str, np.ndarray]],
+                          frames: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray] | None:
+    """What the body's parameters about the base-link origin (``pi[1:]``, base frame) gain
+    from the session's mean breath to the relative-motion capture's, and its covariance:
+    the capture's wall markers' mean place over ``frames`` against the breathing postures',
+    carried by each posture's ``G`` and ``D`` and averaged over them (their errors
+    independent). None without two breathing postures or when the capture does not see its
+    wall markers with their links."""
+    fitted = [o for o in outcomes if _breath_of(o) is not None]
+    if len(fitted) < 2 or len({tuple(_breath_of(o)["summary"]["markers"])
+                               for o in fitted}) != 1:
+        return None
+    try:
+        place, names = wall_marker_places(data, rigid_markers, breathing_markers,
+                                          frames=frames)
+    except InputError:
+        return None
+    if names != list(_breath_of(fitted[0])["summary"]["markers"]):
+        return None
+    session = 1e-3 * np.mean([_breath_of(o)["summary"]["mean_link_mm"] for o in fitted],
+                             axis=0)
+    shifts, covs = [], []
+    for o in fitted:
+        b = o.result.breath
+        offset_u = np.asarray(b["summary"]["directions"], float) @ (place - session)
+        d_pi, d_cov = breath_offset(b["beta"], b["cov"], int(b["k"]), o.base_rotation_platform,
+                                    o.base_position_platform, offset_u)
+        shifts.append(d_pi)
+        covs.append(d_cov)
+    return np.mean(shifts, axis=0), np.sum(covs, axis=0) / len(covs) ** 2
+
+
+def phi_b_shift(tree: Tree, d_pi_base: np.ndarray) -> np.ndarray:
+    """Φ_B's change when the base link's own parameters about its origin gain
+    ``d_pi_base`` (``pi[1:]``: first moment, inertia ``xx xy xz yy yz zz``): its ``MS`` and
+    ``J`` (``xx yy zz yz zx xy``); every other entry unchanged."""
+    return _phi_b_map(tree) @ np.asarray(d_pi_base, float)
+
+
+def _phi_b_map(tree: Tree) -> np.ndarray:
+    """The linear map ``[9n, 9]`` of :func:`phi_b_shift`."""
+    m = np.zeros((9 * len(tree.links), 9))
+    m[:3, :3] = np.eye(3)
+    for row, col in zip(range(3, 9), (3, 6, 8, 7, 5, 4)):    # xx yy zz yz zx xy of pi[4:]
+        m[row, col] = 1.0
+    return m
+
+
+def relative_at_shift(relative: RelativeResult, d_phi_b: np.ndarray, tree: Tree,
+                      d_cov: np.ndarray | None = None) -> RelativeResult:
+    """The relative-motion result with ``d_phi_b`` added to its Φ_B (its minimal parameters
+    following) and ``d_cov`` (``[9, 9]`` over the base link's ``pi[1:]``, carried as
+    :func:`phi_b_shift`) to its covariance; the moving links' ``J_yy`` unchanged."""
+    values = np.asarray(relative.values, float) + d_phi_b
+    cov = np.asarray(relative.covariance, float)
+    if d_cov is not None:
+        m = _phi_b_map(tree)
+        cov = cov + m @ d_cov @ m.T
+    per = values.reshape(len(tree.links), 9)
+    minimal = {l.name: {**relative.minimal_parameters[l.name], "MS": per[i, :3].copy(),
+                        "J": j_matrix(per[i, 3:])} for i, l in enumerate(tree.links)}
+    return replace(relative, values=values, minimal_parameters=minimal, covariance=cov,
+                   std_phi_b=np.sqrt(np.clip(np.diag(cov), 0, None)))
+
+
+def subset_at_movement_level(outcomes: list[PostureOutcome], subset, tree: Tree,
+                             data: MarkerData, rigid_markers: dict, breathing_markers: dict,
+                             window) -> tuple[object, np.ndarray | None, np.ndarray | None]:
+    """Φ_s for the relative-motion capture's fits, at that capture's breath level, the Φ_B
+    shift that level adds (to subtract from their result) and the covariance of the base
+    link's shift (``[9, 9]``, for :func:`relative_at_shift`); ``(subset, None, None)`` when
+    the level cannot be measured (:func:`movement_breath_shift`)."""
+    frames = window_frames(data, window, "the relative-motion capture")
+    shift = movement_breath_shift(outcomes, data, rigid_markers, breathing_markers, frames)
+    if shift is None:
+        return subset, None, None
+    d_phi_b = phi_b_shift(tree, shift[0])
+    return replace(subset, values=np.asarray(subset.values, float)
+                   + phi_s_from_phi_b(d_phi_b)), d_phi_b, shift[1]

@@ -47,7 +47,8 @@ from rigtool.pipeline.links import estimate_joint_centres, link_markers
 from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
                                       _calibration_std, _child_rotations, fit_one_posture,
                                       measured_breath, motion_traces, posture_overall)
-from rigtool.pipeline.breath_level import to_session_breath_level
+from rigtool.pipeline.breath_level import (relative_at_shift, subset_at_movement_level,
+                                           to_session_breath_level)
 from rigtool.pipeline.preflight import check_session
 from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
                                           prepare_robot)
@@ -83,9 +84,10 @@ class SessionOutcome:
     robot: "RobotOutcome | None" = None          # a [robot] session: base parameters, links
     #: what the captures could not identify (a partial result: empty when complete)
     not_identified: list[str] = field(default_factory=list)
-    #: the relative-motion capture's breath as its breathing markers measure it (the
-    #: measurement's summary; None without breathing markers or a breath above the noise):
-    #: the relative-motion refinements do not model it
+    #: with breathing markers, the relative-motion capture's breath: ``measurement`` (its
+    #: summary; None without a breath above the noise), which the relative-motion fits do
+    #: not model, and ``level`` (the Phi_B shift of its mean breath from the postures', by
+    #: which Phi_s was carried for those fits; None when not measured)
     relative_breath: dict | None = None
 
     @property
@@ -259,21 +261,34 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                               "terms left once Phi_s is identified by the locked postures")
     elif session.relative_motion is not None and subset is not None:
         progress("relative motion: the remaining J_yy terms")
-        relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
-                                    relative_data, markers, subset, total_mass, session.filter,
-                                    session.relative_motion.window)
-        warnings += [f"relative motion: {w}" for w in relative.warnings]
+        # the movement's fits model no breath: Phi_s at that capture's breath level for them
+        subset_rel, d_phi_b, d_cov = subset, None, None
         if session.breathing_markers:
+            subset_rel, d_phi_b, d_cov = subset_at_movement_level(
+                outcomes, subset, tree, relative_data, markers, session.breathing_markers,
+                session.relative_motion.window)
             breath, _ = measured_breath(relative_data, markers, session.breathing_markers,
                                         session.relative_motion.window)
-            relative_breath = None if breath is None else breath.summary
+            relative_breath = {
+                "measurement": None if breath is None else breath.summary,
+                "level": None if d_phi_b is None else {
+                    "first_moment_kg_m": d_phi_b[:3].tolist(),
+                    "inertia_kg_m2": d_phi_b[3:9].tolist(),
+                    "about": "the base link's MS and J (xx yy zz yz zx xy) at the movement "
+                             "capture's mean breath less at the postures' (the wall markers' "
+                             "mean places): Phi_s was carried by it for the movement's fits "
+                             "and their Phi_B carried back"}}
+        relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
+                                    relative_data, markers, subset_rel, total_mass,
+                                    session.filter, session.relative_motion.window)
+        warnings += [f"relative motion: {w}" for w in relative.warnings]
         if method == "output-error":
             progress("relative motion: output-error refinement")
             refinement, relative_model = refine_relative_motion(
                 session.relative_motion.motion, relative,
                 fit_args=(tree, rigfile.rig, rigfile.rig.platform.params, relative_data,
                           markers),
-                fit_kwargs=dict(phi_s=subset.values, phi_s_cov=subset.covariance,
+                fit_kwargs=dict(phi_s=subset_rel.values, phi_s_cov=subset.covariance,
                                 total_mass_kg=total_mass, window=session.relative_motion.window,
                                 calibration_std=_calibration_std(rigfile)))
             if refinement is not None:
@@ -283,6 +298,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             else:
                 # a refinement that does not fit the data never replaces the estimate
                 warnings.append("relative motion: " + relative_model.reason)
+        if d_phi_b is not None:
+            relative = relative_at_shift(relative, -d_phi_b, tree, d_cov)
     segments, notes = None, list(window_notes)
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)

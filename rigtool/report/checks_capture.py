@@ -150,7 +150,7 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                         f"{REACHED_NOISE_FACTOR:g}x) and is not used")
         tried = [t["model"] for t in choice.tried] if choice is not None else ["passive"]
         active_tried = "active" in tried
-        breath = getattr(out, "relative_breath", None)
+        breath = (getattr(out, "relative_breath", None) or {}).get("measurement")
         if breath:
             meanings.append(
                 "The body breathed during the movement (its breathing markers measure "
@@ -174,7 +174,10 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                 "relative-motion numbers are the equation-error ones, with their standard "
                 "errors.")
         if not bad and breath:
-            actions.append("Nothing to redo for this report.")
+            actions.append("Nothing to redo for this report; for the refinement, record the "
+                           "movement holding the breath at the end of a quiet exhale (the "
+                           "breathing markers measure where it is held, and the movement's "
+                           "fits are carried to the postures' breath by it).")
         elif not bad:
             actions.append("Nothing to redo for this report; for the refinement, "
                            + ("check each moving link's markers (at least three, not in a "

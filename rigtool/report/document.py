@@ -164,8 +164,8 @@ def _relative_block(out: SessionOutcome) -> dict:
     breath = getattr(out, "relative_breath", None)
     if breath:
         # measured, not modelled: the equation-error and output-error fits of the movement
-        # take the body as breathing nothing
-        rel["breath"] = {"modelled": False, "measurement": breath}
+        # take the body as breathing nothing, at the capture's mean breath (its level)
+        rel["breath"] = {"modelled": False, **breath}
     return r(rel)
 
 

@@ -92,6 +92,9 @@ class BreathingSpec:
     wall_markers : dict
         Marker name -> :class:`WallMarker` (extra markers of the link that move with the
         breath).
+    hold_movement : bool
+        The breath held so (at the end of a quiet exhale) during the relative-motion capture
+        only, the postures breathing.
     """
 
     link: str | None = None
@@ -104,6 +107,7 @@ class BreathingSpec:
     inspiration_fraction: float = 0.4
     wall_markers: dict[str, WallMarker] = field(default_factory=dict)
     hold: bool = False
+    hold_movement: bool = False
 
 
 @dataclass(frozen=True)

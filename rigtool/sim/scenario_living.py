@@ -71,7 +71,8 @@ def _known(t: dict, keys: set[str], *, field: str, path: Path) -> None:
 def _breathing(t: dict, tree: Tree, *, path: Path) -> BreathingSpec:
     f = "living.breathing"
     _known(t, {"link", "rate_per_min", "variability", "mass_kg", "depth_mm", "direction",
-               "position", "inspiration_fraction", "wall_markers", "hold"}, field=f, path=path)
+               "position", "inspiration_fraction", "wall_markers", "hold", "hold_movement"},
+           field=f, path=path)
     d = BreathingSpec()
     walls = {}
     wt = t.get("wall_markers", {})
@@ -102,7 +103,8 @@ def _breathing(t: dict, tree: Tree, *, path: Path) -> BreathingSpec:
         _position(t, field=f, path=path),
         _number(t, "inspiration_fraction", d.inspiration_fraction, 0.2, 0.6, field=f,
                 path=path),
-        walls, _flag(t, "hold", field=f, path=path))
+        walls, _flag(t, "hold", field=f, path=path),
+        _flag(t, "hold_movement", field=f, path=path))
 
 
 def _flag(t: dict, key: str, *, field: str, path: Path) -> bool:

@@ -81,13 +81,17 @@ def system_for(sc: Scenario, job: CaptureJob):
         return dyn.System(rig, sc.platform_params, fixed=fixed)
     obj = sc.obj
     relative = job.kind == "relative"
+    living = sc.living
+    if relative and living is not None and living.breathing is not None \
+            and living.breathing.hold_movement:
+        living = replace(living, breathing=replace(living.breathing, hold=True))
     return dyn.System(rig, sc.platform_params, tree=obj.tree,
                       base_rotation_platform=obj.base_rotation_platform,
                       base_position_platform_m=obj.base_position_platform_m,
                       posture=dict(job.plan.rotations), free_joints=relative,
                       joint_damping=job.plan.joint_damping if relative else 0.0,
                       joint_servo=dict(job.plan.drive) if relative else {},
-                      living=sc.living, living_seed=_living_seed(sc.seed, job))
+                      living=living, living_seed=_living_seed(sc.seed, job))
 
 
 def _living_seed(seed: int, job: "CaptureJob") -> int:

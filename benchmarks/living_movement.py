@@ -1,0 +1,72 @@
+"""A breathing body's Φ_B: the movement capture breathing, or its breath held.
+
+Simulates scenarios of scenarios/living/ (default: ``breathing14``, whose subject breathes
+in every capture, and ``breathhold_movement``, who holds the breath at the end of a quiet
+exhale during the relative-motion capture only) for a few seeds, completes the rig file with
+the TRUE rig and runs the default ``rigtool run`` on the whole session with the trunk's wall
+markers named as its ``breathing_markers``. Prints per run which relative-motion fit was
+reported (an output-error refinement, or the equation-error start when none followed the
+capture), Φ_B's errors (the first moments' in g m and as E_MS/M0 in mm, each link's J's in %
+of its norm) and its entries within 2 standard errors, against the body the report
+describes (the breathing mass at the postures' mean breath:
+:func:`living_breathing.phi_b_truth`).
+
+    PYTHONPATH=. python3 benchmarks/living_movement.py [--only breathhold_movement]
+        [--seeds 3] [--keep DIR] [--reuse]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from living import _span                                       # noqa: E402 (beside this)
+from living_breathing import (WALLS, phi_b_truth, run,         # noqa: E402
+                              seeded_session, seeded_study)
+
+SCENARIOS = ("breathing14", "breathhold_movement")
+
+
+def _named(session):
+    """The full manifest with the trunk's wall markers named as its breathing markers."""
+    lines, done = [], False
+    for line in session.read_text().splitlines():
+        lines.append(line)
+        if not done and line.startswith("markers = ") and "CH1" in line:
+            lines.append(f"breathing_markers = {WALLS}")
+            done = True
+    out = session.with_name("session-breathing.toml")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def main() -> None:
+    args, names, base = seeded_study(__doc__.splitlines()[0], SCENARIOS, 3,
+                                     "rigtool-living-movement-")
+    rows = []
+    for name in names:
+        for s in range(args.seeds):
+            session, truth = seeded_session(base, name, s, args.reuse)
+            report, sec = run(_named(session), "movement")
+            rel = report["relative_motion"]
+            used = rel.get("model", {}).get("used", "equation-error")
+            phi = rel["phi_b"]
+            err = np.subtract(phi["values"], phi_b_truth(report, truth))
+            z = err / np.asarray(phi["std"])
+            per = err.reshape(-1, 9)
+            true_j = phi_b_truth(report, truth).reshape(-1, 9)[:, 3:]
+            ms = 1e3 * np.linalg.norm(per[:, :3], axis=1)
+            j = 100 * np.linalg.norm(per[:, 3:], axis=1) / np.linalg.norm(true_j, axis=1)
+            e_ms = 1e3 * np.linalg.norm(per[:, :3]) / report["total_mass"]
+            row = (f"| {name} | {s} | {used} | {_span(ms, '{:.1f}')} | {e_ms:.3f} | "
+                   f"{_span(j, '{:.3f}')} | {int(np.sum(np.abs(z) <= 2))}/{z.size} | "
+                   f"{sec:.0f} |")
+            rows.append(row)
+            print(row, flush=True)
+    print("\n| scenario | seed | Φ_B from | MS err g m | E_MS/M0 mm | J err % | within 2 SE | "
+          "run s |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
