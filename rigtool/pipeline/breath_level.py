@@ -6,7 +6,7 @@ their link over that capture (rigtool.kinematics.breath_motion). A quiet breath'
 over 20 s differs from capture to capture by a fraction of a breath (on the simulated body
 the breathing mass's mean place moves the COM by up to 0.03 mm), and the subset fit, which
 takes one body in every posture, reads that as the postures' error: Φ_s's first moments
-stood 4-5 standard errors off with a reduced chi-square of 1.2-2.7. The level is measured
+stood up to 5 standard errors off with a reduced chi-square of 1.2-5.1. The level is measured
 (the wall markers' mean places on their link in each capture), so each posture is carried to
 the mean of those places over the session's postures by its own identified breath:
 ``G u`` on the first moment and ``sum_j u_j D_j`` on the inertia, ``u`` that mean's
