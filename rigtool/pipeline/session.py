@@ -35,7 +35,7 @@ from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.identify.common.capture_window import window_note
 from rigtool.identify.common.output_error import final_substeps_of
-from rigtool.errors import ConfigError
+from rigtool.errors import ConfigError, InputError
 from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
@@ -267,8 +267,11 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             subset_rel, d_phi_b, d_cov = subset_at_movement_level(
                 outcomes, subset, tree, relative_data, markers, session.breathing_markers,
                 session.relative_motion.window)
-            breath, _ = measured_breath(relative_data, markers, session.breathing_markers,
-                                        session.relative_motion.window)
+            try:
+                breath, _ = measured_breath(relative_data, markers, session.breathing_markers,
+                                            session.relative_motion.window)
+            except InputError:
+                breath = None         # the movement capture does not see its wall markers
             relative_breath = {
                 "measurement": None if breath is None else breath.summary,
                 "level": None if d_phi_b is None else {
