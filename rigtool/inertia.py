@@ -139,6 +139,20 @@ class InertialParams:
         return InertialParams(self.pi + other.pi)
 
 
+#: ``pi[1:]`` (first moment, inertia about the origin ``xx xy xz yy yz zz``) in the order the
+#: subset fit takes a posture's covariance, and Φ_B a link's ``MS`` and ``J``:
+#: ``[h, J0 xx yy zz yz zx xy]``
+PI9_TO_SUBSET_ORDER = [0, 1, 2, 3, 6, 8, 7, 5, 4]
+
+
+def com_and_inertia(pi9: np.ndarray, mass_kg: float) -> np.ndarray:
+    """``[COM (3), inertia about the COM (3x3, row-major)]`` of the body of mass ``mass_kg``
+    whose ``pi[1:]`` is ``pi9[:9]`` (what a posture reports, and the map its covariance is
+    carried by)."""
+    p = InertialParams(np.concatenate([[mass_kg], np.asarray(pi9, float)[:9]]))
+    return np.concatenate([p.com, p.inertia_com.ravel()])
+
+
 def pseudo_inertia(pi: np.ndarray) -> np.ndarray:
     """4x4 pseudo-inertia matrix of ``pi`` (``[..., 10]`` -> ``[..., 4, 4]``)."""
     pi = np.asarray(pi, dtype=float)

@@ -36,7 +36,7 @@ from rigtool.identify.posture.breathing import breath_offset
 from rigtool.identify.posture.equation_error import PostureResult
 from rigtool.identify.common.output_error import window_frames
 from rigtool.identify.relative.equation_error import RelativeResult
-from rigtool.inertia import InertialParams
+from rigtool.inertia import PI9_TO_SUBSET_ORDER, InertialParams, com_and_inertia
 from rigtool.kinematics.breath_motion import wall_marker_places
 from rigtool.mocap import MarkerData
 from rigtool.pipeline.posture import PostureOutcome
@@ -44,9 +44,6 @@ from rigtool.tree import Tree, j_matrix, phi_s_from_phi_b
 
 __all__ = ["to_session_breath_level", "movement_breath_shift", "phi_b_shift",
            "relative_at_shift", "subset_at_movement_level"]
-
-_PERM9 = [0, 1, 2, 3, 6, 8, 7, 5, 4]          # pi[1:] -> [h, J0 xx yy zz yz zx xy]
-
 
 def to_session_breath_level(outcomes: list[PostureOutcome]) -> list[PostureOutcome]:
     """``outcomes`` with every breathing posture carried to the session's mean breath.
@@ -115,16 +112,11 @@ def _shifted(res: PostureResult, d_pi: np.ndarray, d_cov: np.ndarray) -> Posture
     pi = res.params.pi.astype(float).copy()
     pi[1:] += d_pi
     params = InertialParams(pi)
-
-    def props(v: np.ndarray) -> np.ndarray:
-        p = InertialParams(np.concatenate([[mass], v]))
-        return np.concatenate([p.com, p.inertia_com.ravel()])
-
-    jac = jacobian_fd(props, pi[1:])
+    jac = jacobian_fd(lambda v: com_and_inertia(v, mass), pi[1:])
     props_cov = res.props_cov + jac @ d_cov @ jac.T
     std = np.sqrt(np.clip(np.diag(props_cov), 0, None))
     cov9 = None if res.covariance9 is None else (
-        res.covariance9 + d_cov[np.ix_(_PERM9, _PERM9)])
+        res.covariance9 + d_cov[np.ix_(PI9_TO_SUBSET_ORDER, PI9_TO_SUBSET_ORDER)])
     return replace(res, com=params.com, com_std=std[:3], inertia_com=params.inertia_com,
                    inertia_com_std=std[3:].reshape(3, 3), params=params,
                    params_cov=res.params_cov + d_cov, props_cov=props_cov, covariance9=cov9)
@@ -175,9 +167,7 @@ def phi_b_shift(tree: Tree, d_pi_base: np.ndarray) -> np.ndarray:
 def _phi_b_map(tree: Tree) -> np.ndarray:
     """The linear map ``[9n, 9]`` of :func:`phi_b_shift`."""
     m = np.zeros((9 * len(tree.links), 9))
-    m[:3, :3] = np.eye(3)
-    for row, col in zip(range(3, 9), (3, 6, 8, 7, 5, 4)):    # xx yy zz yz zx xy of pi[4:]
-        m[row, col] = 1.0
+    m[np.arange(9), PI9_TO_SUBSET_ORDER] = 1.0        # Phi_B's MS and J take pi[1:] in that order
     return m
 
 

@@ -37,7 +37,8 @@ from rigtool.identify.posture.breathing import BreathInput, internal_columns
 from rigtool.identify.posture.soft_tissue import TissueElement, tissue_columns
 from rigtool.identify.posture.support import support_columns
 from rigtool.kinematics.support_motion import SupportMotion
-from rigtool.inertia import InertialParams, regressor_body, skew, transform_params
+from rigtool.inertia import (PI9_TO_SUBSET_ORDER, InertialParams, com_and_inertia,
+                             regressor_body, skew, transform_params)
 from rigtool.rig import Rig, linearised_stiffness, spring_wrench, spring_wrench_regressor
 
 SPRING_MODELS = ("exact", "linear")
@@ -436,8 +437,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     params = InertialParams(np.concatenate([[total_mass_kg], x[:9]]))
 
     def props(v):
-        p = InertialParams(np.concatenate([[total_mass_kg], v[:9]]))
-        return np.concatenate([p.com, p.inertia_com.ravel()])
+        return com_and_inertia(v, total_mass_kg)
 
     _, pcov = propagate(props, x, fit.cov)
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
@@ -457,8 +457,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy()}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
-    perm = [0, 1, 2, 3, 6, 8, 7, 5, 4]        # [h, J0 xx yy zz yz zx xy] (SPEC six order)
-    cov9 = fit.cov[np.ix_(perm, perm)]
+    cov9 = fit.cov[np.ix_(PI9_TO_SUBSET_ORDER, PI9_TO_SUBSET_ORDER)]
     params_cov = fit.cov[:9, :9]
     resid = (w - fitted)[ok]
     rms = {"force": float(np.sqrt(np.mean(resid[:, :3] ** 2))),

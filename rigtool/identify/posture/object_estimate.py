@@ -11,7 +11,7 @@ import numpy as np
 
 from rigtool.identify.common.output_error import central_jacobian, object_in_base_frame
 from rigtool.identify.common.propagate import propagate
-from rigtool.inertia import InertialParams
+from rigtool.inertia import InertialParams, com_and_inertia
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,7 @@ def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
     cov9_noise = g @ pose_block(cov_noise) @ g.T
 
     def props(v):
-        p = InertialParams(np.concatenate([[total_mass_kg], v]))
-        return np.concatenate([p.com, p.inertia_com.ravel()])
+        return com_and_inertia(v, total_mass_kg)
 
     _, pcov = propagate(props, pi_hat[1:], cov9)
     _, pcov_noise = propagate(props, pi_hat[1:], cov9_noise)

@@ -94,7 +94,7 @@ from rigtool.identify.posture.oe_result import (OutputErrorResult, PlatformMarke
                                                platform_marker_fit)
 from rigtool.identify.posture.problem import PostureProblem, fold_frame_columns, object_to_z
 from rigtool.identify.posture.vibration_mass import mass_theta_direction, vibration_mass
-from rigtool.inertia import InertialParams
+from rigtool.inertia import PI9_TO_SUBSET_ORDER, InertialParams
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
 from rigtool.kinematics.pose import fit_pose
 from rigtool.mocap import MarkerData
@@ -104,7 +104,6 @@ NUISANCE = ("none", "damping-scale")
 #: noise probes of a measured breath (its share of the covariance, to sqrt(2 / P) = 0.29 of
 #: itself), drawn from a fixed seed: the same standard errors every run
 BREATH_PROBES, BREATH_PROBE_SEED = 24, 0
-_PERM9 = [0, 1, 2, 3, 6, 8, 7, 5, 4]          # pi[1:] -> [h, J0 xx yy zz yz zx xy]
 
 
 def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
@@ -433,7 +432,7 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     return OutputErrorResult(
         name=name or start.name, mass=float(total_mass_kg), com=params.com, com_std=pstd[:3],
         inertia_com=params.inertia_com, inertia_com_std=pstd[3:].reshape(3, 3), params=params,
-        params_cov=cov9, props_cov=pcov, covariance9=cov9[np.ix_(_PERM9, _PERM9)],
+        params_cov=cov9, props_cov=pcov, covariance9=cov9[np.ix_(PI9_TO_SUBSET_ORDER, PI9_TO_SUBSET_ORDER)],
         initial_state={"position_m": st[:3].copy(), "rotation": rot0,
                        "velocity_lab": st[6:9].copy(), "omega_lab": st[9:12].copy(),
                        "time_s": float(data.time_s[idx[0]])},
