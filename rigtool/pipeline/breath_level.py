@@ -26,7 +26,7 @@ is carried to it for the movement's fits, and their Φ_B carried back.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,11 +39,11 @@ from rigtool.identify.relative.equation_error import RelativeResult
 from rigtool.inertia import PI9_TO_SUBSET_ORDER, InertialParams, com_and_inertia
 from rigtool.kinematics.breath_motion import wall_marker_places
 from rigtool.mocap import MarkerData
-from rigtool.pipeline.posture import PostureOutcome
+from rigtool.pipeline.posture import PostureOutcome, measured_breath
 from rigtool.tree import Tree, j_matrix, phi_s_from_phi_b
 
 __all__ = ["to_session_breath_level", "movement_breath_shift", "phi_b_shift",
-           "relative_at_shift", "subset_at_movement_level"]
+           "relative_at_shift", "movement_breath", "MovementBreath"]
 
 def to_session_breath_level(outcomes: list[PostureOutcome]) -> list[PostureOutcome]:
     """``outcomes`` with every breathing posture carried to the session's mean breath.
@@ -188,17 +188,50 @@ def relative_at_shift(relative: RelativeResult, d_phi_b: np.ndarray, tree: Tree,
                    std_phi_b=np.sqrt(np.clip(np.diag(cov), 0, None)))
 
 
-def subset_at_movement_level(outcomes: list[PostureOutcome], subset, tree: Tree,
-                             data: MarkerData, rigid_markers: dict, breathing_markers: dict,
-                             window) -> tuple[object, np.ndarray | None, np.ndarray | None]:
-    """Φ_s for the relative-motion capture's fits, at that capture's breath level, the Φ_B
-    shift that level adds (to subtract from their result) and the covariance of the base
-    link's shift (``[9, 9]``, for :func:`relative_at_shift`); ``(subset, None, None)`` when
-    the level cannot be measured (:func:`movement_breath_shift`)."""
+@dataclass(frozen=True)
+class MovementBreath:
+    """The relative-motion capture's breath for its fits, which model none: the Φ_s they
+    take (at the capture's breath level), the Φ_B shift that level adds and the covariance
+    of the base link's shift (None when the level cannot be measured,
+    :func:`movement_breath_shift`), and the breath as measured there (its summary; None when
+    it does not move above the noise, or its wall markers are not seen)."""
+
+    subset: object
+    d_phi_b: np.ndarray | None
+    d_cov: np.ndarray | None
+    measurement: dict | None
+
+    def carried_back(self, relative: RelativeResult, tree: Tree) -> RelativeResult:
+        """The fits' result at the postures' breath level (:func:`relative_at_shift`)."""
+        if self.d_phi_b is None:
+            return relative
+        return relative_at_shift(relative, -self.d_phi_b, tree, self.d_cov)
+
+    def report(self) -> dict:
+        """What report.json's ``relative_motion.breath`` says."""
+        return {"measurement": self.measurement,
+                "level": None if self.d_phi_b is None else {
+                    "first_moment_kg_m": self.d_phi_b[:3].tolist(),
+                    "inertia_kg_m2": self.d_phi_b[3:9].tolist(),
+                    "about": "the base link's MS and J (xx yy zz yz zx xy) at the movement "
+                             "capture's mean breath less at the postures' (the wall markers' "
+                             "mean places): Phi_s was carried by it for the movement's fits "
+                             "and their Phi_B carried back"}}
+
+
+def movement_breath(outcomes: list[PostureOutcome], subset, tree: Tree, data: MarkerData,
+                    rigid_markers: dict, breathing_markers: dict, window) -> MovementBreath:
+    """The relative-motion capture's breath (:class:`MovementBreath`) from its wall markers
+    and the breathing postures."""
     frames = window_frames(data, window, "the relative-motion capture")
+    try:
+        breath, _ = measured_breath(data, rigid_markers, breathing_markers, window)
+    except InputError:
+        breath = None             # the movement capture does not see its wall markers
+    measurement = None if breath is None else breath.summary
     shift = movement_breath_shift(outcomes, data, rigid_markers, breathing_markers, frames)
     if shift is None:
-        return subset, None, None
+        return MovementBreath(subset, None, None, measurement)
     d_phi_b = phi_b_shift(tree, shift[0])
-    return replace(subset, values=np.asarray(subset.values, float)
-                   + phi_s_from_phi_b(d_phi_b)), d_phi_b, shift[1]
+    return MovementBreath(replace(subset, values=np.asarray(subset.values, float)
+                                  + phi_s_from_phi_b(d_phi_b)), d_phi_b, shift[1], measurement)

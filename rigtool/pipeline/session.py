@@ -35,7 +35,7 @@ from rigtool.engine.rigid import RigidModel, load_executables, padded_width
 from rigtool.engine.tree_compiled import load_kernels
 from rigtool.identify.common.capture_window import window_note
 from rigtool.identify.common.output_error import final_substeps_of
-from rigtool.errors import ConfigError, InputError
+from rigtool.errors import ConfigError
 from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
@@ -46,9 +46,8 @@ from rigtool.mocap import read_capture
 from rigtool.pipeline.links import estimate_joint_centres, link_markers
 from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
                                       _calibration_std, _child_rotations, fit_one_posture,
-                                      measured_breath, motion_traces, posture_overall)
-from rigtool.pipeline.breath_level import (relative_at_shift, subset_at_movement_level,
-                                           to_session_breath_level)
+                                      motion_traces, posture_overall)
+from rigtool.pipeline.breath_level import movement_breath, to_session_breath_level
 from rigtool.pipeline.preflight import check_session
 from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
                                           prepare_robot)
@@ -262,25 +261,13 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     elif session.relative_motion is not None and subset is not None:
         progress("relative motion: the remaining J_yy terms")
         # the movement's fits model no breath: Phi_s at that capture's breath level for them
-        subset_rel, d_phi_b, d_cov = subset, None, None
+        movement = None
         if session.breathing_markers:
-            subset_rel, d_phi_b, d_cov = subset_at_movement_level(
-                outcomes, subset, tree, relative_data, markers, session.breathing_markers,
-                session.relative_motion.window)
-            try:
-                breath, _ = measured_breath(relative_data, markers, session.breathing_markers,
-                                            session.relative_motion.window)
-            except InputError:
-                breath = None         # the movement capture does not see its wall markers
-            relative_breath = {
-                "measurement": None if breath is None else breath.summary,
-                "level": None if d_phi_b is None else {
-                    "first_moment_kg_m": d_phi_b[:3].tolist(),
-                    "inertia_kg_m2": d_phi_b[3:9].tolist(),
-                    "about": "the base link's MS and J (xx yy zz yz zx xy) at the movement "
-                             "capture's mean breath less at the postures' (the wall markers' "
-                             "mean places): Phi_s was carried by it for the movement's fits "
-                             "and their Phi_B carried back"}}
+            movement = movement_breath(outcomes, subset, tree, relative_data, markers,
+                                       session.breathing_markers,
+                                       session.relative_motion.window)
+            relative_breath = movement.report()
+        subset_rel = subset if movement is None else movement.subset
         relative = resolve_relative(tree, rigfile.rig, rigfile.rig.platform.params,
                                     relative_data, markers, subset_rel, total_mass,
                                     session.filter, session.relative_motion.window)
@@ -301,8 +288,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             else:
                 # a refinement that does not fit the data never replaces the estimate
                 warnings.append("relative motion: " + relative_model.reason)
-        if d_phi_b is not None:
-            relative = relative_at_shift(relative, -d_phi_b, tree, d_cov)
+        if movement is not None:
+            relative = movement.carried_back(relative, tree)
     segments, notes = None, list(window_notes)
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
