@@ -125,17 +125,24 @@ def capture_mean_truth(truth: dict) -> dict:
     return out
 
 
+def _postures_mean_breath_shift(truth: dict) -> np.ndarray | None:
+    """The mean over the posture captures of the simulator's ``breathing_mean_pi_base`` (None
+    without a breath)."""
+    names = {p["name"] for p in truth["postures"]}
+    shifts = [c["breathing_mean_pi_base"] for c in truth["captures"]
+              if c.get("breathing_mean_pi_base") is not None and c["name"] in names]
+    return np.mean(shifts, axis=0) if shifts else None
+
+
 def session_level_truth(truth: dict) -> dict:
     """As :func:`capture_mean_truth`, with every capture at the postures' mean breath: the
     links' truth plus the mean over the posture captures of ``breathing_mean_pi_base`` (what
     a posture's numbers are once the session's postures are brought to one breath level,
     rigtool.pipeline.breath_level: the wall markers follow the breathing mass linearly)."""
-    shifts = [c["breathing_mean_pi_base"] for c in truth["captures"]
-              if c.get("breathing_mean_pi_base") is not None
-              and c["name"] in {p["name"] for p in truth["postures"]}]
-    if not shifts:
+    mean = _postures_mean_breath_shift(truth)
+    if mean is None:
         return capture_mean_truth(truth)
-    mean = np.mean(shifts, axis=0).tolist()
+    mean = mean.tolist()
     return capture_mean_truth({**truth, "captures": [
         {**c, "breathing_mean_pi_base": mean} for c in truth["captures"]]})
 
@@ -159,12 +166,10 @@ def phi_s_truth(report: dict, truth: dict) -> np.ndarray:
 def phi_b_truth(report: dict, truth: dict) -> np.ndarray:
     """Φ_B of the body the report describes (as :func:`phi_s_truth`)."""
     phi_b = np.asarray(truth["phi_b"]["values"], float).copy()
-    shifts = [c["breathing_mean_pi_base"] for c in truth["captures"]
-              if c.get("breathing_mean_pi_base") is not None
-              and c["name"] in {p["name"] for p in truth["postures"]}]
+    d = _postures_mean_breath_shift(truth)
     leveled = any((p.get("breathing") or {}).get("level") for p in report.get("postures", []))
-    if shifts and leveled:
-        d = np.mean(shifts, axis=0)          # [m, h (3), I about the origin: xx xy xz yy yz zz]
+    if d is not None and leveled:
+        # d: [m, h (3), I about the origin: xx xy xz yy yz zz]
         phi_b[:3] += d[1:4]
         phi_b[3:9] += d[[4, 7, 9, 8, 6, 5]]  # J: xx yy zz yz zx xy
     return phi_b

@@ -110,27 +110,17 @@ def posture_coverage(report: dict, truth: dict) -> str:
     """The postures' COM and inertia errors against the body each describes (its capture's
     time-averaged mass distribution, or the session's mean breath when the report brought
     it there), their entries within 2 standard errors, and Φ_s's against its truth."""
-    from living_breathing import phi_s_truth, posture_truth   # noqa: E402 (beside this)
-    true_p = posture_truth(report, truth)
-    iu = np.triu_indices(3)
-    z, com, inertia = [], [], []
-    for p in report["postures"]:
-        c, i = true_p[p["name"]]
-        z += list((np.subtract(p["com"], c)) / np.asarray(p["com_std"]))
-        z += list((np.subtract(p["inertia_com"], i) / np.asarray(p["inertia_com_std"]))[iu])
-        com.append(1e3 * np.linalg.norm(np.subtract(p["com"], c)))
-        inertia.append(100 * np.linalg.norm(np.subtract(p["inertia_com"], i))
-                       / np.linalg.norm(i))
+    from living_coverage import phi_s_z, z_scores   # noqa: E402 (beside this)
+    com, inertia, z = z_scores(report, truth)
     z = np.asarray(z)
-    sub = report["subset"]
-    z_s = np.subtract(sub["values"], phi_s_truth(report, truth)) / np.asarray(sub["std"])
+    z_s, chi2 = phi_s_z(report, truth)
     breath = sum((p.get("breathing") or {}).get("model") == "measured internal wrench"
                  for p in report["postures"])
     return (f"postures: COM {min(com):.2f}-{max(com):.2f} mm, inertia {min(inertia):.2f}-"
             f"{max(inertia):.2f} %, {100 * np.mean(np.abs(z) <= 2):.0f} % within +-2 SE "
             f"(RMS z {np.sqrt(np.mean(z ** 2)):.2f}); breath modelled in {breath} of "
             f"{len(report['postures'])}; Phi_s {100 * np.mean(np.abs(z_s) <= 2):.0f} % within "
-            f"+-2 SE, reduced chi2 {sub.get('reduced_chi2', float('nan')):.2f}")
+            f"+-2 SE, reduced chi2 {chi2:.2f}")
 
 
 def main() -> None:
