@@ -63,17 +63,23 @@ def manifests(session: Path) -> tuple[Path, Path]:
     head = text.split("[relative_motion]")[0]
     rigid = session.with_name("postures-rigid.toml")
     rigid.write_text(head)
+    breath = session.with_name("postures-breathing.toml")
+    breath.write_text(walls_named(head, session))
+    return rigid, breath
+
+
+def walls_named(text: str, session: Path) -> str:
+    """A manifest's ``text`` with the trunk's wall markers named as its breathing markers
+    (after its markers line holding CH1)."""
     lines, done = [], False
-    for line in head.splitlines():
+    for line in text.splitlines():
         lines.append(line)
         if not done and line.startswith("markers = ") and "CH1" in line:
             lines.append(f"breathing_markers = {WALLS}")
             done = True
     if not done:
         raise SystemExit(f"{session}: no trunk markers line with CH1")
-    breath = session.with_name("postures-breathing.toml")
-    breath.write_text("\n".join(lines) + "\n")
-    return rigid, breath
+    return "\n".join(lines) + "\n"
 
 
 def run(manifest: Path, label: str) -> tuple[dict, float]:

@@ -20,22 +20,16 @@ from __future__ import annotations
 import numpy as np
 
 from living import _span                                       # noqa: E402 (beside this)
-from living_breathing import (WALLS, phi_b_truth, run,         # noqa: E402
-                              seeded_session, seeded_study)
+from living_breathing import (phi_b_truth, run, seeded_session,  # noqa: E402
+                              seeded_study, walls_named)
 
 SCENARIOS = ("breathing14", "breathhold_movement")
 
 
 def _named(session):
     """The full manifest with the trunk's wall markers named as its breathing markers."""
-    lines, done = [], False
-    for line in session.read_text().splitlines():
-        lines.append(line)
-        if not done and line.startswith("markers = ") and "CH1" in line:
-            lines.append(f"breathing_markers = {WALLS}")
-            done = True
     out = session.with_name("session-breathing.toml")
-    out.write_text("\n".join(lines) + "\n")
+    out.write_text(walls_named(session.read_text(), session))
     return out
 
 
