@@ -144,6 +144,33 @@ def solve_wls(a: np.ndarray, b: np.ndarray, *, row_weights: np.ndarray | None = 
     return LsqResult(x, cov, e_w / w[None, :], s, rank, cond)
 
 
+def sensitivity(a: np.ndarray, columns: np.ndarray, *,
+                row_weights: np.ndarray | None = None, rcond: float = 1e-10) -> np.ndarray:
+    """What the least-squares solution of ``a x = b`` moves by per unit of each column of
+    ``columns`` added to ``b``: ``[P, K]``, the regression of each column on ``a`` with the
+    weights and rank tolerance of :func:`solve_wls` (so the same unidentified directions are
+    left out).
+
+    A term the model leaves out (a "consider" parameter ``c`` of variance ``s^2`` entering
+    the data as ``columns c``) biases the solution by ``sensitivity @ c``; its share of the
+    solution's covariance is ``S diag(s^2) S^T``.
+
+    Parameters
+    ----------
+    a : ndarray [T, R, P]
+    columns : ndarray [T, R, K]
+    row_weights : ndarray [R], optional
+    """
+    t, r, k = columns.shape
+    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
+    flat = (a * w[None, :, None]).reshape(t * r, -1)
+    cols_w = (columns * w[None, :, None]).reshape(t * r, k)
+    scale = _column_scale(flat)
+    u, s, vt = np.linalg.svd(flat / scale, full_matrices=False)
+    s_inv = np.where(s > rcond * s[0], 1.0 / s, 0.0)
+    return ((vt.T * s_inv) @ (u.T @ cols_w)) / scale[:, None]
+
+
 def reduce_to_triangle(a: np.ndarray, b: np.ndarray, row_weights: np.ndarray | None = None):
     """``(Rq, z, c)`` with ``||W(a x - b)||^2 = ||Rq x - z||^2 + c``: the problem squeezed to
     P rows (a QR factorisation), so a convex solver works on a P x P problem."""

@@ -1,10 +1,11 @@
 """The HAC (Newey-West) sandwich of rigtool.lsq against its definition, written out as a
-double sum over frame pairs."""
+double sum over frame pairs; the sensitivity of a solution to a column added to its data
+against refits."""
 
 import numpy as np
 import pytest
 
-from rigtool.lsq import hac_from_scores
+from rigtool.lsq import hac_from_scores, sensitivity, solve_wls
 
 
 def _meat_by_definition(scores, block, max_lag):
@@ -54,3 +55,20 @@ def test_scaled_pinv_keeps_the_digits_that_the_units_spread_costs():
     inv_p = scaled_pinv(padded)
     assert np.all(inv_p[n] == 0) and np.all(inv_p[:, n] == 0)
     assert np.allclose(inv_p[:n, :n] * np.outer(d, d), np.linalg.inv(a), rtol=0, atol=1e-12)
+
+
+def test_sensitivity_is_what_an_added_column_moves_the_solution_by():
+    """The solution moves linearly in ``b``: refitting with ``c`` times a column added to the
+    data moves it by ``c`` times that column's sensitivity, with row weights and with a
+    direction the data leave unidentified (a repeated column, which both leave out)."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(200, 6, 4))
+    a[..., 3] = a[..., 2]                        # one unidentified direction
+    b = rng.normal(size=(200, 6))
+    cols = rng.normal(size=(200, 6, 2))
+    weights = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0])
+    sens = sensitivity(a, cols, row_weights=weights)
+    base = solve_wls(a, b, row_weights=weights).x
+    for k, c in enumerate((0.7, -2.0)):
+        moved = solve_wls(a, b + c * cols[..., k], row_weights=weights).x
+        np.testing.assert_allclose(moved - base, c * sens[:, k], atol=1e-12)

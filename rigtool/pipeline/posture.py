@@ -18,7 +18,7 @@ from scipy.spatial.transform import Rotation
 from rigtool.calibration_uncertainty import calibration_std_from_rigfile
 from rigtool.camera.covariance_file import check_covers, read_marker_covariance, side_file_of
 from rigtool.config import FilterSettings, RigFile, Session
-from rigtool.errors import InputError
+from rigtool.errors import ConfigError, InputError
 from rigtool.identify.common.output_error import base_pose_covariance
 from rigtool.identify.common.platform_motion import (CaptureMotion, capture_motion,
                                                      marker_sigma_from_residual, relative_pose,
@@ -28,8 +28,10 @@ from rigtool.identify.posture.output_error import OutputErrorResult, refine_post
 from rigtool.identify.common.output_error import window_frames
 from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
 from rigtool.identify.posture.support import with_support_probes
-from rigtool.identify.posture.tissue_fit import (TissueNotFound, fit_with_tissue,
+from rigtool.identify.posture.tissue_fit import (OTHER_TISSUE_FRACTION, OtherTissue,
+                                                 TissueNotFound, fit_with_tissue,
                                                  tissue_evidence)
+from rigtool.identify.segments.priors import priors_from_specs
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajectory,
@@ -291,7 +293,10 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             evidence = fits.evidence(total_mass_kg)
         if session.soft_tissue == "measured" or evidence["seen"]:
             try:
-                tissue = fits.profile()
+                tissue = fits.profile(other_tissue_of_links(
+                    tree, session, total_mass_kg, markers,
+                    {l.name: relative_pose(plat_traj, trajs[l.name], cap.valid)[:2]
+                     for l in tree.links}))
                 res = tissue.result
             except TissueNotFound as exc:
                 tissue_note = f"soft tissue: {exc}; the body was fitted rigid"
@@ -372,9 +377,37 @@ class _TissueFits:
         """:func:`rigtool.identify.posture.tissue_fit.tissue_evidence`."""
         return tissue_evidence(self.fit, body_mass_kg=body_mass_kg, **self.where)
 
-    def profile(self):
+    def profile(self, other_tissue: tuple[OtherTissue, ...] = ()):
         """:func:`rigtool.identify.posture.tissue_fit.fit_with_tissue`."""
-        return fit_with_tissue(self.fit, self.rigid, **self.where)
+        return fit_with_tissue(self.fit, self.rigid, other_tissue=other_tissue, **self.where)
+
+
+def other_tissue_of_links(tree: Tree, session: Session, total_mass_kg: float,
+                          markers: dict[str, dict[str, np.ndarray]],
+                          link_poses_platform: dict[str, tuple[np.ndarray, np.ndarray]]
+                          ) -> tuple[OtherTissue, ...]:
+    """The tissue each link may carry beside a posture's fitted element: at the link's COM
+    (its prior's; without priors, its markers' centroid) in the posture, of standard deviation
+    :data:`~rigtool.identify.posture.tissue_fit.OTHER_TISSUE_FRACTION` of its mass (its
+    prior's; without priors, the body's mass shared equally).
+
+    ``link_poses_platform``: per link its mean ``(R, t)`` on the platform (link axes to
+    platform axes, its origin in the platform frame, m)."""
+    try:
+        priors = priors_from_specs(tree, session.priors, body_mass_kg=total_mass_kg,
+                                   sex=session.subject_sex)
+        where = {n: (p.mass_kg, p.com_m) for n, p in priors.items()}
+    except ConfigError:        # a link without a prior: the priors are the segments stage's
+        share = total_mass_kg / len(tree.links)
+        where = {l.name: (share, np.mean(list(markers[l.name].values()), axis=0))
+                 for l in tree.links}
+    out = []
+    for link in tree.links:
+        mass, com = where[link.name]
+        r, t = link_poses_platform[link.name]
+        out.append(OtherTissue(link.name, r @ np.asarray(com, float) + t,
+                               OTHER_TISSUE_FRACTION * float(mass)))
+    return tuple(out)
 
 
 def tissue_model(tissue, r_pb: np.ndarray, t_pb: np.ndarray) -> dict:

@@ -316,6 +316,22 @@ def _band_parts(found: list[dict]) -> list[str]:
             f"({i['posture']})" for i in found]
 
 
+def _other_tissue_limit(modelled: dict) -> str:
+    """What the other tissue alone gives the postures' COM and inertia standard errors (the
+    largest entry of each), as a sentence (empty without it)."""
+    shares = [(max(o["com_std_m"]) * 1e3, np.max(o["inertia_com_std"]))
+              for o in (m.get("other_tissue") for m in modelled.values()) if o]
+    if not shares:
+        return ""
+    com = [c for c, _ in shares]
+    inertia = [i for _, i in shares]
+    return (f" That tissue alone gives the COM a standard error of up to "
+            f"{min(com):.2f}-{max(com):.2f} mm and the inertia up to "
+            f"{min(inertia):.3f}-{max(inertia):.3f} kg m^2 (the largest entry of each "
+            "posture): a limit of this rig for this body, lower on a rig whose highest mode "
+            "is further below the tissue's frequencies.")
+
+
 def _tissue_measured_through(title: str, modelled: dict, found: list[dict], items: list[dict],
                              total_mass_kg: float) -> Check:
     """The caution of a session whose postures were fitted with a tissue element."""
@@ -333,8 +349,10 @@ def _tissue_measured_through(title: str, modelled: dict, found: list[dict], item
         "modes below it tell only roughly: the closer the rig's highest mode comes to the "
         "tissue's frequency, the more (on the simulator, a highest mode at 0.75x the "
         "tissue's left 1-1.5 % in the inertia, at 0.4x under 0.8 %). Their standard "
-        "errors carry the frequency's uncertainty as its profile measures it; on the "
-        "simulator they were still about half the errors' spread.",
+        "errors carry the frequency's uncertainty as its profile measures it, and the "
+        "tissue each link may carry beside the element at a stiffer frequency (a quarter "
+        "of its mass), which the one element cannot follow and the data do not "
+        "resolve." + _other_tissue_limit(modelled),
         "For the inertia to 1 %, a rig whose highest mode is at most 0.4x the tissue's "
         "frequency (`rigtool modes`), and relaxed, supported segments.",
         [dict(posture=name, **{k: m[k] for k in ("frequency_hz", "mass_kg", "mass_std_kg")})

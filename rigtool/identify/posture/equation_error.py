@@ -29,7 +29,7 @@ from scipy.spatial.transform import Rotation
 
 from rigtool.identify.common.consistency import consistency_constraints, solve_problem, solve_triangle
 from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
-                                  solve_compensated, solve_wls)
+                         sensitivity, solve_compensated, solve_wls)
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
 from rigtool.identify.common.propagate import propagate
 from rigtool.identify.posture.base_pose import pose_added_covariance
@@ -196,6 +196,24 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
     return np.asarray(scale * y.value, float)
 
 
+def _considered_covariance(rig: Rig, cap: CaptureMotion, a_minus_g: np.ndarray,
+                           considered: tuple[tuple[TissueElement, float], ...],
+                           a: np.ndarray, ok: np.ndarray,
+                           weights: np.ndarray | None) -> np.ndarray:
+    """The unknowns' covariance from tissue the fit leaves out (``fit_posture``'s
+    ``considered_tissue``): each element's wrench per kilogram at its point, regressed on the
+    fit's rows ``a`` (its frames ``ok``, row ``weights``), ``S var S^T`` summed."""
+    rate = _rate_of(cap)
+    cols = np.stack([tissue_columns(a_minus_g, cap.omega_body, cap.omega_dot_body, rate, e)
+                     @ np.concatenate([[1.0], e.point_platform_m]) for e, _ in considered],
+                    axis=2)                                                  # [T, 6, K]
+    # frames the element has not settled in yet carry none of its wrench (a lower bound)
+    rows = np.nan_to_num(equation_rows(rig, cap.rotation, cols))[ok]
+    sens = sensitivity(a, rows, row_weights=weights)                         # [P, K]
+    var = np.array([v for _, v in considered], float)
+    return (sens * var) @ sens.T
+
+
 def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 base_rotation_platform: np.ndarray, base_position_platform: np.ndarray,
                 total_mass_kg: float, spring_model: str = "exact", weighting: str = "noise",
@@ -205,7 +223,9 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
                 tissue: tuple[TissueElement, ...] = (),
                 rows_cache: dict | None = None,
                 added_cov: np.ndarray | None = None,
-                base_pose_wander_cov: np.ndarray | None = None) -> PostureResult:
+                base_pose_wander_cov: np.ndarray | None = None,
+                considered_tissue: tuple[tuple[TissueElement, float], ...] = ()
+                ) -> PostureResult:
     """Fit the object's first moment and inertia (mass known) from one locked posture.
 
     Parameters
@@ -256,6 +276,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         fitted body into the base-link frame, and this much of its uncertainty is added
         to the reported covariance (rigtool.identify.posture.base_pose). The independent
         frames' share, micrometres, is left out as before.
+    considered_tissue : tuple of (TissueElement, float)
+        Soft tissue the model leaves out, each a point mass at its element's point with a
+        variance (kg^2) and no mean: what it would move the unknowns by
+        (:func:`rigtool.lsq.sensitivity` of its wrench, the element's columns at that
+        point) is added to their covariance, the estimate unchanged (a "consider"
+        covariance: Tapley, Schutz & Born 2004, Statistical Orbit Determination, 6.3).
     """
     if spring_model not in SPRING_MODELS:
         raise ValueError(f"spring_model must be one of {SPRING_MODELS}")
@@ -425,6 +451,11 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
     if added_cov is not None:
         fit = replace(fit, cov=fit.cov + np.asarray(added_cov, float))
+    considered_cov = None
+    if considered_tissue:
+        considered_cov = _considered_covariance(rig, cap, body_rows(cap, support)[7],
+                                                considered_tissue, a, ok, weights)
+        fit = replace(fit, cov=fit.cov + considered_cov)
     if base_pose_wander_cov is not None:
         extra = np.zeros_like(fit.cov)
         extra[:9, :9] = pose_added_covariance(np.concatenate([[total_mass_kg], x[:9]]),
@@ -455,6 +486,10 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         sl = slice(9 + n_breath, None)
         fitted = fitted + np.nan_to_num(tissue_cols) @ x[sl]
         tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy()}
+        if considered_cov is not None:
+            # the other tissue's share of the COM's and inertia's standard errors
+            other = np.sqrt(np.clip(np.diag(propagate(props, x, considered_cov)[1]), 0, None))
+            tissue_fit["other_std"] = {"com": other[:3], "inertia_com": other[3:].reshape(3, 3)}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     cov9 = fit.cov[np.ix_(PI9_TO_SUBSET_ORDER, PI9_TO_SUBSET_ORDER)]

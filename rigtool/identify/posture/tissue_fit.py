@@ -25,8 +25,9 @@ from scipy.optimize import minimize_scalar
 from rigtool.identify.posture.soft_tissue import (DAMPING_RATIO, FREQUENCY_GRID_HZ,
                                                   TissueElement, band_limited)
 
-__all__ = ["TissueFit", "TissueNotFound", "rig_bands", "fit_with_tissue", "tissue_evidence",
-           "EVIDENCE_FREQUENCY_HZ", "EVIDENCE_SIGMAS", "EVIDENCE_MASS_FRACTION"]
+__all__ = ["TissueFit", "TissueNotFound", "OtherTissue", "rig_bands", "fit_with_tissue",
+           "tissue_evidence", "EVIDENCE_FREQUENCY_HZ", "EVIDENCE_SIGMAS",
+           "EVIDENCE_MASS_FRACTION", "OTHER_TISSUE_FRACTION"]
 
 
 class TissueNotFound(ValueError):
@@ -51,6 +52,29 @@ EVIDENCE_MASS_FRACTION = 0.02
 #: al. 1998: wobbling masses of 70-88 % of a segment's mass, but their frequencies spread
 #: over 4-15 Hz, so no one frequency's share is above half)
 MAX_MASS_FRACTION = 0.5
+#: the standard deviation of the tissue a link may carry beside the fitted element, as a
+#: share of the link's mass: a quarter, as a limb's soft tissue at one frequency (the thigh's
+#: and shank's wobbling masses, Gruber et al. 1998; Pain & Challis 2001). The fitted element
+#: holds the softest tissue the rig's modes show; a second, stiffer one (at the grid's
+#: frequencies above it) shows as an apparent mass in the rig's highest modes alone, which
+#: the one element cannot follow and the data do not resolve (fitted free, its mass comes
+#: out at several times this standard deviation on the simulated two-link body)
+OTHER_TISSUE_FRACTION = 0.25
+#: a grid frequency is another tissue's when it is this factor above the element's
+STIFFER_BY = 1.05
+
+
+@dataclass(frozen=True)
+class OtherTissue:
+    """Tissue a link may carry beside the fitted element, which the fit leaves out and its
+    standard errors hold (a "consider" parameter of
+    rigtool.identify.posture.equation_error.fit_posture): a point mass of no mean and
+    standard deviation ``mass_std_kg`` at ``point_platform_m`` (the link's COM in the
+    posture, platform frame, m)."""
+
+    link: str
+    point_platform_m: np.ndarray
+    mass_std_kg: float
 
 
 @dataclass(frozen=True)
@@ -64,6 +88,10 @@ class TissueFit:
     point_platform_m: np.ndarray
     profile: list[tuple[float, float]]    # (frequency Hz, residual in the rig's band / rigid)
     frequency_std_rel: float = float("nan")   # standard error of ln(frequency)
+    other_tissue: tuple[OtherTissue, ...] = ()      # held in the standard errors ...
+    other_frequencies_hz: tuple[float, ...] = ()    # ... at one of these, equally likely
+    #: what the other tissue adds to the COM's and inertia's standard errors (m, kg m^2)
+    other_std: dict | None = None
 
     def summary(self) -> dict:
         """The report's account (platform frame, SI)."""
@@ -74,7 +102,17 @@ class TissueFit:
                 "point_platform_m": [float(v) for v in self.point_platform_m],
                 "residual_in_rig_band": float(min(s for _, s in self.profile)),
                 "frequency_profile": [[float(f), float(s)] for f, s in
-                                      sorted(self.profile)]}
+                                      sorted(self.profile)],
+                **({"other_tissue": {
+                    "about": "tissue each link may carry beside the element, at a stiffer "
+                             "frequency, which the fit cannot resolve: held in the standard "
+                             "errors (no mean), not in the estimate",
+                    "frequencies_hz": [float(f) for f in self.other_frequencies_hz],
+                    "mass_std_kg": {o.link: float(o.mass_std_kg) for o in self.other_tissue},
+                    "com_std_m": [float(v) for v in self.other_std["com"]],
+                    "inertia_com_std": [[float(v) for v in row]
+                                        for row in self.other_std["inertia_com"]]}}
+                   if self.other_tissue else {})}
 
 
 def rig_bands(top_mode_hz: float, rate_hz: float) -> tuple[tuple[float, float],
@@ -128,7 +166,8 @@ def _band_residual(res, rigid_band_residual: np.ndarray, rate_hz: float,
 def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m: np.ndarray,
                     rate_hz: float, top_mode_hz: float,
                     damping_ratio: float = DAMPING_RATIO,
-                    grid_hz: tuple[float, ...] = FREQUENCY_GRID_HZ) -> TissueFit:
+                    grid_hz: tuple[float, ...] = FREQUENCY_GRID_HZ,
+                    other_tissue: tuple[OtherTissue, ...] = ()) -> TissueFit:
     """Profile the tissue element's frequency and return the best fit.
 
     Parameters
@@ -144,6 +183,10 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         Where the element's point starts (the body's COM, platform frame).
     rate_hz, top_mode_hz : float
         The capture's frame rate and the rig's highest mode with the body on it.
+    other_tissue : tuple of OtherTissue
+        Tissue the links may carry beside the element: at each of the grid's frequencies
+        above the one found, equally likely, its share of the unknowns' covariance is added
+        to the final fit's (the estimate does not change).
     """
     cols_band, resid_band = rig_bands(top_mode_hz, rate_hz)
     tried: dict[float, tuple[float, object, TissueElement]] = {}
@@ -188,8 +231,13 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     s_lnf, added = _frequency_uncertainty(lambda lf: converge(
         np.exp(lf), start, POINT_ITERATIONS, fit_mass=False)[0], np.log(best),
         tried[best][1], rate_hz, resid_band)
+    # stiffer: above the frequency found by more than its own resolution on the grid
+    stiffer = tuple(f for f in grid_hz if f > STIFFER_BY * best) or (max(grid_hz),)
+    considered = tuple((TissueElement(float(f), damping_ratio, o.point_platform_m, cols_band),
+                        o.mass_std_kg ** 2 / len(stiffer))
+                       for o in other_tissue for f in stiffer)
     res, element, beta, point = converge(best, tried[best][2].point_platform_m, 1,
-                                         added_cov=added)
+                                         added_cov=added, considered_tissue=considered)
     if added is None:
         res.warnings.append(f"soft tissue: the profile over its frequency is not curved up at "
                             f"its best ({best:.2f} Hz), so the frequency is not determined and "
@@ -197,7 +245,9 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     cov = res.tissue["cov"]
     point = beta[1:] / beta[0] if beta[0] > 0 else element.point_platform_m
     return TissueFit(res, element, float(beta[0]), float(np.sqrt(max(cov[0, 0], 0.0))),
-                     np.asarray(point, float), [(f, v[0]) for f, v in tried.items()], s_lnf)
+                     np.asarray(point, float), [(f, v[0]) for f, v in tried.items()], s_lnf,
+                     tuple(other_tissue), stiffer if other_tissue else (),
+                     res.tissue.get("other_std"))
 
 
 def _unknowns(res) -> np.ndarray:
