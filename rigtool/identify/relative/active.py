@@ -34,6 +34,7 @@ from rigtool.identify.relative.fit_common import (checked_phi_s, fit_growing_hor
                                                   phi_b_covariance, platform_noise_mm,
                                                   refinement_scores,
                                                   unconverged_warning)
+from rigtool.identify.common.probe_covariance import shrunk_covariance
 from rigtool.identify.relative.input_noise import marker_residuals, probe_noise, wanders
 from rigtool.identify.relative.streamed_rows import marker_cross_products
 from rigtool.identify.relative.bounds import _phi_s_matrix
@@ -260,9 +261,12 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
     cross_s, cross_cal, jt_changes = marker_cross_products(prob, x, jac, n_mark, members,
                                                            changes)
     cov_in = np.zeros((x.size, x.size))
+    shrinkage = float("nan")
     if n_probes >= 2:        # each probe's Gauss-Newton shift of the estimate
         d = np.stack([-info_inv @ c for c in jt_changes.T])
-        cov_in = d.T @ d / len(d)
+        # a dozen probes of a hundred unknowns: the sample covariance has their rank, so
+        # its correlations are shrunk towards zero (the variances kept)
+        cov_in, shrinkage = shrunk_covariance(d)
     # a residual correlated over frames beyond what the input's white noise explains (the
     # smoothed input's own noise correlates it too): its serial-robust covariance holds
     # both, and replaces the marker noise's and the probes'
@@ -271,6 +275,9 @@ def refine_relative_active(tree: Tree, rig: Rig, platform: InertialParams, data:
         reference=s2 * info_inv + cov_in)
     if standard_errors["kind"] == "serial":
         cov_in = np.zeros_like(cov_in)
+    elif n_probes >= 2:
+        standard_errors = {**standard_errors, "input_probes": {
+            "count": int(n_probes), "correlation_shrinkage": shrinkage}}
     cov = phi_b_covariance(prob, info_inv, s2, cov_s, cross_s, cross_cal,
                            cov_x_noise=cov_noise_x)
     cov_b, cov_b_noise, cov_x, map_b = cov.cov, cov.cov_noise, cov.cov_x, cov.map_b
