@@ -57,8 +57,8 @@ MAX_MASS_FRACTION = 0.5
 #: and shank's wobbling masses, Gruber et al. 1998; Pain & Challis 2001). The fitted element
 #: holds the softest tissue the rig's modes show; a second, stiffer one (at the grid's
 #: frequencies above it) shows as an apparent mass in the rig's highest modes alone, which
-#: the one element cannot follow and the data do not resolve (fitted free, its mass comes
-#: out at several times this standard deviation on the simulated two-link body)
+#: the one element cannot follow and the data do not resolve (fitted free on the simulated
+#: two-link body, its mass's standard error is four to five times this standard deviation)
 OTHER_TISSUE_FRACTION = 0.25
 #: a grid frequency is another tissue's when it is this factor above the element's
 STIFFER_BY = 1.05
