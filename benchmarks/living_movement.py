@@ -1,4 +1,5 @@
-"""A breathing body's Φ_B: the movement capture breathing, or its breath held.
+"""A living body's Φ_B: the movement capture breathing, or its breath held (or another
+scenario with a swing: ``--only wobbling``).
 
 Simulates scenarios of scenarios/living/ (default: ``breathing14``, whose subject breathes
 in every capture, and ``breathhold_movement``, who holds the breath at the end of a quiet
@@ -27,7 +28,10 @@ SCENARIOS = ("breathing14", "breathhold_movement")
 
 
 def _named(session):
-    """The full manifest with the trunk's wall markers named as its breathing markers."""
+    """The full manifest with the trunk's wall markers named as its breathing markers (the
+    manifest as simulated when the scenario has none, e.g. ``wobbling``)."""
+    if "CH1" not in session.read_text():
+        return session
     out = session.with_name("session-breathing.toml")
     out.write_text(walls_named(session.read_text(), session))
     return out
