@@ -601,3 +601,83 @@ def test_identified_combinations_of_a_rank_deficient_subset(n_postures):
     doc = r.to_json()
     assert len(doc["identified_combinations"]) == r.rank
     json.dumps(doc)
+
+
+def _from_target(name, y, rotations, m0, cov9, shared=None):
+    """A posture whose ``[h, J0 six]`` is ``y`` (the inverse of posture_target)."""
+    c = y[:3] / m0
+    j0 = _mat(y[3], y[4], y[5], y[8], y[7], y[6])
+    i_com = j0 - m0 * (c @ c * np.eye(3) - np.outer(c, c))
+    return PostureOverall(name, c, None, i_com, None, rotations, covariance9=cov9,
+                          shared_errors=shared)
+
+
+def _shared_study(rng, tree, rotation_sets, u, base_std, carried=True):
+    """Postures whose targets carry white noise of ``base_std`` and one shared cause (unit
+    variance) moving posture ``k`` by ``u[k]``; ``covariance9`` holds both."""
+    from rigtool.identify.subset.fit import posture_target
+    m0 = sum(l.params.mass for l in tree.links)
+    cause = rng.normal()
+    out = []
+    for k, rot in enumerate(rotation_sets):
+        whole = composite_params(tree, rot)
+        y0 = posture_target(PostureOverall("t", whole.com, None, whole.inertia_com, None, rot),
+                            m0)
+        cov9 = np.diag(base_std ** 2) + np.outer(u[k], u[k])
+        y = y0 + rng.normal(size=9) * base_std + u[k] * cause
+        out.append(_from_target(f"p{k}", y, rot, m0, cov9,
+                                {"tissue": u[k]} if carried else None))
+    return out, m0
+
+
+def _five_rotations():
+    return _paper_like_rotations() + [{"link1": _rot([0, 1, 0], 60) @ _rot([0, 0, 1], 30)},
+                                      {"link1": _rot([0, 0, 1], -45) @ _rot([1, 0, 0], 40)}]
+
+
+def test_shared_errors_are_generalised_least_squares_with_the_full_covariance():
+    """A cause shared by every posture makes the stacked rows' covariance dense; the fit is
+    then the generalised least-squares estimate with that covariance, written out by hand."""
+    from rigtool.identify.subset.fit import posture_target, regressor_phi_s
+    tree = _two_link_truth()
+    rots = _five_rotations()
+    rng = np.random.default_rng(5)
+    base_std = np.r_[np.full(3, 0.01), np.full(6, 0.002)]
+    u = rng.normal(size=(5, 9)) * base_std * 3
+    ps, m0 = _shared_study(rng, tree, rots, u, base_std)
+    r = fit_subset(tree, ps, m0, advise=False)
+    a = np.vstack([regressor_phi_s(tree, p.rotations) for p in ps])
+    b = np.concatenate([posture_target(p, m0) for p in ps])
+    cov = np.kron(np.eye(5), np.diag(base_std ** 2)) + np.outer(u.ravel(), u.ravel())
+    ci = np.linalg.inv(cov)
+    info = a.T @ ci @ a
+    x = np.linalg.solve(info, a.T @ ci @ b)
+    np.testing.assert_allclose(r.values, x, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(r.covariance, np.linalg.inv(info), rtol=1e-6, atol=1e-14)
+
+
+def test_a_shared_cause_taken_as_independent_is_overconfident():
+    """A cause that moves every posture as a change of Phi_s would (``u_k = A_k d``: the
+    same body, other tissue in it): over 300 draws, Phi_s's errors over its standard errors
+    have a mean square of about 1 when the cause is carried as one, and far above it when
+    each posture's share is taken as its own (the same covariance9, the correlation
+    dropped: five postures then average the cause down as if it were five)."""
+    from rigtool.identify.subset.fit import regressor_phi_s
+    tree = _two_link_truth()
+    rots = _five_rotations()
+    base_std = np.r_[np.full(3, 0.01), np.full(6, 0.002)]
+    rng = np.random.default_rng(7)
+    d = rng.normal(size=17)
+    u = np.stack([regressor_phi_s(tree, r) @ d for r in rots])
+    u *= 4 * np.linalg.norm(base_std) / np.linalg.norm(u, axis=1).mean()
+    truth = _truth_phi_s(tree)
+    z2 = {True: [], False: []}
+    for seed in range(300):
+        for carried in (True, False):
+            ps, m0 = _shared_study(np.random.default_rng(seed), tree, rots, u, base_std,
+                                   carried)
+            r = fit_subset(tree, ps, m0, advise=False)
+            z2[carried].append(np.mean(((r.values - truth) / r.std) ** 2))
+    # 300 draws x 17 entries: the mean of a chi-square(1) average is 1 within about 0.1
+    assert 0.8 < np.mean(z2[True]) < 1.2, np.mean(z2[True])
+    assert np.mean(z2[False]) > 1.5, np.mean(z2[False])

@@ -95,6 +95,10 @@ class PostureOutcome:
                                                  # add to its mean pose's covariance [dt,
                                                  # delta] (m^2, rad^2; None: white frames),
                                                  # carried into the result
+    shared_errors: dict[str, np.ndarray] = field(default_factory=dict)
+                                                 # errors the posture shares with the others
+                                                 # (the tissue its element cannot follow):
+                                                 # PostureOverall.shared_errors
 
     @property
     def method(self) -> str:
@@ -354,7 +358,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                                 body_noise.items()},
                           living_signs=signs, breathing=breathing, support=support_model,
                           soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {},
-                          base_pose_wander_cov=pose_wander)
+                          base_pose_wander_cov=pose_wander,
+                          shared_errors=dict(tissue.other_shared) if tissue else {})
 
 
 class _TissueFits:
@@ -522,7 +527,8 @@ def posture_overall(p: PostureOutcome) -> PostureOverall:
     r = p.result
     return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
                           p.rotations, covariance9=r.covariance9,
-                          rotation_cov=p.rotation_cov or None)
+                          rotation_cov=p.rotation_cov or None,
+                          shared_errors=getattr(p, "shared_errors", None) or None)
 
 
 __all__ = ["PostureOutcome", "MotionTraces", "motion_traces", "fit_one_posture",

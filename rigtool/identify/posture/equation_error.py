@@ -196,13 +196,14 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
     return np.asarray(scale * y.value, float)
 
 
-def _considered_covariance(rig: Rig, cap: CaptureMotion, a_minus_g: np.ndarray,
+def _considered_shifts(rig: Rig, cap: CaptureMotion, a_minus_g: np.ndarray,
                            considered: tuple[tuple[TissueElement, float], ...],
                            a: np.ndarray, ok: np.ndarray,
                            weights: np.ndarray | None) -> np.ndarray:
-    """The unknowns' covariance from tissue the fit leaves out (``fit_posture``'s
-    ``considered_tissue``): each element's wrench per kilogram at its point, regressed on the
-    fit's rows ``a`` (its frames ``ok``, row ``weights``), ``S var S^T`` summed."""
+    """What tissue the fit leaves out (``fit_posture``'s ``considered_tissue``) moves the
+    unknowns by, one column per element, scaled by its standard deviation ``[P, K]``: each
+    element's wrench per kilogram at its point, regressed on the fit's rows ``a`` (its frames
+    ``ok``, row ``weights``). Their covariance is its product with its transpose."""
     rate = _rate_of(cap)
     cols = np.stack([tissue_columns(a_minus_g, cap.omega_body, cap.omega_dot_body, rate, e)
                      @ np.concatenate([[1.0], e.point_platform_m]) for e, _ in considered],
@@ -210,8 +211,7 @@ def _considered_covariance(rig: Rig, cap: CaptureMotion, a_minus_g: np.ndarray,
     # frames the element has not settled in yet carry none of its wrench (a lower bound)
     rows = np.nan_to_num(equation_rows(rig, cap.rotation, cols))[ok]
     sens = sensitivity(a, rows, row_weights=weights)                         # [P, K]
-    var = np.array([v for _, v in considered], float)
-    return (sens * var) @ sens.T
+    return sens * np.sqrt(np.array([v for _, v in considered], float))
 
 
 def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
@@ -451,10 +451,11 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             x = solve_triangle(rq, z, constraints_for=consistent_map, x0=x, scale=scale)
     if added_cov is not None:
         fit = replace(fit, cov=fit.cov + np.asarray(added_cov, float))
-    considered_cov = None
+    considered_cov = considered = None
     if considered_tissue:
-        considered_cov = _considered_covariance(rig, cap, body_rows(cap, support)[7],
-                                                considered_tissue, a, ok, weights)
+        considered = _considered_shifts(rig, cap, body_rows(cap, support)[7],
+                                            considered_tissue, a, ok, weights)
+        considered_cov = considered @ considered.T
         fit = replace(fit, cov=fit.cov + considered_cov)
     if base_pose_wander_cov is not None:
         extra = np.zeros_like(fit.cov)
@@ -490,6 +491,9 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             # the other tissue's share of the COM's and inertia's standard errors
             other = np.sqrt(np.clip(np.diag(propagate(props, x, considered_cov)[1]), 0, None))
             tissue_fit["other_std"] = {"com": other[:3], "inertia_com": other[3:].reshape(3, 3)}
+            # each element's shift of [h, J0] (the subset fit's order) at one standard
+            # deviation: the same tissue in every posture, so shared between them
+            tissue_fit["other_shared"] = considered[:9][PI9_TO_SUBSET_ORDER]
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     cov9 = fit.cov[np.ix_(PI9_TO_SUBSET_ORDER, PI9_TO_SUBSET_ORDER)]

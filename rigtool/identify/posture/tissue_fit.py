@@ -16,7 +16,7 @@ found is the one that, with it, explains the modes' apparent masses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -92,6 +92,9 @@ class TissueFit:
     other_frequencies_hz: tuple[float, ...] = ()    # ... at one of these, equally likely
     #: what the other tissue adds to the COM's and inertia's standard errors (m, kg m^2)
     other_std: dict | None = None
+    #: per other tissue ("link@frequency"), its shift of the posture's ``[h, J0]`` (the
+    #: subset fit's order) at one standard deviation: the same tissue in every posture
+    other_shared: dict[str, np.ndarray] = field(default_factory=dict)
 
     def summary(self) -> dict:
         """The report's account (platform frame, SI)."""
@@ -247,7 +250,18 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     return TissueFit(res, element, float(beta[0]), float(np.sqrt(max(cov[0, 0], 0.0))),
                      np.asarray(point, float), [(f, v[0]) for f, v in tried.items()], s_lnf,
                      tuple(other_tissue), stiffer if other_tissue else (),
-                     res.tissue.get("other_std"))
+                     res.tissue.get("other_std"), _shared(res, other_tissue, stiffer))
+
+
+def _shared(res, other_tissue: tuple[OtherTissue, ...], stiffer: tuple[float, ...]
+            ) -> dict[str, np.ndarray]:
+    """The fit's ``other_shared`` columns keyed by other tissue and frequency, in the order
+    :func:`fit_with_tissue` considered them."""
+    shifts = res.tissue.get("other_shared")
+    if shifts is None:
+        return {}
+    keys = [f"{o.link}@{f:g}Hz" for o in other_tissue for f in stiffer]
+    return {k: shifts[:, i].copy() for i, k in enumerate(keys)}
 
 
 def _unknowns(res) -> np.ndarray:

@@ -54,6 +54,11 @@ class PostureOverall:
         Link name -> covariance (3, 3, rad^2) of the error of ``rotations[link]``, as the
         rotation vector ``delta`` of ``R = R_est exp([delta x])``; the subset fit then
         carries it into the rows' covariance (:func:`rotation_row_covariance`).
+    shared_errors : dict or None
+        Errors this posture shares with others: per shared cause (a key, the same in every
+        posture it moves), the 9-vector by which it moves ``[h, J0 six]`` at one standard
+        deviation. ``covariance9`` holds their share (the outer products); the subset fit
+        takes them as one cause across the postures (:func:`stacked_system`).
     """
 
     name: str
@@ -64,6 +69,7 @@ class PostureOverall:
     rotations: dict[str, np.ndarray]
     covariance9: np.ndarray | None = None
     rotation_cov: dict[str, np.ndarray] | None = None
+    shared_errors: dict[str, np.ndarray] | None = None
 
 
 # ----------------------------------------------------------------------------- regressors
@@ -248,9 +254,18 @@ def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: fl
                    weighting: str = "auto", extra_cov: list | None = None):
     """``(A_w, b_w, A, b, given)``: whitened and raw Phi_s systems stacked over postures
     (``weighting="plain"``: no whitening, ``given`` False). ``extra_cov``: per posture a
-    covariance (9, 9) added to its own before whitening, or None."""
+    covariance (9, 9) added to its own before whitening, or None.
+
+    Errors the postures share (``PostureOverall.shared_errors``, one cause moving several
+    postures) make the stacked rows' covariance dense: each posture is whitened by its own
+    covariance less their share, and the stack then by ``1 + U U^T`` (``U`` the shared
+    errors' whitened columns), so that the rows are white as a whole (generalised least
+    squares with the full covariance)."""
     radius = reference_radius(postures, total_mass_kg)
     a_rows, b_rows, aw_rows, bw_rows, given = [], [], [], [], True
+    shared = (sorted({k for p in postures for k in (p.shared_errors or {})})
+              if weighting != "plain" else [])
+    u_rows = []
     for i, p in enumerate(postures):
         a = regressor_phi_s(tree, p.rotations)
         b = posture_target(p, total_mass_kg)
@@ -261,13 +276,22 @@ def stacked_system(tree: Tree, postures: list[PostureOverall], total_mass_kg: fl
             given &= g
             if extra_cov is not None and extra_cov[i] is not None:
                 cov = cov + extra_cov[i]
-            w = whitener(cov)
+            u = np.zeros((9, len(shared)))
+            for k, key in enumerate(shared):
+                if key in (p.shared_errors or {}):
+                    u[:, k] = p.shared_errors[key]
+            w = whitener(cov - u @ u.T)
+            u_rows.append(w @ u)
         a_rows.append(a)
         b_rows.append(b)
         aw_rows.append(w @ a)
         bw_rows.append(w @ b)
-    return (np.vstack(aw_rows), np.concatenate(bw_rows), np.vstack(a_rows),
-            np.concatenate(b_rows), given)
+    a_w, b_w = np.vstack(aw_rows), np.concatenate(bw_rows)
+    if shared:
+        u_w = np.vstack(u_rows)
+        w_all = whitener(np.eye(len(b_w)) + u_w @ u_w.T)
+        a_w, b_w = w_all @ a_w, w_all @ b_w
+    return a_w, b_w, np.vstack(a_rows), np.concatenate(b_rows), given
 
 
 __all__ = ["PostureOverall", "six", "nearest_rotation", "rotation_error", "regressor_phi_b",
