@@ -78,12 +78,12 @@ def hac_from_scores(scores: np.ndarray, block: np.ndarray, max_lag: int,
 
 
 def _weighted(a: np.ndarray, b: np.ndarray, row_weights: np.ndarray | None):
-    """``(w, a_w, b_w, flat)``: rows scaled by their kind's weight; ``flat`` is ``a_w`` as a
-    ``[T*R, P]`` matrix."""
+    """``(w, a_w, b_w, flat)``: rows scaled by their kind's weight (``b`` ``[T, R]`` or
+    ``[T, R, K]``); ``flat`` is ``a_w`` as a ``[T*R, P]`` matrix."""
     t, r, p = a.shape
     w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
     a_w = a * w[None, :, None]
-    b_w = b * w[None, :]
+    b_w = b * w.reshape((1, r) + (1,) * (b.ndim - 2))
     return w, a_w, b_w, a_w.reshape(t * r, p)
 
 
@@ -92,6 +92,17 @@ def _column_scale(flat: np.ndarray) -> np.ndarray:
     scale = np.linalg.norm(flat, axis=0)
     scale[scale == 0] = 1.0
     return scale
+
+
+def _scaled_svd(flat: np.ndarray, rcond: float):
+    """``(u, s, s_inv, vt, scale)``: the SVD of ``flat`` with its columns equilibrated
+    (:func:`_column_scale`), and the inverse singular values with those under ``rcond`` of
+    the largest (unidentified directions) set to zero. ``x = (vt.T * s_inv) @ (u.T @ b) /
+    scale`` is the least-squares solution for a right-hand side ``b``."""
+    scale = _column_scale(flat)
+    u, s, vt = np.linalg.svd(flat / scale, full_matrices=False)
+    s_inv = np.where(s > rcond * s[0], 1.0 / s, 0.0)
+    return u, s, s_inv, vt, scale
 
 
 def scaled_pinv(normal: np.ndarray) -> np.ndarray:
@@ -132,10 +143,8 @@ def solve_wls(a: np.ndarray, b: np.ndarray, *, row_weights: np.ndarray | None = 
     t = a.shape[0]
     block = np.zeros(t, int) if block is None else np.asarray(block)
     w, a_w, b_w, flat = _weighted(a, b, row_weights)
-    scale = _column_scale(flat)
-    u, s, vt = np.linalg.svd(flat / scale, full_matrices=False)
+    u, s, s_inv, vt, scale = _scaled_svd(flat, rcond)
     rank = int(np.sum(s > rcond * s[0]))
-    s_inv = np.where(s > rcond * s[0], 1.0 / s, 0.0)
     x = (vt.T * s_inv) @ (u.T @ b_w.reshape(-1)) / scale
     e_w = b_w - np.einsum("trp,p->tr", a_w, x)
     bread_inv = ((vt.T * s_inv ** 2) @ vt) / np.outer(scale, scale)
@@ -162,13 +171,9 @@ def sensitivity(a: np.ndarray, columns: np.ndarray, *,
     row_weights : ndarray [R], optional
     """
     t, r, k = columns.shape
-    w = np.ones(r) if row_weights is None else np.asarray(row_weights, float)
-    flat = (a * w[None, :, None]).reshape(t * r, -1)
-    cols_w = (columns * w[None, :, None]).reshape(t * r, k)
-    scale = _column_scale(flat)
-    u, s, vt = np.linalg.svd(flat / scale, full_matrices=False)
-    s_inv = np.where(s > rcond * s[0], 1.0 / s, 0.0)
-    return ((vt.T * s_inv) @ (u.T @ cols_w)) / scale[:, None]
+    _, _, cols_w, flat = _weighted(a, columns, row_weights)
+    u, _, s_inv, vt, scale = _scaled_svd(flat, rcond)
+    return ((vt.T * s_inv) @ (u.T @ cols_w.reshape(t * r, k))) / scale[:, None]
 
 
 def reduce_to_triangle(a: np.ndarray, b: np.ndarray, row_weights: np.ndarray | None = None):
