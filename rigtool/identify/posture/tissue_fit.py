@@ -236,9 +236,11 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         tried[best][1], rate_hz, resid_band)
     # stiffer: above the frequency found by more than its own resolution on the grid
     stiffer = tuple(f for f in grid_hz if f > STIFFER_BY * best) or (max(grid_hz),)
+    # each link's other tissue at each stiffer frequency, equally likely: one consider
+    # element each, keyed for the postures that share it
+    pairs = [(o, f) for o in other_tissue for f in stiffer]
     considered = tuple((TissueElement(float(f), damping_ratio, o.point_platform_m, cols_band),
-                        o.mass_std_kg ** 2 / len(stiffer))
-                       for o in other_tissue for f in stiffer)
+                        o.mass_std_kg ** 2 / len(stiffer)) for o, f in pairs)
     res, element, beta, point = converge(best, tried[best][2].point_platform_m, 1,
                                          added_cov=added, considered_tissue=considered)
     if added is None:
@@ -250,18 +252,9 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     return TissueFit(res, element, float(beta[0]), float(np.sqrt(max(cov[0, 0], 0.0))),
                      np.asarray(point, float), [(f, v[0]) for f, v in tried.items()], s_lnf,
                      tuple(other_tissue), stiffer if other_tissue else (),
-                     res.tissue.get("other_std"), _shared(res, other_tissue, stiffer))
-
-
-def _shared(res, other_tissue: tuple[OtherTissue, ...], stiffer: tuple[float, ...]
-            ) -> dict[str, np.ndarray]:
-    """The fit's ``other_shared`` columns keyed by other tissue and frequency, in the order
-    :func:`fit_with_tissue` considered them."""
-    shifts = res.tissue.get("other_shared")
-    if shifts is None:
-        return {}
-    keys = [f"{o.link}@{f:g}Hz" for o in other_tissue for f in stiffer]
-    return {k: shifts[:, i].copy() for i, k in enumerate(keys)}
+                     res.tissue.get("other_std"),
+                     {f"{o.link}@{f:g}Hz": res.tissue["other_shared"][:, i].copy()
+                      for i, (o, f) in enumerate(pairs)})
 
 
 def _unknowns(res) -> np.ndarray:
