@@ -197,9 +197,9 @@ def _dual_metric_fit(a: np.ndarray, b: np.ndarray, metric_const: np.ndarray,
 
 
 def _considered_shifts(rig: Rig, cap: CaptureMotion, a_minus_g: np.ndarray,
-                           considered: tuple[tuple[TissueElement, float], ...],
-                           a: np.ndarray, ok: np.ndarray,
-                           weights: np.ndarray | None) -> np.ndarray:
+                       considered: tuple[tuple[TissueElement, float], ...],
+                       a: np.ndarray, ok: np.ndarray,
+                       weights: np.ndarray | None) -> np.ndarray:
     """What tissue the fit leaves out (``fit_posture``'s ``considered_tissue``) moves the
     unknowns by, one column per element, scaled by its standard deviation ``[P, K]``: each
     element's wrench per kilogram at its point, regressed on the fit's rows ``a`` (its frames
@@ -342,12 +342,12 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
             rows_t = equation_rows(rig, c.rotation, tissue_c)
             rows_a = np.concatenate([rows_a, rows_t], axis=2)
             ok_c = ok_c & np.all(np.isfinite(rows_t), axis=(1, 2))
-        return rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, tissue_c
+        return rows_a, rows_b, ok_c, y_c, w_c, support_c, breath_c, tissue_c, a_minus_g
 
     # Memory: a 10-minute capture has 72 000 frames, and each [T, 6, 10] array is 35 MB;
     # the full-row arrays and the probes' rows are released as soon as their last use is
     # done (the mass check), so the fit below holds only what it needs.
-    rows_a, rows_b, ok, y, w, support_cols, breath_cols, tissue_cols = rows(cap)
+    rows_a, rows_b, ok, y, w, support_cols, breath_cols, tissue_cols, a_minus_g = rows(cap)
     a = rows_a[ok][:, :, 1:]
     b = rows_b[ok] - rows_a[ok][:, :, 0] * total_mass_kg
     probes, probes_full = [], []
@@ -453,8 +453,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         fit = replace(fit, cov=fit.cov + np.asarray(added_cov, float))
     considered_cov = considered = None
     if considered_tissue:
-        considered = _considered_shifts(rig, cap, body_rows(cap, support)[7],
-                                            considered_tissue, a, ok, weights)
+        considered = _considered_shifts(rig, cap, a_minus_g, considered_tissue, a, ok,
+                                        weights)
         considered_cov = considered @ considered.T
         fit = replace(fit, cov=fit.cov + considered_cov)
     if base_pose_wander_cov is not None:
