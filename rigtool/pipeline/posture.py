@@ -528,7 +528,7 @@ def posture_overall(p: PostureOutcome) -> PostureOverall:
     return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
                           p.rotations, covariance9=r.covariance9,
                           rotation_cov=p.rotation_cov or None,
-                          shared_errors=getattr(p, "shared_errors", None) or None)
+                          shared_errors=p.shared_errors or None)
 
 
 __all__ = ["PostureOutcome", "MotionTraces", "motion_traces", "fit_one_posture",
