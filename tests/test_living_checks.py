@@ -130,8 +130,11 @@ def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1)
     check = support_check(out)
     assert check.level == "caution" and "took it as the body's own" in check.finding
     assert "output-error refinement" in check.meaning
-    # no tissue element was fitted beside it: the caution says the tissue is not held
+    # no tissue element was fitted beside it: the tissue it could not rule out is held in
+    # the standard errors, and the caution says so
     assert "no tissue element was told from it" in check.meaning
+    assert out.postures[0].unseen_tissue and out.postures[0].shared_errors
+    assert "held in their standard errors" in check.meaning
 
 
 def test_apparent_mass_by_band_recovers_each_band_mass():

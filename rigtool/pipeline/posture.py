@@ -30,7 +30,7 @@ from rigtool.identify.posture.breathing import BreathInput, breath_in_base_frame
 from rigtool.identify.posture.support import with_support_probes
 from rigtool.identify.posture.tissue_fit import (OTHER_TISSUE_FRACTION, OtherTissue,
                                                  TissueNotFound, fit_with_tissue,
-                                                 tissue_evidence)
+                                                 hold_unseen_tissue, tissue_evidence)
 from rigtool.identify.segments.priors import priors_from_specs
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.breath_motion import measure_breath
@@ -97,8 +97,13 @@ class PostureOutcome:
                                                  # carried into the result
     shared_errors: dict[str, np.ndarray] = field(default_factory=dict)
                                                  # errors the posture shares with the others
-                                                 # (the tissue its element cannot follow):
+                                                 # (the tissue its element cannot follow, or
+                                                 # the tissue not seen but not ruled out):
                                                  # PostureOverall.shared_errors
+    unseen_tissue: dict = field(default_factory=dict)
+                                                 # the tissue held in the standard errors of
+                                                 # a soft body fitted rigid
+                                                 # (UnseenTissue.summary())
 
     @property
     def method(self) -> str:
@@ -283,7 +288,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                       base_pose_wander_cov=pose_wander,
                       **({"breath": breath} if breath is not None else {}),
                       **({"support": support} if support is not None else {}))
-    tissue, tissue_note, evidence = None, None, None
+    tissue, tissue_note, evidence, unseen = None, None, None, None
     if session.soft_tissue != "rigid" and session.robot is None:
         fits = _TissueFits(rig, cap, res, r_pb, t_pb, dict(
             base_rotation_platform=r_pb, base_position_platform=t_pb,
@@ -293,17 +298,27 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             base_pose_wander_cov=pose_wander,
             **({"breath": breath} if breath is not None else {}),
             **({"support": support} if support is not None else {})))
+
+        def links_tissue() -> tuple[OtherTissue, ...]:
+            return other_tissue_of_links(
+                tree, session, total_mass_kg, markers,
+                {l.name: relative_pose(plat_traj, trajs[l.name], cap.valid)[:2]
+                 for l in tree.links})
         if session.soft_tissue == "auto":
             evidence = fits.evidence(total_mass_kg)
         if session.soft_tissue == "measured" or evidence["seen"]:
             try:
-                tissue = fits.profile(other_tissue_of_links(
-                    tree, session, total_mass_kg, markers,
-                    {l.name: relative_pose(plat_traj, trajs[l.name], cap.valid)[:2]
-                     for l in tree.links}))
+                tissue = fits.profile(links_tissue())
                 res = tissue.result
             except TissueNotFound as exc:
                 tissue_note = f"soft tissue: {exc}; the body was fitted rigid"
+        elif support is not None:
+            # a body riding on its own soft back is a soft body: its tissue, which shows in
+            # the same upper modes of the rig as the support's measured motion, is not seen
+            # but not ruled out, and what this posture cannot resolve of it is held in its
+            # standard errors
+            unseen = fits.hold(links_tissue())
+            res = unseen.result
     equation_error, refinement = res, None
     # with the body riding on a support, or carrying its tissue, the equation-error fit,
     # which follows its measured motion (the tissue: through its model), is the result (the
@@ -359,7 +374,9 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           living_signs=signs, breathing=breathing, support=support_model,
                           soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {},
                           base_pose_wander_cov=pose_wander,
-                          shared_errors=dict(tissue.other_shared) if tissue else {})
+                          shared_errors=(dict(tissue.other_shared) if tissue else
+                                         dict(unseen.shared) if unseen else {}),
+                          unseen_tissue=unseen.summary() if unseen else {})
 
 
 class _TissueFits:
@@ -385,6 +402,10 @@ class _TissueFits:
     def profile(self, other_tissue: tuple[OtherTissue, ...] = ()):
         """:func:`rigtool.identify.posture.tissue_fit.fit_with_tissue`."""
         return fit_with_tissue(self.fit, self.rigid, other_tissue=other_tissue, **self.where)
+
+    def hold(self, tissue: tuple[OtherTissue, ...]):
+        """:func:`rigtool.identify.posture.tissue_fit.hold_unseen_tissue`."""
+        return hold_unseen_tissue(self.fit, tissue=tissue, **self.where)
 
 
 def other_tissue_of_links(tree: Tree, session: Session, total_mass_kg: float,

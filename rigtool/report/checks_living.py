@@ -243,11 +243,7 @@ def support_check(out: SessionOutcome) -> Check:
         masked = "" if tissue_fitted or getattr(out, "robot", None) is not None else (
             " A person's wobbling tissue shows in the same upper modes of the rig as the "
             "support's motion, and with that motion measured through no tissue element was "
-            "told from it here: whatever tissue the body carries is in the posture numbers "
-            "and not in their standard errors (on the simulator, a person with every effect "
-            "of a living body: no element in 12 postures of 4 seeds, COM 0.9-2.3 mm and "
-            "inertia 0.9-19 % off, 68 % of the entries within 2 standard errors; holding the "
-            "breath did not change it).")
+            "told from it here: " + _unseen_tissue_held(out.postures))
         return Check(
             "support", title, "caution",
             "the base link rides on a compliant support (" + listing(parts) + "): the body's "
@@ -275,6 +271,30 @@ def support_check(out: SessionOutcome) -> Check:
         "or use a rig whose highest mode stays well below the support's frequency "
         "(rigtool.protocol.check_rig_modes).",
         found)
+
+
+def _unseen_tissue_held(postures) -> str:
+    """What became of the tissue no element was told from, as the end of a sentence: held
+    in the postures' standard errors (with what it adds to them), or in their numbers
+    alone."""
+    held = [p.unseen_tissue for p in postures if getattr(p, "unseen_tissue", None)]
+    if not held:
+        return ("whatever tissue the body carries is in the posture numbers and not in their "
+                "standard errors (on the simulator, a person with every effect of a living "
+                "body: COM 0.9-2.3 mm and inertia 0.9-19 % off, 68 % of the entries within 2 "
+                "standard errors; holding the breath did not change it).")
+    com = [1e3 * max(u["com_std_m"]) for u in held]
+    inertia = [float(np.max(u["inertia_com_std"])) for u in held]
+    return (f"in {len(held)} of {len(postures)} postures the tissue each link may carry (a "
+            f"quarter of its mass, at {min(held[0]['frequencies_hz']):g}-"
+            f"{max(held[0]['frequencies_hz']):g} Hz), as far as the posture could not rule it "
+            f"out, is held in their standard errors and not in their numbers, adding up to "
+            f"{min(com):.2f}-{max(com):.2f} mm to the COM's and "
+            f"{min(inertia):.3f}-{max(inertia):.3f} kg m^2 to the inertia's "
+            "(report.json: postures[].unseen_tissue; on the simulator, a "
+            "person with every effect of a living body: COM 0.9-2.3 mm and inertia 0.9-19 % "
+            "off, every entry of 12 postures within 2 standard errors, 68 % without the "
+            "tissue held: a limit of this rig for a person on a soft back).")
 
 
 def soft_tissue_check(out: SessionOutcome) -> Check:
@@ -314,7 +334,10 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
         + (", or on the compliant support above" if support else "")
         + "): its apparent mass m(1 + 2i zeta r)/(1 - r^2 + 2i zeta r) grows in the modes "
         "nearest its frequency. A rigid model fitted to all modes at once trades the COM "
-        "against the inertia: the posture numbers carry that error.",
+        "against the inertia: the posture numbers carry that error"
+        + (", and their standard errors hold the tissue the fit could not rule out "
+           "(report.json: postures[].unseen_tissue)."
+           if any(getattr(p, "unseen_tissue", None) for p in out.postures) else "."),
         "Prefer a rig whose highest mode is well below the tissue's frequencies (4-10 Hz; "
         "rigtool.protocol.check_rig_modes), and relaxed, supported segments; or measure "
         "the tissue through ([session] soft_tissue = \"measured\").", found)

@@ -103,6 +103,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
         entry["support"] = r(p.support, 4)
     if getattr(p, "soft_tissue", None):
         entry["soft_tissue"] = r(p.soft_tissue, 5)
+    if getattr(p, "unseen_tissue", None):
+        entry["unseen_tissue"] = r(p.unseen_tissue, 5)
     if p.refinement is not None:
         oe, ee = p.refinement, p.equation_error
         entry["output_error"] = {

@@ -146,6 +146,8 @@ class PostureResult:
                                            # beta (platform frame), its covariance, k
     tissue: dict | None = None             # the soft tissue's elements when fitted
                                            # (posture/soft_tissue): beta, its covariance
+    considered: dict | None = None         # the considered tissue's share of the standard
+                                           # errors (other_std) and its shifts (other_shared)
 
 
 def dual_metric_rows(metric: np.ndarray) -> np.ndarray:
@@ -476,7 +478,7 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
     if support_cols is not None:
         fitted = fitted + support_cols @ params.pi
-    breath_fit = tissue_fit = None
+    breath_fit = tissue_fit = considered_fit = None
     n_breath = 0 if breath_cols is None else breath_cols.shape[2]
     if breath is not None:
         sl = slice(9, 9 + n_breath)
@@ -487,13 +489,13 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         sl = slice(9 + n_breath, None)
         fitted = fitted + np.nan_to_num(tissue_cols) @ x[sl]
         tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy()}
-        if considered_cov is not None:
-            # the other tissue's share of the COM's and inertia's standard errors
-            other = np.sqrt(np.clip(np.diag(propagate(props, x, considered_cov)[1]), 0, None))
-            tissue_fit["other_std"] = {"com": other[:3], "inertia_com": other[3:].reshape(3, 3)}
-            # each element's shift of [h, J0] (the subset fit's order) at one standard
-            # deviation: the same tissue in every posture, so shared between them
-            tissue_fit["other_shared"] = considered[:9][PI9_TO_SUBSET_ORDER]
+    if considered_cov is not None:
+        # the considered tissue's share of the COM's and inertia's standard errors
+        other = np.sqrt(np.clip(np.diag(propagate(props, x, considered_cov)[1]), 0, None))
+        # and each element's shift of [h, J0] (the subset fit's order) at one standard
+        # deviation: the same tissue in every posture, so shared between them
+        considered_fit = {"other_std": {"com": other[:3], "inertia_com": other[3:].reshape(3, 3)},
+                          "other_shared": considered[:9][PI9_TO_SUBSET_ORDER]}
     w = np.where(ok[:, None], w, np.nan)          # the figure shows the fitted frames only
     fitted = np.where(ok[:, None], fitted, np.nan)
     cov9 = fit.cov[np.ix_(PI9_TO_SUBSET_ORDER, PI9_TO_SUBSET_ORDER)]
@@ -506,4 +508,4 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     return PostureResult(cap.name, total_mass_kg, params.com, pstd[:3], params.inertia_com,
                          pstd[3:].reshape(3, 3), params, params_cov, pcov, unconstrained, rms,
                          w, fitted, cap.time_s, spring_model, weighting, warnings, mass_check,
-                         cov9, bool(probes), breath_fit, tissue_fit)
+                         cov9, bool(probes), breath_fit, tissue_fit, considered_fit)

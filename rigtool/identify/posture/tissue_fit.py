@@ -25,9 +25,9 @@ from scipy.optimize import minimize_scalar
 from rigtool.identify.posture.soft_tissue import (DAMPING_RATIO, FREQUENCY_GRID_HZ,
                                                   TissueElement, band_limited)
 
-__all__ = ["TissueFit", "TissueNotFound", "OtherTissue", "rig_bands", "fit_with_tissue",
-           "tissue_evidence", "EVIDENCE_FREQUENCY_HZ", "EVIDENCE_SIGMAS",
-           "EVIDENCE_MASS_FRACTION", "OTHER_TISSUE_FRACTION"]
+__all__ = ["TissueFit", "TissueNotFound", "OtherTissue", "UnseenTissue", "rig_bands",
+           "fit_with_tissue", "hold_unseen_tissue", "tissue_evidence", "EVIDENCE_FREQUENCY_HZ",
+           "EVIDENCE_SIGMAS", "EVIDENCE_MASS_FRACTION", "OTHER_TISSUE_FRACTION"]
 
 
 class TissueNotFound(ValueError):
@@ -236,11 +236,10 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
         tried[best][1], rate_hz, resid_band)
     # stiffer: above the frequency found by more than its own resolution on the grid
     stiffer = tuple(f for f in grid_hz if f > STIFFER_BY * best) or (max(grid_hz),)
-    # each link's other tissue at each stiffer frequency, equally likely: one consider
-    # element each, keyed for the postures that share it
-    pairs = [(o, f) for o in other_tissue for f in stiffer]
-    considered = tuple((TissueElement(float(f), damping_ratio, o.point_platform_m, cols_band),
-                        o.mass_std_kg ** 2 / len(stiffer)) for o, f in pairs)
+    # each link's other tissue at each stiffer frequency, equally likely
+    considered, keys = _considered_elements(
+        other_tissue, stiffer, lambda o, f: o.mass_std_kg ** 2 / len(stiffer), damping_ratio,
+        cols_band)
     res, element, beta, point = converge(best, tried[best][2].point_platform_m, 1,
                                          added_cov=added, considered_tissue=considered)
     if added is None:
@@ -252,9 +251,29 @@ def fit_with_tissue(fit: Callable[..., object], rigid, *, start_point_platform_m
     return TissueFit(res, element, float(beta[0]), float(np.sqrt(max(cov[0, 0], 0.0))),
                      np.asarray(point, float), [(f, v[0]) for f, v in tried.items()], s_lnf,
                      tuple(other_tissue), stiffer if other_tissue else (),
-                     res.tissue.get("other_std"),
-                     {f"{o.link}@{f:g}Hz": res.tissue["other_shared"][:, i].copy()
-                      for i, (o, f) in enumerate(pairs)})
+                     *_considered_share(res, keys))
+
+
+def _considered_elements(tissue: tuple[OtherTissue, ...], frequencies_hz: tuple[float, ...],
+                         variance: Callable[[OtherTissue, float], float],
+                         damping_ratio: float, cols_band: tuple[float, float]
+                         ) -> tuple[tuple[tuple[TissueElement, float], ...], list[str]]:
+    """One consider element (``fit_posture``'s ``considered_tissue``) per link's tissue and
+    frequency, of variance ``variance(tissue, frequency)`` (kg^2); and their keys
+    ("link@frequency"), by which the postures that carry the same tissue share it."""
+    pairs = [(o, f) for o in tissue for f in frequencies_hz]
+    considered = tuple((TissueElement(float(f), damping_ratio, o.point_platform_m, cols_band),
+                        float(variance(o, f))) for o, f in pairs)
+    return considered, [f"{o.link}@{f:g}Hz" for o, f in pairs]
+
+
+def _considered_share(res, keys: list[str]) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """A fit's considered tissue: its share of the COM's and inertia's standard errors, and
+    per key its shift of the posture's ``[h, J0]`` at one standard deviation."""
+    if res.considered is None:
+        return None, {}
+    return res.considered["other_std"], {k: res.considered["other_shared"][:, i].copy()
+                                         for i, k in enumerate(keys)}
 
 
 def _unknowns(res) -> np.ndarray:
@@ -322,3 +341,73 @@ def tissue_evidence(fit: Callable[..., object], *, start_point_platform_m: np.nd
                 and beta[0] >= EVIDENCE_MASS_FRACTION * body_mass_kg)
     return {"seen": seen, "frequency_hz": EVIDENCE_FREQUENCY_HZ, "mass_kg": float(beta[0]),
             "mass_std_kg": std}
+
+
+@dataclass(frozen=True)
+class UnseenTissue:
+    """A posture fitted rigid whose tissue the data could not rule out, held in its standard
+    errors (:func:`hold_unseen_tissue`)."""
+
+    result: object                        # PostureResult: the rigid estimate, wider covariance
+    tissue: tuple[OtherTissue, ...]       # each link's tissue, its prior standard deviation
+    found_kg: dict[float, tuple[float, float]]   # per frequency, one element's mass and its
+                                                 # standard error
+    std: dict | None                      # its share of the COM's and inertia's standard errors
+    shared: dict[str, np.ndarray]         # per "link@frequency", its shift of [h, J0] at 1 SD
+
+    def summary(self) -> dict:
+        """The report's account (platform frame, SI)."""
+        return {"about": "tissue the body may carry and this posture could not rule out: "
+                         "held in the standard errors (no mean), not in the estimate, with "
+                         "what one element fitted at each frequency leaves of each link's "
+                         "prior",
+                "frequencies_hz": [float(f) for f in self.found_kg],
+                "element_mass_kg": [float(m) for m, _ in self.found_kg.values()],
+                "element_mass_std_kg": [float(s) for _, s in self.found_kg.values()],
+                "mass_std_kg": {o.link: float(o.mass_std_kg) for o in self.tissue},
+                "com_std_m": [float(v) for v in self.std["com"]],
+                "inertia_com_std": [[float(v) for v in row] for row in self.std["inertia_com"]]}
+
+
+def hold_unseen_tissue(fit: Callable[..., object], *, tissue: tuple[OtherTissue, ...],
+                       start_point_platform_m: np.ndarray, rate_hz: float,
+                       top_mode_hz: float, damping_ratio: float = DAMPING_RATIO,
+                       grid_hz: tuple[float, ...] = FREQUENCY_GRID_HZ) -> UnseenTissue:
+    """The rigid fit of a body whose tissue is not seen but not ruled out, with that tissue
+    held in its standard errors.
+
+    Each link's tissue ``m_l`` has no mean and its :class:`OtherTissue`'s standard deviation
+    ``s_l`` (``S`` the sum of their variances), at any of the grid's frequencies, equally
+    likely. At each frequency one element at the body's COM, fitted free, finds ``M +- r``:
+    the links' tissue together as this posture resolves it. Given that, link ``l``'s tissue
+    has the mean ``s_l^2 M / (S + r^2)`` and the variance ``s_l^2 - s_l^4 / (S + r^2)``
+    (the normal posterior of one of independent terms from their noisy sum); the rigid
+    estimate carries all of it, so the consider variance of :func:`rigtool.identify.posture.
+    equation_error.fit_posture` is their mean square: the mean squared plus the variance.
+    Tissue the rig's modes would have shown and did not (small ``r``, ``M`` near zero)
+    adds little beyond the links' split, tissue they cannot tell from the rest of the body
+    (``r`` well above the prior) its whole prior. The estimate does not change.
+
+    Parameters are those of :func:`fit_with_tissue` (``fit`` takes ``tissue``,
+    ``fit_mass`` and ``considered_tissue``), ``tissue`` the links' tissue priors.
+    """
+    cols_band, _ = rig_bands(top_mode_hz, rate_hz)
+    point = np.asarray(start_point_platform_m, float)
+    found = {}
+    for f in grid_hz:
+        res = fit(tissue=(TissueElement(float(f), damping_ratio, point, cols_band),),
+                  fit_mass=False)
+        found[float(f)] = (float(res.tissue["beta"][0]),
+                           float(np.sqrt(max(res.tissue["cov"][0, 0], 0.0))))
+    prior_total = sum(o.mass_std_kg ** 2 for o in tissue)
+
+    def mean_square(o: OtherTissue, f: float) -> float:
+        mass, std = found[f]
+        prior, seen = o.mass_std_kg ** 2, prior_total + std ** 2
+        return ((prior * mass / seen) ** 2 + prior - prior ** 2 / seen) / len(grid_hz)
+
+    considered, keys = _considered_elements(tissue, tuple(found), mean_square,
+                                            damping_ratio, cols_band)
+    res = fit(considered_tissue=considered)
+    std, shared = _considered_share(res, keys)
+    return UnseenTissue(res, tuple(tissue), found, std, shared)
