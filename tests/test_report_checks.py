@@ -232,6 +232,26 @@ def test_relative_refinement_left_by_a_breath_names_the_breath():
     assert "holding the breath at the end of a quiet exhale" in check.action
 
 
+def test_relative_refinement_that_disagrees_with_its_start_names_a_disturbance():
+    """The passive model reached the noise but its Phi_B disagreed with the equation-error
+    start: the check says it reached the noise, quotes the disagreement, names a force on the
+    platform that no model has, and asks for nothing; the reason says the same."""
+    from rigtool.pipeline.relative_model import RelativeModelChoice, _reason
+    choice = RelativeModelChoice("auto", tried=[
+        {"model": "passive", "method": "output-error", "residual_mm": 0.116,
+         "noise_mm": SIGMA_MM, "floor_mm": SIGMA_MM, "reached_noise": True,
+         "start_agreement": {"chi2": 191.3, "dof": 18, "p": 1e-30, "agrees": False}}])
+    assert "reached), but its Phi_B is 3.3x" in _reason(choice)
+    p = _posture("posture1", refinement=SimpleNamespace(
+        marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
+    check = marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),
+                                           relative_model=choice))
+    assert check.level == "caution"
+    assert "reached its noise" in check.finding and "chi-square 191 on 18" in check.finding
+    assert "heartbeat" in check.meaning and "Neither the passive model" not in check.meaning
+    assert check.action == "Nothing to redo for this report."
+
+
 def test_calibration_age_and_held_out_test():
     raw = {"calibration": {"date": "2026-01-10T09:00:00+00:00", "method": "output-error",
                            "holdout": [{"capture": "h.csv", "com_error_m": 4e-4,

@@ -10,7 +10,12 @@ standard deviation within ``REACHED_NOISE_FACTOR`` times the marker sets' own sc
 rigid fits, which no model enters; markers on skin raise it above the platform's noise, and
 the reason then gives both). ``auto`` tries the passive model (given up after its first
 horizon when it is already far off) and, when it does not reach the noise, the active one; a
-model that does not reach it never replaces the equation-error estimate.
+model that does not reach it never replaces the equation-error estimate. Nor does one that
+reaches it with a Phi_B its equation-error start disagrees with beyond both their covariances
+(:meth:`RelativeRefinement.start_agreement`): its residual then holds a disturbance it takes
+for marker noise (a force on the platform its model lacks, as a heartbeat's recoil), which no
+model here has, so the next is not tried and the equation-error estimate, whose covariance
+holds the residual's correlation over frames, is reported.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ class RelativeModelChoice:
 def _tried(model: str, ref: RelativeRefinement) -> dict:
     return {"model": model, "method": ref.method, "residual_mm": ref.marker_sigma_mm,
             "noise_mm": ref.noise_mm, "floor_mm": ref.floor_mm,
-            "reached_noise": ref.reached_noise(), "elapsed_s": ref.elapsed_s}
+            "reached_noise": ref.reached_noise(), "elapsed_s": ref.elapsed_s,
+            "start_agreement": ref.start_agreement()}
 
 
 def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: tuple,
@@ -105,6 +111,8 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
             continue
         choice.tried.append(_tried(kind, ref))
         if ref.reached_noise():
+            if not choice.tried[-1]["start_agreement"]["agrees"]:
+                break                  # a disturbance no model here has: the start stands
             choice.used = kind
             choice.reason = _reason(choice)
             return ref, choice
@@ -123,6 +131,14 @@ def _tried_sentence(t: dict) -> str:
                 "this capture)")
     verdict = (" (reached)" if t["reached_noise"] else
                f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
+    agreement = t.get("start_agreement") or {"agrees": True}
+    if t["reached_noise"] and not agreement["agrees"]:
+        apart = np.sqrt(agreement["chi2"] / agreement["dof"])
+        verdict = (f" (reached), but its Phi_B is {apart:.1f}x the two fits' standard errors "
+                   "from the equation-error estimate on average "
+                   f"(chi-square {agreement['chi2']:.0f} on {agreement['dof']}): its residual "
+                   "holds a disturbance it takes for marker noise, a force on the platform "
+                   "its model lacks (a heartbeat's recoil, a tremor)")
     return (f"the {t['model']} model left {t['residual_mm']:.3f} mm RMS marker residuals "
             f"against {floor_words(t.get('floor_mm', t['noise_mm']), t['noise_mm'])}{within}"
             f"{verdict}")
@@ -134,7 +150,8 @@ def _reason(choice: RelativeModelChoice) -> str:
             "active": "the links are moved by muscles or motors (active model used: their "
                       "measured motion prescribed, only the platform simulated)",
             "equation-error": "no output-error model fits this capture, so the "
-                              "equation-error estimate is reported"}[choice.used]
+                              "equation-error estimate is reported (its standard errors hold "
+                              "the residual's correlation over frames)"}[choice.used]
     return head + ": " + "; ".join(parts)
 
 

@@ -91,7 +91,9 @@ def marker_residual_check(out: SessionOutcome) -> Check:
                       "noise_mm": t["noise_mm"], "floor_mm": floor,
                       "ratio": t["residual_mm"] / floor, "used": False,
                       "early_mm": float("nan"), "late_mm": float("nan"),
-                      "drifts": False})
+                      "drifts": False,
+                      "start_agreement": (t.get("start_agreement") if t["reached_noise"]
+                                          else None)})
     if ref is not None:
         early, late = drift(ref.residual_rms_frame_mm)
         items.append({"capture": "relative motion" + (
@@ -142,7 +144,23 @@ def marker_residual_check(out: SessionOutcome) -> Check:
             "Look at the output-error fit figure for where the residual grows; check that the "
             "rig was not changed or moved since its calibration (recalibrate if it was), the "
             "mass check below, and that nothing moved on the platform during the capture.")
-    if rel and not rel[0]["used"]:
+    if rel and not rel[0]["used"] and rel[0].get("start_agreement"):
+        r, agreement = rel[0], rel[0]["start_agreement"]
+        level = "problem" if level == "problem" else "caution"
+        findings.append("the relative-motion refinement reached its noise "
+                        f"({r['residual_mm']:.3f} mm against "
+                        f"{floor_words(r['floor_mm'], r['noise_mm'])}) but its "
+                        "Phi_B disagrees with the equation-error estimate (chi-square "
+                        f"{agreement['chi2']:.0f} on {agreement['dof']}) and is not used")
+        meanings.append(
+            "Its residual holds a disturbance that its model takes for marker noise: a force "
+            "on the platform that neither the passive nor the active model has (a heartbeat's "
+            "recoil, 1-2 N at the heart rate; a tremor), which moves the refinement by more "
+            "than its standard errors say. The relative-motion numbers are the equation-error "
+            "ones, whose standard errors hold the residual's correlation over frames.")
+        if not bad:
+            actions.append("Nothing to redo for this report.")
+    elif rel and not rel[0]["used"]:
         r = rel[0]
         level = "problem" if level == "problem" else "caution"
         findings.append(f"the relative-motion refinement left {r['residual_mm']:.3f} mm against "

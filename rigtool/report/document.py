@@ -150,7 +150,9 @@ def _relative_block(out: SessionOutcome) -> dict:
         last = choice.tried[-1]
         rel["output_error"] = {"used": False, "reason": choice.reason,
                                "residual_mm": last["residual_mm"], "noise_mm": last["noise_mm"],
-                               "floor_mm": last.get("floor_mm", last["noise_mm"])}
+                               "floor_mm": last.get("floor_mm", last["noise_mm"]),
+                               **({"start_agreement": last["start_agreement"]}
+                                  if "start_agreement" in last else {})}
     elif ref is not None:
         # the output-error numbers replace the equation-error ones; both are kept
         rel["equation_error"] = {"resolved": dict(ref.start.resolved),
@@ -161,7 +163,7 @@ def _relative_block(out: SessionOutcome) -> dict:
         rel["output_error"] = {"used": True, **{k: oe[k] for k in (
             "method", "free", "joint_damping", "joint_damping_std", "residual_rms_mm",
             "marker_sigma_mm", "noise_mm", "floor_mm", "iterations", "elapsed_s",
-            "horizons_s", "standard_errors")}}
+            "horizons_s", "standard_errors", "start_agreement")}}
         rel["output_error"]["phi_b_std_marker_noise_only"] = oe["phi_b"]["std_noise"]
     breath = getattr(out, "relative_breath", None)
     if breath:
