@@ -137,6 +137,29 @@ def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1)
     assert "held in their standard errors" in check.meaning
 
 
+def test_support_measured_because_of_a_tissue_element_at_its_limit(posture1):
+    """A posture whose tissue element holds half the body, its support not measured through,
+    sends every posture back with the support measured (the back is the body's); a Support
+    caution then says why, though the base link rides too little for the check's own test.
+    Not with the support left rigid by the manifest, nor once it was measured."""
+    from dataclasses import replace
+    from rigtool.pipeline.session import SUPPORT_FROM_TISSUE_LIMIT, support_behind_tissue
+
+    session = posture1[0]
+    limit = SimpleNamespace(soft_tissue={"at_mass_limit": True}, support={})
+    below = SimpleNamespace(soft_tissue={"at_mass_limit": False}, support={})
+    measured = SimpleNamespace(soft_tissue={"at_mass_limit": True}, support={"model": "m"})
+    assert support_behind_tissue(replace(session, support="auto"), [below, limit])
+    assert not support_behind_tissue(replace(session, support="auto"), [below, measured])
+    assert not support_behind_tissue(replace(session, support="rigid"), [limit])
+    out = _outcome(posture1, posture1[4], support="measured")
+    assert support_check(out).level == "ok"        # measured, but the demo does not ride
+    out.postures[0].support["measured_because"] = SUPPORT_FROM_TISSUE_LIMIT
+    check = support_check(out)
+    assert check.level == "caution" and SUPPORT_FROM_TISSUE_LIMIT in check.finding
+    assert "firm back" in check.meaning
+
+
 def test_apparent_mass_by_band_recovers_each_band_mass():
     rate = 100.0
     t = np.arange(0, 20, 1 / rate)

@@ -194,3 +194,17 @@ def test_unseen_tissue_of_a_body_on_its_soft_back_is_held(tmp_path):
                                atol=1e-15)
     assert np.max(np.abs(z_rigid)) > 5, z_rigid
     assert np.max(np.abs(z_held)) < 3, z_held
+
+
+def test_an_element_held_at_half_the_body_is_at_its_limit():
+    """at_mass_limit: the element's mass within one standard error of the most one element
+    may hold (half the body)."""
+    from rigtool.identify.posture.tissue_fit import MAX_MASS_FRACTION, TissueFit
+
+    def element(mass, std):
+        return TissueFit(None, None, mass, std, np.zeros(3), [])
+
+    body = 80.0
+    assert element(39.0, 9.8).at_mass_limit(body)
+    assert not element(13.2, 2.5).at_mass_limit(body)
+    assert element(MAX_MASS_FRACTION * body, 0.0).at_mass_limit(body)

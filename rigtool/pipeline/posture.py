@@ -372,7 +372,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},
                           living_signs=signs, breathing=breathing, support=support_model,
-                          soft_tissue=tissue_model(tissue, r_pb, t_pb) if tissue else {},
+                          soft_tissue=(tissue_model(tissue, r_pb, t_pb, total_mass_kg)
+                                       if tissue else {}),
                           base_pose_wander_cov=pose_wander,
                           shared_errors=(dict(tissue.other_shared) if tissue else
                                          dict(unseen.shared) if unseen else {}),
@@ -436,11 +437,13 @@ def other_tissue_of_links(tree: Tree, session: Session, total_mass_kg: float,
     return tuple(out)
 
 
-def tissue_model(tissue, r_pb: np.ndarray, t_pb: np.ndarray) -> dict:
+def tissue_model(tissue, r_pb: np.ndarray, t_pb: np.ndarray, body_mass_kg: float) -> dict:
     """The report's account of the tissue element: what it is, what was fitted (its point
-    also in the base-link frame) and what the posture's numbers are."""
+    also in the base-link frame), whether it is held at the most one element may hold, and
+    what the posture's numbers are."""
     point_base = r_pb.T @ (tissue.point_platform_m - t_pb)
     return {"model": "one wobbling-tissue element",
+            "at_mass_limit": tissue.at_mass_limit(body_mass_kg),
             "about": "the posture's COM and inertia are the body's mean mass distribution "
                      "(its soft tissue at rest): the fit adds a tissue mass on a damped "
                      "spring (frequency profiled in the rig's band, damping ratio held), "

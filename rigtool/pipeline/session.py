@@ -165,6 +165,22 @@ def _fit_postures(session: Session, rigfile: RigFile, tree: Tree, markers: dict,
         return out
 
 
+#: why every posture was fitted again with the support measured through (the report's
+#: Support check quotes it)
+SUPPORT_FROM_TISSUE_LIMIT = ("a tissue element fitted without it held half the body, which no "
+                             "tissue at one frequency does (the body rides on its support)")
+
+
+def support_behind_tissue(session: Session, outcomes: list[PostureOutcome]) -> bool:
+    """With ``support = "auto"``: a posture's tissue element is held at the most one element
+    may hold (:meth:`rigtool.identify.posture.tissue_fit.TissueFit.at_mass_limit`) while its
+    support was not measured through. What the rig's upper modes see is then the body riding
+    on its back (firm enough to ride too little for the support's own test), not tissue: the
+    back is the body's, so every posture is to be fitted with it measured through."""
+    return session.support == "auto" and any(
+        o.soft_tissue.get("at_mass_limit") and not o.support for o in outcomes)
+
+
 def postures_without_tissue(session: Session, outcomes: list[PostureOutcome]) -> list[int]:
     """With ``soft_tissue = "auto"``: the postures fitted rigid while another posture's fit
     found the body's wobbling tissue (rigtool.identify.posture.tissue_fit.tissue_evidence);
@@ -231,15 +247,27 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
     outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers, pool)
-    refit = postures_without_tissue(session, outcomes)
+    fitted_as = session
+    if support_behind_tissue(session, outcomes):
+        progress("a tissue element held half the body: every posture fitted again with its "
+                 "support measured through")
+        fitted_as = replace(session, support="measured")
+        outcomes = _fit_postures(fitted_as, rigfile, tree, markers, kwargs, progress, workers,
+                                 pool)
+        for o in outcomes:
+            if o.support:
+                o.support["measured_because"] = SUPPORT_FROM_TISSUE_LIMIT
+    refit = postures_without_tissue(fitted_as, outcomes)
     if refit:
         # the body's soft tissue is in every posture, if seen in one: the others are fitted
         # with it too
         progress(f"soft tissue seen: {len(refit)} more posture(s) fitted with it")
-        measured = replace(session, soft_tissue="measured",
+        measured = replace(fitted_as, soft_tissue="measured",
                            postures=tuple(session.postures[i] for i in refit))
         for i, o in zip(refit, _fit_postures(measured, rigfile, tree, markers, kwargs,
                                              progress, workers, pool)):
+            if o.support and fitted_as.support != session.support:
+                o.support["measured_because"] = SUPPORT_FROM_TISSUE_LIMIT
             outcomes[i] = o
     if session.breathing_markers:
         outcomes = to_session_breath_level(outcomes)

@@ -96,6 +96,14 @@ class TissueFit:
     #: subset fit's order) at one standard deviation: the same tissue in every posture
     other_shared: dict[str, np.ndarray] = field(default_factory=dict)
 
+    def at_mass_limit(self, body_mass_kg: float) -> bool:
+        """The element holds the most one may (:data:`MAX_MASS_FRACTION` of the body) within
+        its standard error: the profile was stopped by that limit, not by the data, and what
+        the rig's upper modes see is not tissue the body could hold at one frequency (on the
+        simulator: the apparent mass of a body riding on a firm back, too little for the
+        support's own test)."""
+        return self.mass_kg + self.mass_std_kg >= MAX_MASS_FRACTION * body_mass_kg
+
     def summary(self) -> dict:
         """The report's account (platform frame, SI)."""
         return {"frequency_hz": float(self.element.frequency_hz),
