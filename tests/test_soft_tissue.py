@@ -5,6 +5,7 @@ against the posture fit's tissue model."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,6 +147,7 @@ def test_other_tissue_is_held_in_the_standard_errors(tmp_path):
     priors = {l["name"]: l["prior"]["mass"] for l in session.raw["links"]}
     assert tissue["other_tissue"]["mass_std_kg"] == pytest.approx(
         {name: 0.25 * m for name, m in priors.items()})
+    assert tissue["other_tissue"]["mass_std_from"] == "a quarter of each link's prior mass"
     np.testing.assert_allclose(held.params.pi, alone.params.pi, rtol=1e-12, atol=1e-15)
     assert np.max(np.abs(z_alone)) > 5, z_alone
     assert np.max(np.abs(z_held)) < 3, z_held
@@ -208,3 +210,26 @@ def test_an_element_held_at_half_the_body_is_at_its_limit():
     assert element(39.0, 9.8).at_mass_limit(body)
     assert not element(13.2, 2.5).at_mass_limit(body)
     assert element(MAX_MASS_FRACTION * body, 0.0).at_mass_limit(body)
+
+
+def test_other_tissue_without_priors_says_where_it_came_from():
+    """A link without a prior: each link's tissue is a quarter of the body's mass shared
+    equally, at its markers' centroid, and the tissue says it did not come from priors."""
+    from dataclasses import replace
+    from rigtool.config import load_session
+    from rigtool.identify.posture.tissue_fit import _prior_source
+    from rigtool.pipeline.links import link_markers
+    from rigtool.pipeline.posture import other_tissue_of_links
+
+    session = load_session(Path(__file__).resolve().parents[1] / "captures" / "two-link"
+                           / "session.toml")
+    markers = link_markers(session, session.tree)
+    poses = {l.name: (np.eye(3), np.zeros(3)) for l in session.tree.links}
+    with_priors = other_tissue_of_links(session.tree, session, 80.0, markers, poses)
+    without = other_tissue_of_links(session.tree, replace(session, priors={}), 80.0, markers,
+                                    poses)
+    assert all(o.from_prior for o in with_priors) and not any(o.from_prior for o in without)
+    assert [o.mass_std_kg for o in without] == pytest.approx([0.25 * 40.0] * 2)
+    np.testing.assert_allclose(without[1].point_platform_m,
+                               np.mean(list(markers["link1"].values()), axis=0))
+    assert "shared equally" in _prior_source(without)

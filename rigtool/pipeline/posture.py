@@ -413,10 +413,11 @@ def other_tissue_of_links(tree: Tree, session: Session, total_mass_kg: float,
                           markers: dict[str, dict[str, np.ndarray]],
                           link_poses_platform: dict[str, tuple[np.ndarray, np.ndarray]]
                           ) -> tuple[OtherTissue, ...]:
-    """The tissue each link may carry beside a posture's fitted element: at the link's COM
-    (its prior's; without priors, its markers' centroid) in the posture, of standard deviation
-    :data:`~rigtool.identify.posture.tissue_fit.OTHER_TISSUE_FRACTION` of its mass (its
-    prior's; without priors, the body's mass shared equally).
+    """The tissue each link may carry beside a posture's fitted element (or unseen): at the
+    link's COM (its prior's; without priors, its markers' centroid) in the posture, of
+    standard deviation :data:`~rigtool.identify.posture.tissue_fit.OTHER_TISSUE_FRACTION` of
+    its mass (its prior's; without priors, the body's mass shared equally, which the report
+    says: ``mass_std_from``).
 
     ``link_poses_platform``: per link its mean ``(R, t)`` on the platform (link axes to
     platform axes, its origin in the platform frame, m)."""
@@ -424,16 +425,18 @@ def other_tissue_of_links(tree: Tree, session: Session, total_mass_kg: float,
         priors = priors_from_specs(tree, session.priors, body_mass_kg=total_mass_kg,
                                    sex=session.subject_sex)
         where = {n: (p.mass_kg, p.com_m) for n, p in priors.items()}
+        from_prior = True
     except ConfigError:        # a link without a prior: the priors are the segments stage's
         share = total_mass_kg / len(tree.links)
         where = {l.name: (share, np.mean(list(markers[l.name].values()), axis=0))
                  for l in tree.links}
+        from_prior = False     # the report says so (mass_std_from)
     out = []
     for link in tree.links:
         mass, com = where[link.name]
         r, t = link_poses_platform[link.name]
         out.append(OtherTissue(link.name, r @ np.asarray(com, float) + t,
-                               OTHER_TISSUE_FRACTION * float(mass)))
+                               OTHER_TISSUE_FRACTION * float(mass), from_prior))
     return tuple(out)
 
 

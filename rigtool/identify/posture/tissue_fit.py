@@ -75,6 +75,17 @@ class OtherTissue:
     link: str
     point_platform_m: np.ndarray
     mass_std_kg: float
+    #: where the link's mass and COM came from: its prior, or (a link without one) the
+    #: body's mass shared equally and its markers' centroid
+    from_prior: bool = True
+
+
+def _prior_source(tissue: tuple[OtherTissue, ...]) -> str:
+    """The report's words for where the tissue's standard deviations came from."""
+    if all(o.from_prior for o in tissue):
+        return "a quarter of each link's prior mass"
+    return ("a quarter of the body's mass shared equally between the links, at their markers' "
+            "centroids (a link has no prior)")
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,7 @@ class TissueFit:
                              "errors (no mean), not in the estimate",
                     "frequencies_hz": [float(f) for f in self.other_frequencies_hz],
                     "mass_std_kg": {o.link: float(o.mass_std_kg) for o in self.other_tissue},
+                    "mass_std_from": _prior_source(self.other_tissue),
                     "com_std_m": [float(v) for v in self.other_std["com"]],
                     "inertia_com_std": [[float(v) for v in row]
                                         for row in self.other_std["inertia_com"]]}}
@@ -373,6 +385,7 @@ class UnseenTissue:
                 "element_mass_kg": [float(m) for m, _ in self.found_kg.values()],
                 "element_mass_std_kg": [float(s) for _, s in self.found_kg.values()],
                 "mass_std_kg": {o.link: float(o.mass_std_kg) for o in self.tissue},
+                "mass_std_from": _prior_source(self.tissue),
                 "com_std_m": [float(v) for v in self.std["com"]],
                 "inertia_com_std": [[float(v) for v in row] for row in self.std["inertia_com"]]}
 
