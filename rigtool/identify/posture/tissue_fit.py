@@ -88,6 +88,16 @@ def _prior_source(tissue: tuple[OtherTissue, ...]) -> str:
             "centroids (a link has no prior)")
 
 
+def _held_summary(tissue: tuple[OtherTissue, ...], std: dict) -> dict:
+    """The report's account of tissue held in a posture's standard errors (beside an element
+    or unseen): each link's standard deviation, where it came from, and what the tissue alone
+    gives the COM's and inertia's standard errors (``std``, m and kg m^2)."""
+    return {"mass_std_kg": {o.link: float(o.mass_std_kg) for o in tissue},
+            "mass_std_from": _prior_source(tissue),
+            "com_std_m": [float(v) for v in std["com"]],
+            "inertia_com_std": [[float(v) for v in row] for row in std["inertia_com"]]}
+
+
 @dataclass(frozen=True)
 class TissueFit:
     """The posture's tissue element as fitted and how its frequency was found."""
@@ -130,11 +140,7 @@ class TissueFit:
                              "frequency, which the fit cannot resolve: held in the standard "
                              "errors (no mean), not in the estimate",
                     "frequencies_hz": [float(f) for f in self.other_frequencies_hz],
-                    "mass_std_kg": {o.link: float(o.mass_std_kg) for o in self.other_tissue},
-                    "mass_std_from": _prior_source(self.other_tissue),
-                    "com_std_m": [float(v) for v in self.other_std["com"]],
-                    "inertia_com_std": [[float(v) for v in row]
-                                        for row in self.other_std["inertia_com"]]}}
+                    **_held_summary(self.other_tissue, self.other_std)}}
                    if self.other_tissue else {})}
 
 
@@ -384,10 +390,7 @@ class UnseenTissue:
                 "frequencies_hz": [float(f) for f in self.found_kg],
                 "element_mass_kg": [float(m) for m, _ in self.found_kg.values()],
                 "element_mass_std_kg": [float(s) for _, s in self.found_kg.values()],
-                "mass_std_kg": {o.link: float(o.mass_std_kg) for o in self.tissue},
-                "mass_std_from": _prior_source(self.tissue),
-                "com_std_m": [float(v) for v in self.std["com"]],
-                "inertia_com_std": [[float(v) for v in row] for row in self.std["inertia_com"]]}
+                **_held_summary(self.tissue, self.std)}
 
 
 def hold_unseen_tissue(fit: Callable[..., object], *, tissue: tuple[OtherTissue, ...],
