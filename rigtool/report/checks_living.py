@@ -301,14 +301,12 @@ def _unseen_tissue_held(postures) -> str:
                 "standard errors (on the simulator, a person with every effect of a living "
                 "body: COM 0.9-2.3 mm and inertia 0.9-19 % off, 68 % of the entries within 2 "
                 "standard errors; holding the breath did not change it).")
-    com = [1e3 * max(u["com_std_m"]) for u in held]
-    inertia = [float(np.max(u["inertia_com_std"])) for u in held]
+    com, inertia = _held_spans(held)
     return (f"in {len(held)} of {len(postures)} postures the tissue each link may carry (a "
             f"quarter of its mass, at {min(held[0]['frequencies_hz']):g}-"
             f"{max(held[0]['frequencies_hz']):g} Hz), as far as the posture could not rule it "
             f"out, is held in their standard errors and not in their numbers, adding up to "
-            f"{min(com):.2f}-{max(com):.2f} mm to the COM's and "
-            f"{min(inertia):.3f}-{max(inertia):.3f} kg m^2 to the inertia's "
+            f"{com} mm to the COM's and {inertia} kg m^2 to the inertia's "
             "(report.json: postures[].unseen_tissue; on the simulator, a "
             "person with every effect of a living body: COM 0.9-2.3 mm and inertia 0.9-19 % "
             "off, every entry of 12 postures within 2 standard errors, 68 % without the "
@@ -367,18 +365,24 @@ def _band_parts(found: list[dict]) -> list[str]:
             f"({i['posture']})" for i in found]
 
 
+def _held_spans(held: list[dict]) -> tuple[str, str]:
+    """Over the postures' held tissues (report blocks with ``com_std_m`` and
+    ``inertia_com_std``), the span of what each adds to its largest COM standard error (mm)
+    and to its largest inertia standard error (kg m^2), as text."""
+    com = [1e3 * max(u["com_std_m"]) for u in held]
+    inertia = [float(np.max(u["inertia_com_std"])) for u in held]
+    return (f"{min(com):.2f}-{max(com):.2f}", f"{min(inertia):.3f}-{max(inertia):.3f}")
+
+
 def _other_tissue_limit(modelled: dict) -> str:
     """What the other tissue alone gives the postures' COM and inertia standard errors (the
     largest entry of each), as a sentence (empty without it)."""
-    shares = [(max(o["com_std_m"]) * 1e3, np.max(o["inertia_com_std"]))
-              for o in (m.get("other_tissue") for m in modelled.values()) if o]
-    if not shares:
+    held = [o for o in (m.get("other_tissue") for m in modelled.values()) if o]
+    if not held:
         return ""
-    com = [c for c, _ in shares]
-    inertia = [i for _, i in shares]
-    return (f" That tissue alone gives the COM a standard error of up to "
-            f"{min(com):.2f}-{max(com):.2f} mm and the inertia up to "
-            f"{min(inertia):.3f}-{max(inertia):.3f} kg m^2 (the largest entry of each "
+    com, inertia = _held_spans(held)
+    return (f" That tissue alone gives the COM a standard error of up to {com} mm and the "
+            f"inertia up to {inertia} kg m^2 (the largest entry of each "
             "posture): a limit of this rig for this body, lower on a rig whose highest mode "
             "is further below the tissue's frequencies.")
 
