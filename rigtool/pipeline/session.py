@@ -254,9 +254,6 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         fitted_as = replace(session, support="measured")
         outcomes = _fit_postures(fitted_as, rigfile, tree, markers, kwargs, progress, workers,
                                  pool)
-        for o in outcomes:
-            if o.support:
-                o.support["measured_because"] = SUPPORT_FROM_TISSUE_LIMIT
     refit = postures_without_tissue(fitted_as, outcomes)
     if refit:
         # the body's soft tissue is in every posture, if seen in one: the others are fitted
@@ -266,9 +263,11 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                            postures=tuple(session.postures[i] for i in refit))
         for i, o in zip(refit, _fit_postures(measured, rigfile, tree, markers, kwargs,
                                              progress, workers, pool)):
-            if o.support and fitted_as.support != session.support:
-                o.support["measured_because"] = SUPPORT_FROM_TISSUE_LIMIT
             outcomes[i] = o
+    if fitted_as.support != session.support:
+        for o in outcomes:          # the report says why the support was measured through
+            if o.support:
+                o.support["measured_because"] = SUPPORT_FROM_TISSUE_LIMIT
     if session.breathing_markers:
         outcomes = to_session_breath_level(outcomes)
     if postures_fitted is not None:
