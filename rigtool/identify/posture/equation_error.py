@@ -31,7 +31,7 @@ from rigtool.identify.common.consistency import consistency_constraints, solve_p
 from rigtool.lsq import (compensated_triangle, noise_moments, reduce_to_triangle,
                          sensitivity, solve_compensated, solve_wls)
 from rigtool.identify.common.platform_motion import CaptureMotion, equation_rows
-from rigtool.identify.common.propagate import propagate
+from rigtool.identify.common.propagate import jacobian_fd
 from rigtool.identify.posture.base_pose import pose_added_covariance
 from rigtool.identify.posture.breathing import BreathInput, internal_columns
 from rigtool.identify.posture.soft_tissue import TissueElement, tissue_columns
@@ -473,7 +473,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
     def props(v):
         return com_and_inertia(v, total_mass_kg)
 
-    _, pcov = propagate(props, x, fit.cov)
+    props_jac = jacobian_fd(props, x)          # [COM, inertia] by the unknowns
+    pcov = props_jac @ fit.cov @ props_jac.T
     pstd = np.sqrt(np.clip(np.diag(pcov), 0, None))
     fitted = y @ (tmat @ params.pi + platform.pi)        # a_full pi + y pi_platform
     if support_cols is not None:
@@ -491,7 +492,8 @@ def fit_posture(rig: Rig, platform: InertialParams, cap: CaptureMotion, *,
         tissue_fit = {"beta": x[sl].copy(), "cov": fit.cov[sl, sl].copy()}
     if considered_cov is not None:
         # the considered tissue's share of the COM's and inertia's standard errors
-        other = np.sqrt(np.clip(np.diag(propagate(props, x, considered_cov)[1]), 0, None))
+        other = np.sqrt(np.clip(np.diag(props_jac @ considered_cov @ props_jac.T), 0,
+                                None))
         # and each element's shift of [h, J0] (the subset fit's order) at one standard
         # deviation: the same tissue in every posture, so shared between them
         considered_fit = {"other_std": {"com": other[:3], "inertia_com": other[3:].reshape(3, 3)},
