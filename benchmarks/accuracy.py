@@ -217,9 +217,12 @@ def _output_error(p, out, outs, rel_data, settings, seed, t_post):
         sub = fit_subset(p.tree, post, p.mass, consistent=True, rtol=1e-4)
     rel = resolve_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers, sub,
                            p.mass, settings, p.relative.settings.window, seed=seed)
-    rel = refine_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers,
-                          start=rel, phi_s_cov=sub.covariance, phi_s=sub.values,
-                          total_mass_kg=p.mass, window=p.relative.settings.window)
+    if sub.se_scale == 1.0:
+        # as rigtool run: no refinement when the postures scattered beyond their standard
+        # errors (rigtool.pipeline.relative_model)
+        rel = refine_relative(p.tree, p.rig, p.sc.platform_params, rel_data, p.markers,
+                              start=rel, phi_s_cov=sub.covariance, phi_s=sub.values,
+                              total_mass_kg=p.mass, window=p.relative.settings.window)
     out["rigtool-OE"] = dict(postures=post, subset=sub, relative=rel,
                              moved=bool(getattr(rel, "on_bound", False)),
                              rtol_lowered=lowered,
@@ -299,6 +302,7 @@ def metrics(p, res: dict) -> dict:
     m["phi_s_ms"] = float(np.abs(err_s[is_ms]).max() / p.mass)
     m["phi_s_j"] = float(np.abs(err_s[~is_ms]).max() / p.i_max * 100)
     m["phi_s_cover"] = np.abs(err_s) <= 2 * np.asarray(sub.std)
+    m["phi_s_se_scale"] = float(getattr(sub, "se_scale", 1.0))
     _set_stats(m, "phi_s", err_s, np.asarray(sub.covariance), np.asarray(sub.std), rng)
     rel = res["relative"]
     err_b = rel.values - p.phi_b

@@ -83,3 +83,28 @@ def test_a_refinement_that_disagrees_with_its_start_is_not_reported(monkeypatch)
     ref, choice = relative_model.refine_relative_motion("auto", start, fit_args=(),
                                                         fit_kwargs={})
     assert ref is not None and choice.used == "passive"
+
+
+def test_no_refinement_is_tried_when_the_postures_scattered_beyond_their_errors(monkeypatch):
+    """Phi_s's standard errors scaled by the Birge ratio (the postures, fitted by output
+    error, took a disturbance for noise): no output-error model is tried on the movement,
+    the equation-error start stands, and the reason gives the ratio; at a ratio of 1 the
+    same refinement is tried and reported."""
+    rng = np.random.default_rng(5)
+    n = 18
+    cov = _covariance(rng, n, n)
+    start = SimpleNamespace(values=np.zeros(n), covariance=cov)
+    tried = []
+
+    def refine(*args, start, **kwargs):
+        tried.append("passive")
+        return _refinement(np.zeros(n), cov, start.values, start.covariance)
+
+    monkeypatch.setattr(relative_model, "refine_relative", refine)
+    ref, choice = relative_model.refine_relative_motion("auto", start, fit_args=(),
+                                                        fit_kwargs={}, postures_se_scale=1.8)
+    assert ref is None and choice.used == "equation-error" and not choice.tried
+    assert tried == [] and "1.80" in choice.reason and "scattered" in choice.reason
+    ref, choice = relative_model.refine_relative_motion("auto", start, fit_args=(),
+                                                        fit_kwargs={}, postures_se_scale=1.0)
+    assert ref is not None and choice.used == "passive" and tried == ["passive"]

@@ -225,13 +225,16 @@ def test_rotation_row_covariance_matches_monte_carlo():
 
 def test_rotation_errors_are_carried_into_phi_s_covariance():
     """Postures whose measured link rotations are off by their stated covariance: with it
-    the whitened errors of Phi_s have mean square ~1, without it they are far larger."""
+    the whitened errors of Phi_s have mean square ~1, without it they are far larger (before
+    the Birge ratio, which then scales the standard errors in many of the seeds: the
+    postures' disagreement shows what their covariance left out)."""
     tree = _two_link_truth()
     truth = _truth_phi_s(tree)
     m0 = sum(l.params.mass for l in tree.links)
     sets = _paper_like_rotations() + [{"link1": _rot([0, 0, 1], 40) @ _rot([1, 0, 0], 30)}]
     sigma_r = 1e-2                                                # rad, per axis
     z2 = {True: [], False: []}
+    scaled = {True: 0, False: 0}
     for seed in range(40):
         rng = np.random.default_rng(seed)
         ps = []
@@ -246,11 +249,14 @@ def test_rotation_errors_are_carried_into_phi_s_covariance():
                                    rotation_cov={"link1": sigma_r ** 2 * np.eye(3)}
                                    if given else None) for o, noisy in ps]
             r = fit_subset(tree, post, m0, advise=False)
-            e = np.linalg.solve(np.linalg.cholesky(r.covariance), r.values - truth)
+            scaled[given] += r.se_scale > 1.0
+            e = np.linalg.solve(np.linalg.cholesky(r.covariance / r.se_scale ** 2),
+                                r.values - truth)
             z2[given].append(float(e @ e) / e.size)
     # 40 seeds x 17 numbers: the mean of chi^2/dof is 1 +- 0.06 when the covariance is right
     assert 0.75 < np.mean(z2[True]) < 1.3
     assert np.mean(z2[False]) > 2.0
+    assert scaled[True] <= 1 and scaled[False] >= 25       # measured: 0 and 33 of 40
 
 
 def _four_link_postures():
@@ -681,3 +687,45 @@ def test_a_shared_cause_taken_as_independent_is_overconfident():
     # 300 draws x 17 entries: the mean of a chi-square(1) average is 1 within about 0.1
     assert 0.8 < np.mean(z2[True]) < 1.2, np.mean(z2[True])
     assert np.mean(z2[False]) > 1.5, np.mean(z2[False])
+
+
+def _observe_understated(tree, rotations, rng, factor, name="p"):
+    """A posture whose errors are ``factor`` times the standard errors it reports (a
+    disturbance its fit did not model)."""
+    whole = composite_params(tree, rotations)
+    i_com = whole.inertia_com
+    sig_i = INERTIA_REL * np.linalg.eigvalsh(i_com)[-1]
+    noise = factor * rng.normal(size=6) * sig_i
+    d = _mat(noise[0], noise[1], noise[2], noise[5], noise[4], noise[3])
+    return PostureOverall(name, whole.com + factor * rng.normal(size=3) * COM_STD,
+                          np.full(3, COM_STD), i_com + d, sig_i, rotations)
+
+
+def test_postures_that_disagree_scale_phi_s_standard_errors_by_the_birge_ratio():
+    tree = _two_link_truth()
+    rotations = _paper_like_rotations()
+    truth = _truth_phi_s(tree)
+    m0 = sum(l.params.mass for l in tree.links)
+    # errors as reported: the covariance is left alone (the chance of p < SCALE_P is one in
+    # a thousand per fit; none of these seeds)
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        r = fit_subset(tree, [_observe(tree, rot, rng, f"p{k}")
+                              for k, rot in enumerate(rotations)], m0, advise=False)
+        assert r.se_scale == 1.0
+    # errors three times what the postures report: the reduced chi-square (10 degrees of
+    # freedom) shows it, the standard errors grow by its square root, and the errors
+    # whitened by them are back to unit variance (about 10/8 from the chi-square's scatter)
+    z2, scaled = [], []
+    for seed in range(40):
+        rng = np.random.default_rng(1000 + seed)
+        ps = [_observe_understated(tree, rot, rng, 3.0, f"p{k}")
+              for k, rot in enumerate(rotations)]
+        r = fit_subset(tree, ps, m0, advise=False)
+        if r.se_scale > 1.0:
+            assert r.se_scale == pytest.approx(math.sqrt(r.reduced_chi2), rel=1e-12)
+            assert r.to_json()["se_scale"] == pytest.approx(r.se_scale)
+            scaled.append(seed)
+        z2.append(((r.values - truth) / r.std) ** 2)
+    assert len(scaled) >= 36                  # chi-square 90 on 10: p < 1e-3 nearly always
+    assert 0.6 < float(np.mean(z2)) < 2.0     # unscaled: about 9

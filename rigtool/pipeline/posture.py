@@ -9,7 +9,7 @@ rotations ``0R_j`` map link axes to base axes; SI units, marker figures in mm wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +104,9 @@ class PostureOutcome:
                                                  # the tissue held in the standard errors of
                                                  # a soft body fitted rigid
                                                  # (UnseenTissue.summary())
+    se_scale: float = 1.0                        # the Birge ratio its standard errors were
+                                                 # scaled by when the postures scattered
+                                                 # beyond them (scale_standard_errors)
 
     @property
     def method(self) -> str:
@@ -547,6 +550,20 @@ def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
             b["object_mass_kg"] = b["mass_kg"] - plat.mass
     return {"rhythm": rhythm, "base_on_platform": on_platform, "apparent_mass": bands,
             "rate_hz": rate}
+
+
+def scale_standard_errors(p: PostureOutcome, factor: float) -> None:
+    """Scale a posture's standard errors (and its covariances, by ``factor ** 2``) by the
+    Birge ratio of the Phi_s fit (``SubsetResult.se_scale``): the postures together scattered
+    beyond their standard errors by that much, and each is taken to have understated its
+    own alike. The estimate is unchanged; ``p.se_scale`` records the factor."""
+    res = p.result
+    f2 = factor * factor
+    p.result = replace(res, com_std=res.com_std * factor,
+                       inertia_com_std=res.inertia_com_std * factor,
+                       params_cov=res.params_cov * f2, props_cov=res.props_cov * f2,
+                       covariance9=None if res.covariance9 is None else res.covariance9 * f2)
+    p.se_scale = float(factor)
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:

@@ -15,7 +15,13 @@ reaches it with a Phi_B its equation-error start disagrees with beyond both thei
 (:meth:`RelativeRefinement.start_agreement`): its residual then holds a disturbance it takes
 for marker noise (a force on the platform its model lacks, as a heartbeat's recoil), which no
 model here has, so the next is not tried and the equation-error estimate, whose covariance
-holds the residual's correlation over frames, is reported.
+holds the residual's correlation over frames, is reported. Nor is a refinement tried when the
+locked postures, fitted by output error too, scattered beyond their standard errors (Phi_s's
+scaled by the Birge ratio, rigtool.identify.subset.fit.SCALE_P): the same disturbance is then
+in the movement capture, a refinement would take it for marker noise as the postures did, and
+its agreement with its start, whose covariance now holds the postures' scatter, no longer
+tests it (on the simulator, a heartbeat whose harmonics fall on the rig's modes: 34 of 72 of
+the refinement's Phi_B entries within 2 standard errors, 70 of 72 of the equation-error's).
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ def _tried(model: str, ref: RelativeRefinement) -> dict:
 
 
 def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: tuple,
-                           fit_kwargs: dict
+                           fit_kwargs: dict, postures_se_scale: float = 1.0
                            ) -> tuple[RelativeRefinement | None, RelativeModelChoice]:
     """Refine the equation-error ``start`` with the model(s) ``requested`` allows.
 
@@ -77,6 +83,9 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
     fit_args, fit_kwargs
         ``(tree, rig, platform, data, markers)`` and the keywords both refinements take
         (``phi_s``, ``phi_s_cov``, ``total_mass_kg``, ``window``, ``calibration_std``).
+    postures_se_scale : float
+        The Birge ratio Phi_s's standard errors were scaled by (1: the postures agreed
+        within theirs); above 1 no refinement is tried (module notes).
 
     Returns
     -------
@@ -85,6 +94,15 @@ def refine_relative_motion(requested: str, start: RelativeResult, *, fit_args: t
     choice : RelativeModelChoice
     """
     choice = RelativeModelChoice(requested)
+    if postures_se_scale > 1.0:
+        choice.reason = (
+            "no output-error model was tried, and the equation-error estimate is reported (its "
+            "standard errors hold the residual's correlation over frames): the locked "
+            "postures, fitted by output error, scattered beyond their standard errors (Phi_s's "
+            f"scaled by {postures_se_scale:.2f}), so a disturbance that model lacks is in these "
+            "captures (a heartbeat's recoil on the rig's modes, a tremor), which a refinement "
+            "would take for marker noise")
+        return None, choice
     kinds = {"auto": ("passive", "active"), "passive": ("passive",),
              "active": ("active",)}[requested]
     fits = {"passive": refine_relative, "active": refine_relative_active}

@@ -46,7 +46,7 @@ from rigtool.mocap import read_capture
 from rigtool.pipeline.links import estimate_joint_centres, link_markers
 from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
                                       _calibration_std, _child_rotations, fit_one_posture,
-                                      motion_traces, posture_overall)
+                                      motion_traces, posture_overall, scale_standard_errors)
 from rigtool.pipeline.breath_level import movement_breath, to_session_breath_level
 from rigtool.pipeline.preflight import check_session
 from rigtool.pipeline.robot_stage import (RobotOutcome, fit_robot, link_marker_checks,
@@ -277,6 +277,11 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     if len(tree.links) > 1:
         progress("subset of the minimal parameters")
         subset = fit_subset(tree, [posture_overall(o) for o in outcomes], total_mass)
+        if subset.se_scale > 1.0:
+            # the postures scattered beyond their standard errors: theirs are scaled as
+            # Phi_s's are
+            for o in outcomes:
+                scale_standard_errors(o, subset.se_scale)
         if not subset.identified:
             # a partial result: every posture and the identified part of Phi_s are
             # written, with the null directions and the advice for the next posture
@@ -307,7 +312,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                           markers),
                 fit_kwargs=dict(phi_s=subset_rel.values, phi_s_cov=subset.covariance,
                                 total_mass_kg=total_mass, window=session.relative_motion.window,
-                                calibration_std=_calibration_std(rigfile)))
+                                calibration_std=_calibration_std(rigfile)),
+                postures_se_scale=subset.se_scale)
             if refinement is not None:
                 relative = refinement.as_relative_result()
                 warnings += [f"relative motion (output error): {w}"

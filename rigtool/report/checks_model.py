@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from rigtool.identify.relative.bounds import describe_interval
+from rigtool.identify.subset.fit import SCALE_P
 from rigtool.report.check_types import Check, listing
 
 if TYPE_CHECKING:                    # annotations only (data flows pipeline -> report)
@@ -57,7 +58,8 @@ def phi_s_check(out: SessionOutcome) -> Check:
         return Check("phi_s", title, "not checked", "one link: there is no subset to identify")
     n = len(s.names)
     item = {"rank": int(s.rank), "n_parameters": n, "condition_number": float(s.condition_number),
-            "reduced_chi2": float(s.reduced_chi2), "n_postures": s.n_postures}
+            "reduced_chi2": float(s.reduced_chi2), "n_postures": s.n_postures,
+            "se_scale": float(s.se_scale)}
     finding = (f"rank {s.rank} of {n} from {s.n_postures} postures, condition number "
                f"{s.condition_number:.3g}, reduced chi-square {s.reduced_chi2:.2f}")
     if s.rank < n:
@@ -75,13 +77,20 @@ def phi_s_check(out: SessionOutcome) -> Check:
         meaning.append("Phi_s is determined, but loosely along that direction: its standard "
                        "errors there are large, and they say so.")
         action.append(f"Add a posture that rotates the links of {named} about other axes.")
-    if np.isfinite(s.reduced_chi2) and s.reduced_chi2 > CHI2_LIMIT and s.weights == "given":
-        notes.append(f"the postures disagree with one tree of rigid links (reduced "
-                     f"chi-square over {CHI2_LIMIT:g})")
+    scaled = s.se_scale > 1.0
+    if scaled or (np.isfinite(s.reduced_chi2) and s.reduced_chi2 > CHI2_LIMIT
+                  and s.weights == "given"):
+        notes.append("the postures disagree with one tree of rigid links ("
+                     + (f"beyond their standard errors at p < {SCALE_P:g}" if scaled
+                        else f"reduced chi-square over {CHI2_LIMIT:g}") + ")")
         meaning.append("The postures' properties do not fit one set of rigid links beyond "
                        "their standard errors (a posture not held, a marker that slid, a joint "
-                       "centre off, or a model error shown above): Phi_s's standard errors are "
-                       "too small.")
+                       "centre off, a disturbance such as the heartbeat's recoil ringing the "
+                       "rig's modes, or a model error shown above): "
+                       + (f"Phi_s's standard errors are scaled by {s.se_scale:.2f}, the square "
+                          "root of the reduced chi-square (the Birge ratio), to hold that "
+                          "scatter, and Phi_B's follow." if scaled
+                          else "Phi_s's standard errors are too small."))
         action.append("Resolve the capture checks above; a posture that alone disagrees can "
                       "be left out.")
     notes += list(s.warnings)

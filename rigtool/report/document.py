@@ -105,6 +105,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
         entry["soft_tissue"] = r(p.soft_tissue, 5)
     if getattr(p, "unseen_tissue", None):
         entry["unseen_tissue"] = r(p.unseen_tissue, 5)
+    if getattr(p, "se_scale", 1.0) > 1.0:
+        entry["se_scale"] = r(p.se_scale, 4)
     if p.refinement is not None:
         oe, ee = p.refinement, p.equation_error
         entry["output_error"] = {
@@ -153,6 +155,9 @@ def _relative_block(out: SessionOutcome) -> dict:
                                "floor_mm": last.get("floor_mm", last["noise_mm"]),
                                **({"start_agreement": last["start_agreement"]}
                                   if "start_agreement" in last else {})}
+    elif ref is None and choice is not None:
+        # none tried: the postures' scatter said a disturbance is in the captures
+        rel["output_error"] = {"used": False, "reason": choice.reason}
     elif ref is not None:
         # the output-error numbers replace the equation-error ones; both are kept
         rel["equation_error"] = {"resolved": dict(ref.start.resolved),

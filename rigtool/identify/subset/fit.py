@@ -30,6 +30,12 @@ Conventions
   solved for. The null set is a property of the rotations; the postures' precisions (which
   differ by orders of magnitude between an equation-error and an output-error fit) must not
   move it. The estimate then uses the whitened rows within the identified subspace.
+- Postures that disagree with one tree of rigid links beyond their standard errors (a
+  reduced chi-square above 1 at :data:`SCALE_P`) say that those standard errors are too
+  small (a disturbance the posture fits do not model, such as the heartbeat's recoil
+  ringing the rig's modes): Phi_s's covariance is then scaled by the reduced chi-square
+  (Birge 1932, Phys. Rev. 40:207; the Particle Data Group's scale factor), and
+  ``se_scale`` says by how much. Postures that agree keep their covariance to the bit.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
+import scipy.stats
 
 from rigtool.identify.subset.base_params import base_parameters, row_space_residual
 from rigtool.identify.subset.regressor import (PostureOverall, nearest_rotation,
@@ -57,6 +64,11 @@ ROTATION_TOL = 1e-2
 DEFAULT_RTOL = 1e-3
 #: Row weightings of :func:`fit_subset`.
 WEIGHTINGS = ("auto", "plain")
+#: Significance at which the postures' disagreement (their reduced chi-square above 1)
+#: scales Phi_s's standard errors by the Birge ratio: the level at which the relative-motion
+#: refinement is judged against its start (rigtool.identify.relative.oe_result), so that a
+#: consistent set of postures is left alone but for one run in a thousand
+SCALE_P = 1e-3
 @dataclass
 class SubsetResult:
     """Phi_s from several postures, with its uncertainty and identifiability diagnostics.
@@ -85,6 +97,7 @@ class SubsetResult:
     warnings: list[str] = field(default_factory=list)
     link_params: dict | None = None          # consistent variant: per-link standard params
     consistent_values: np.ndarray | None = None  # consistent variant: the Phi_s they give
+    se_scale: float = 1.0                    # Birge ratio applied to the standard errors
     singular_vectors: np.ndarray | None = None   # [P, P] rows: the directions (column-
                                                  # equilibrated parameters) of singular_values
     column_scale: np.ndarray | None = None       # [P] the equilibration: z = scale * x
@@ -153,6 +166,7 @@ class SubsetResult:
                "advice": list(self.advice),
                "residual_rms": {k: num(v) for k, v in self.residual_rms.items()},
                "reduced_chi2": num(self.reduced_chi2), "weights": self.weights,
+               "se_scale": num(self.se_scale),
                "base_parameter_check": self.base_check, "warnings": list(self.warnings)}
         if self.consistent_values is not None:
             out["consistent_values"] = [num(v) for v in self.consistent_values]
@@ -305,6 +319,7 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     dof = a_w.shape[0] - rank
     chi2 = float(resid_w @ resid_w / dof) if dof > 0 else float("nan")
     weights = "given" if given else ("plain" if weighting == "plain" else "assumed")
+    se_scale = 1.0
     if not given:
         if dof > 0:
             cov = cov * chi2
@@ -312,6 +327,9 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
             cov = cov * np.nan
             warnings.append("no standard errors given and no redundancy: the standard errors "
                             "cannot be estimated")
+    elif dof > 0 and chi2 > 1.0 and scipy.stats.chi2.sf(chi2 * dof, dof) < SCALE_P:
+        se_scale = math.sqrt(chi2)
+        cov = cov * chi2
     # an entry is determined when its unit vector has no component along the null space
     leak = np.linalg.norm(v_null, axis=1) if v_null.size else np.zeros(n_par)
     undetermined = leak > 1e-6
@@ -337,7 +355,8 @@ def fit_subset(tree: Tree, postures: list[PostureOverall], total_mass_kg: float,
     cond = float(s_full[0] / s_full[rank - 1]) if rank else float("inf")
     result = SubsetResult(names, values, std, cov, rank, cond, s_rel, unident, advice, rms,
                           chi2, weights, len(postures), rtol, base_check, warnings,
-                          singular_vectors=vt, column_scale=scale, estimate=x)
+                          se_scale=se_scale, singular_vectors=vt, column_scale=scale,
+                          estimate=x)
     if consistent:
         from rigtool.identify.subset.consistent import consistent_fit
         consistent_fit(tree, result, a_w, b_w, total_mass_kg)
