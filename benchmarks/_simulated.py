@@ -135,11 +135,23 @@ def draw_markers(p, job, rng, *, sigma_m: float | None = None, artefacts: bool =
         rate_hz=job.settings.rate_hz)
 
 
+def default_session(p, settings):
+    """The manifest ``rigtool run`` would read for the simulated object ``p`` with every
+    setting at its default (no breathing markers; the support and soft tissue ``auto``; no
+    priors): what ``fit_one_posture`` reads of a session."""
+    from rigtool.config.session_file import Session
+    return Session(path=Path("session.toml"), name=p.sc.name, rig_path=Path("rig.toml"),
+                   total_mass_kg=p.mass, total_mass_from=None, filter=settings, tree=p.tree,
+                   frames={}, postures=(), relative_motion=None, raw={})
+
+
 def fit_simulated_posture(p, job, data, settings, *, rigfile=None, **kwargs):
     """``fit_one_posture`` on a simulated posture capture of ``p`` (its true rig unless
-    ``rigfile`` is given); ``kwargs`` as fit_one_posture takes them (method, weighting...)."""
+    ``rigfile`` is given) under the default manifest (:func:`default_session`); ``kwargs``
+    as fit_one_posture takes them (method, weighting...)."""
     from rigtool.pipeline.session import fit_one_posture
-    return fit_one_posture(None, p.rigfile if rigfile is None else rigfile, p.tree, p.markers,
+    return fit_one_posture(default_session(p, settings),
+                           p.rigfile if rigfile is None else rigfile, p.tree, p.markers,
                            Path(job.name), name=job.name, window=job.settings.window,
                            units=None, total_mass_kg=p.mass, settings=settings, data=data,
                            **kwargs)
