@@ -130,6 +130,19 @@ class InertialParams:
         ev = np.linalg.eigvalsh(self.pseudo_inertia())
         return bool(ev[0] >= -tol * max(1.0, abs(ev[-1])))
 
+    def inside_consistent_set(self, *, floor_rel: float = 1e-9) -> "InertialParams":
+        """These parameters when the pseudo-inertia's smallest eigenvalue is at least
+        ``floor_rel`` times its largest; else the nearest (Frobenius) parameters whose
+        pseudo-inertia has its eigenvalues raised to that floor. An estimate fitted under the
+        consistency constraint sits on the set's boundary up to its solver's tolerance, which
+        a simulation of it (rigtool.sim.assembly, 1e-12) refuses."""
+        pseudo = self.pseudo_inertia()
+        ev, vec = np.linalg.eigh(pseudo)
+        floor = floor_rel * max(abs(ev[-1]), 1e-300)
+        if ev[0] >= floor:
+            return self
+        return InertialParams.from_pseudo_inertia((vec * np.maximum(ev, floor)) @ vec.T)
+
     def transformed(self, rotation: np.ndarray, translation_m: np.ndarray) -> "InertialParams":
         """The same body's parameters in a frame F where ``x_F = R x_body + p``."""
         return InertialParams(transform_params(self.pi, rotation, translation_m))

@@ -109,3 +109,21 @@ def test_wrench_transform_is_a_rotation_then_a_shift():
     x = wrench_transform(rot, origin)
     assert np.allclose(np.einsum("tij,tj->ti", x, w), expected, atol=1e-12)
     assert np.allclose(wrench_transform(rot[0], origin[0]), x[0], atol=0)
+
+
+def test_a_body_on_the_consistency_boundary_is_moved_just_inside():
+    """A consistent body is returned as it is; one whose pseudo-inertia's smallest eigenvalue
+    is a rounding below zero (a constrained fit at its solver's tolerance) is moved by about
+    that much to where the simulator accepts it, and one well outside moves to the boundary
+    (the eigenvalue projection: its negative eigenvalue raised, the others kept)."""
+    body = InertialParams.from_com(58.0, np.array([0.1, 0.01, 0.3]), np.diag([2.0, 2.5, 3.0]))
+    assert body.inside_consistent_set() is body
+    ev, vec = np.linalg.eigh(body.pseudo_inertia())
+    for low in (-1e-10 * ev[-1], -0.2 * ev[0]):
+        bent = InertialParams.from_pseudo_inertia((vec * np.r_[low, ev[1:]]) @ vec.T)
+        assert not bent.is_physically_consistent(tol=1e-12)
+        fixed = bent.inside_consistent_set()
+        assert fixed.is_physically_consistent(tol=1e-12)     # the simulator's own tolerance
+        ev_fixed = np.linalg.eigvalsh(fixed.pseudo_inertia())
+        assert np.allclose(ev_fixed[1:], ev[1:], rtol=1e-12)
+        assert ev_fixed[0] == pytest.approx(1e-9 * ev[-1], rel=1e-6)

@@ -390,7 +390,8 @@ class _TissueFits:
 
     def __init__(self, rig, cap, rigid, r_pb: np.ndarray, t_pb: np.ndarray, kwargs: dict):
         load = InertialParams(transform_params(rigid.params.pi, r_pb, t_pb))
-        modes_hz = rig_modes_hz(rig, rig.platform.params, load)
+        # the fit's consistent estimate may sit on the set's boundary: the modes need a body
+        modes_hz = rig_modes_hz(rig, rig.platform.params, load.inside_consistent_set())
         cache: dict = {}
         self.fit = lambda **kw: fit_posture(rig, rig.platform.params, cap,
                                             **{**kwargs, "rows_cache": cache, **kw})
