@@ -233,3 +233,29 @@ def test_other_tissue_without_priors_says_where_it_came_from():
     np.testing.assert_allclose(without[1].point_platform_m,
                                np.mean(list(markers["link1"].values()), axis=0))
     assert "shared equally" in _prior_source(without)
+
+
+def test_the_postures_evidence_for_tissue_is_taken_together():
+    """The tissue is the body's: its element's mass at 6 Hz is one number every posture
+    measures. One posture at 3.5 standard errors among four at noise is chance (together
+    about 1.6); five at 4-6 standard errors, as the simulated wobbling body's, are tissue
+    (together about 11); the inverse-variance mean and its standard error are exact."""
+    from rigtool.identify.posture.tissue_fit import joint_tissue_evidence
+    body = 80.0
+    chance = [{"mass_kg": 3.5, "mass_std_kg": 1.0}] + [
+        {"mass_kg": m, "mass_std_kg": 1.0} for m in (0.3, -0.4, 0.2, -0.1)]
+    together = joint_tissue_evidence(chance, body)
+    assert not together["seen"] and together["postures"] == 5
+    assert together["mass_kg"] == pytest.approx(3.5 / 5)
+    assert together["mass_std_kg"] == pytest.approx(1 / np.sqrt(5))
+    tissue = [{"mass_kg": m, "mass_std_kg": s} for m, s in
+              ((13.0, 2.6), (12.0, 2.4), (14.0, 3.0), (11.0, 2.2), (15.0, 2.5))]
+    w = np.array([1 / e["mass_std_kg"] ** 2 for e in tissue])
+    together = joint_tissue_evidence(tissue, body)
+    assert together["seen"]
+    assert together["mass_kg"] == pytest.approx(
+        np.sum(w * [e["mass_kg"] for e in tissue]) / w.sum())
+    # significant but under 2 % of the body: not tissue worth an element
+    small = [{"mass_kg": 1.0, "mass_std_kg": 0.1}] * 3
+    assert not joint_tissue_evidence(small, body)["seen"]
+    assert not joint_tissue_evidence([{}, {"mass_kg": 1.0, "mass_std_kg": 0.0}], body)["seen"]

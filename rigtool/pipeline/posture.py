@@ -104,6 +104,11 @@ class PostureOutcome:
                                                  # the tissue held in the standard errors of
                                                  # a soft body fitted rigid
                                                  # (UnseenTissue.summary())
+    tissue_evidence: dict = field(default_factory=dict)
+                                                 # the element fitted at 6 Hz to judge whether
+                                                 # the body carries tissue (tissue_evidence();
+                                                 # ``overruled`` when the postures together
+                                                 # decided otherwise)
     se_scale: float = 1.0                        # the Birge ratio its standard errors were
                                                  # scaled by when the postures scattered
                                                  # beyond them (scale_standard_errors)
@@ -233,7 +238,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     method: str = "equation-error",
                     object_markers_in_fit: bool = True,
                     marker_covariance: str | Path = "none", standard_errors: str = "auto",
-                    cluster_frames: int = 1) -> PostureOutcome:
+                    cluster_frames: int = 1, tissue_seen: bool | None = None
+                    ) -> PostureOutcome:
     """Read one locked-posture capture and fit the object's overall properties.
 
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
@@ -243,7 +249,10 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     ``marker_covariance`` (``"none"``, ``"auto"`` or a path, see :func:`marker_covariance_of`):
     the markers' noise covariance that output-error fit whitens its rows by (a camera's
     capture); the equation-error fit does not use it. ``standard_errors``, ``cluster_frames``:
-    that fit's standard-error model (:func:`refine_posture`).
+    that fit's standard-error model (:func:`refine_posture`). ``tissue_seen`` (with
+    ``soft_tissue = "auto"``): the session's verdict on the tissue when it overrules this
+    posture's own evidence (the postures' evidence together, :func:`rigtool.identify.posture
+    .tissue_fit.joint_tissue_evidence`); None: this posture's evidence decides.
     """
     check_method(method)
     rig = rigfile.rig
@@ -309,6 +318,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                  for l in tree.links})
         if session.soft_tissue == "auto":
             evidence = fits.evidence(total_mass_kg)
+            if tissue_seen is not None and tissue_seen != evidence["seen"]:
+                evidence = {**evidence, "seen": tissue_seen, "overruled": True}
         if session.soft_tissue == "measured" or evidence["seen"]:
             try:
                 tissue = fits.profile(links_tissue())
@@ -380,7 +391,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           base_pose_wander_cov=pose_wander,
                           shared_errors=(dict(tissue.other_shared) if tissue else
                                          dict(unseen.shared) if unseen else {}),
-                          unseen_tissue=unseen.summary() if unseen else {})
+                          unseen_tissue=unseen.summary() if unseen else {},
+                          tissue_evidence=dict(evidence) if evidence else {})
 
 
 class _TissueFits:

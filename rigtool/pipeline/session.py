@@ -37,6 +37,7 @@ from rigtool.identify.common.capture_window import window_note
 from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError
 from rigtool.pipeline.inputs import session_inputs
+from rigtool.identify.posture.tissue_fit import joint_tissue_evidence
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
 from rigtool.pipeline.relative_model import RelativeModelChoice, refine_relative_motion
@@ -181,6 +182,27 @@ def support_behind_tissue(session: Session, outcomes: list[PostureOutcome]) -> b
         o.soft_tissue.get("at_mass_limit") and not o.support for o in outcomes)
 
 
+def _chance_note(own: dict, together: dict) -> str:
+    """What a posture whose tissue element the others did not bear out says."""
+    return (f"soft tissue: this posture's element at 6 Hz ({own['mass_kg']:.2f} +- "
+            f"{own['mass_std_kg']:.2f} kg) is not borne out by the postures together "
+            f"({together['mass_kg']:.2f} +- {together['mass_std_kg']:.2f} kg over "
+            f"{together['postures']}): taken for chance, the posture is fitted without it")
+
+
+def postures_with_chance_tissue(session: Session, outcomes: list[PostureOutcome],
+                                total_mass_kg: float) -> list[int]:
+    """With ``soft_tissue = "auto"``: the postures fitted with a tissue element on their own
+    evidence when the postures' evidence together does not show it
+    (rigtool.identify.posture.tissue_fit.joint_tissue_evidence): a one-sided 3-standard-error
+    test passed by chance, which the others contradict. Empty otherwise."""
+    if session.soft_tissue != "auto" or not any(o.soft_tissue for o in outcomes):
+        return []
+    if joint_tissue_evidence([o.tissue_evidence for o in outcomes], total_mass_kg)["seen"]:
+        return []
+    return [i for i, o in enumerate(outcomes) if o.soft_tissue]
+
+
 def postures_without_tissue(session: Session, outcomes: list[PostureOutcome]) -> list[int]:
     """With ``soft_tissue = "auto"``: the postures fitted rigid while another posture's fit
     found the body's wobbling tissue (rigtool.identify.posture.tissue_fit.tissue_evidence);
@@ -254,6 +276,20 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         fitted_as = replace(session, support="measured")
         outcomes = _fit_postures(fitted_as, rigfile, tree, markers, kwargs, progress, workers,
                                  pool)
+    chance, chance_notes = postures_with_chance_tissue(fitted_as, outcomes, total_mass), []
+    if chance:
+        # one posture's element, not borne out by the others: a chance at its 3 standard
+        # errors, and the body is fitted without it
+        progress(f"soft tissue not borne out by the postures together: {len(chance)} "
+                 "posture(s) fitted again without it")
+        together = joint_tissue_evidence([o.tissue_evidence for o in outcomes], total_mass)
+        again = replace(fitted_as, postures=tuple(session.postures[i] for i in chance))
+        for i, o in zip(chance, _fit_postures(again, rigfile, tree, markers,
+                                              {**kwargs, "tissue_seen": False}, progress,
+                                              workers, pool)):
+            chance_notes.append(f"posture {o.result.name}: "
+                                + _chance_note(outcomes[i].tissue_evidence, together))
+            outcomes[i] = o
     refit = postures_without_tissue(fitted_as, outcomes)
     if refit:
         # the body's soft tissue is in every posture, if seen in one: the others are fitted
@@ -323,7 +359,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                 warnings.append("relative motion: " + relative_model.reason)
         if movement is not None:
             relative = movement.carried_back(relative, tree)
-    segments, notes = None, list(window_notes)
+    segments, notes = None, chance_notes + list(window_notes)
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
         notes += [note] if note else []

@@ -105,6 +105,8 @@ def _posture_entry(p: PostureOutcome) -> dict:
         entry["soft_tissue"] = r(p.soft_tissue, 5)
     if getattr(p, "unseen_tissue", None):
         entry["unseen_tissue"] = r(p.unseen_tissue, 5)
+    if (getattr(p, "tissue_evidence", None) or {}).get("overruled"):
+        entry["tissue_evidence"] = r(p.tissue_evidence, 5)
     if getattr(p, "se_scale", 1.0) > 1.0:
         entry["se_scale"] = r(p.se_scale, 4)
     if p.refinement is not None:
