@@ -96,8 +96,11 @@ def mode_conflicts(modes_hz, *, breathing_per_min=BREATHING_PER_MIN,
              "breathing at a rate whose harmonics miss the rig's modes" + paced + ", or move "
              "the mode (longer springs lower the pendulum modes)"),
             ("heartbeat", heart_per_min, 1,
-             "the recoil is small (1-2 N): capture long enough that it averages out, or move "
-             "the mode")):
+             "the recoil is small (1-2 N) but rings this mode, and the output-error fits take "
+             "part of that ringing for the rig's own vibration: on the simulator, with the "
+             "heart rate on a mode, the postures' standard errors came out 1.7-2.7x too small "
+             "(the report then scales them by the postures' scatter and reports the movement "
+             "by equation error); move the mode away from the heart rate")):
         for f in modes:
             for k in range(1, n_harm + 1):
                 lo_hz, hi_hz = k * lo / 60.0, k * hi / 60.0
