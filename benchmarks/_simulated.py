@@ -145,6 +145,21 @@ def default_session(p, settings):
                    frames={}, postures=(), relative_motion=None, raw={})
 
 
+def fit_simulated_postures(p, data, settings, *, rigfile=None, **kwargs):
+    """Every posture of ``p`` (``data``: job name -> its markers) fitted as ``rigtool run``
+    fits a session's: each by :func:`fit_simulated_posture`, then a posture whose tissue
+    element the postures together do not bear out fitted again without it
+    (rigtool.pipeline.session.postures_with_chance_tissue)."""
+    from rigtool.pipeline.session import postures_with_chance_tissue
+    outs = [fit_simulated_posture(p, j, data[j.name], settings, rigfile=rigfile, **kwargs)
+            for j in p.postures]
+    for i in postures_with_chance_tissue(default_session(p, settings), outs, p.mass):
+        j = p.postures[i]
+        outs[i] = fit_simulated_posture(p, j, data[j.name], settings, rigfile=rigfile,
+                                        tissue_seen=False, **kwargs)
+    return outs
+
+
 def fit_simulated_posture(p, job, data, settings, *, rigfile=None, **kwargs):
     """``fit_one_posture`` on a simulated posture capture of ``p`` (its true rig unless
     ``rigfile`` is given) under the default manifest (:func:`default_session`); ``kwargs``

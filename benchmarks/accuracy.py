@@ -55,8 +55,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _simulated import (default_session, draw_markers, fit_simulated_posture,  # noqa: E402
-                        simulate_object)
+from _simulated import (draw_markers, fit_simulated_posture,  # noqa: E402
+                        fit_simulated_postures, simulate_object)
 from crb import posture_crb  # noqa: E402
 
 from rigtool.config import FilterSettings  # noqa: E402
@@ -67,8 +67,7 @@ from rigtool.identify.relative.bounds import (_constrained, _inside, feasible_in
 from rigtool.identify.relative.equation_error import resolve_relative  # noqa: E402
 from rigtool.identify.subset.fit import PostureOverall, fit_subset  # noqa: E402
 from rigtool.identify.subset.regressor import posture_covariance, posture_target  # noqa: E402
-from rigtool.pipeline.session import (postures_with_chance_tissue,  # noqa: E402
-                                     posture_overall)
+from rigtool.pipeline.session import posture_overall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = {"two-link": ROOT / "scenarios" / "two_link_paper002.toml",
@@ -173,11 +172,8 @@ def run_seed(p, sigma_m: float, seed: int, settings: FilterSettings, with_oe: bo
     # (b) rigtool's equation error (and (c) output error on top of the same fits)
     t0 = time.perf_counter()
     method = "output-error" if with_oe else "equation-error"
-    kw = dict(spring_model="exact", weighting="dual-metric", compensate=True, method=method)
-    outs = [fit(j, **kw) for j in p.postures]
-    # as rigtool run: a posture's tissue element the others do not bear out is chance
-    for i in postures_with_chance_tissue(default_session(p, settings), outs, p.mass):
-        outs[i] = fit(p.postures[i], tissue_seen=False, **kw)
+    outs = fit_simulated_postures(p, data, settings, spring_model="exact",
+                                  weighting="dual-metric", compensate=True, method=method)
     t_all = time.perf_counter() - t0
     t_oe = (sum(o.refinement.elapsed_s for o in outs if o.refinement is not None)
             if with_oe else 0.0)

@@ -36,7 +36,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from _simulated import draw_markers, fit_simulated_posture, simulate_object
+from _simulated import draw_markers, fit_simulated_postures, simulate_object
 
 from rigtool.config import FilterSettings
 from rigtool.errors import RigtoolError
@@ -62,9 +62,9 @@ def one_seed(p, seed: int, settings: FilterSettings, posture_method: str = "equa
              subset_rtol: float | None = None):
     rng = np.random.default_rng(seed)
     data = {j.name: draw_markers(p, j, rng) for j in p.jobs}
-    outs = [fit_simulated_posture(p, j, data[j.name], settings, method=posture_method,
+    outs = fit_simulated_postures(p, data, settings, method=posture_method,
                                   weighting=("dual-metric" if posture_method == "output-error"
-                                             else "noise")) for j in p.postures]
+                                             else "noise"))
     subset = fit_subset(p.tree, [posture_overall(o) for o in outs], p.mass,
                         **({} if subset_rtol is None else {"rtol": subset_rtol}))
     rel = p.relative

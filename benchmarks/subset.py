@@ -31,7 +31,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from _simulated import draw_markers, fit_simulated_posture, simulate_object
+from _simulated import draw_markers, fit_simulated_postures, simulate_object
 
 from rigtool.config import FilterSettings
 from rigtool.identify.subset.fit import fit_subset
@@ -49,8 +49,8 @@ def one_seed(p: SimpleNamespace, seed: int, method: str, settings: FilterSetting
     """Fit every posture of one noise draw, then Phi_s; returns (SubsetResult, seconds)."""
     rng = np.random.default_rng(5000 + seed)
     t0 = time.perf_counter()
-    outs = [fit_simulated_posture(p, j, draw_markers(p, j, rng), settings, method=method,
-                                  weighting="dual-metric") for j in p.postures]
+    data = {j.name: draw_markers(p, j, rng) for j in p.postures}
+    outs = fit_simulated_postures(p, data, settings, method=method, weighting="dual-metric")
     t_post = time.perf_counter() - t0
     t0 = time.perf_counter()
     sub = fit_subset(p.tree, [posture_overall(o) for o in outs], p.mass, advise=False)
