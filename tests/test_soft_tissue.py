@@ -259,3 +259,46 @@ def test_the_postures_evidence_for_tissue_is_taken_together():
     small = [{"mass_kg": 1.0, "mass_std_kg": 0.1}] * 3
     assert not joint_tissue_evidence(small, body)["seen"]
     assert not joint_tissue_evidence([{}, {"mass_kg": 1.0, "mass_std_kg": 0.0}], body)["seen"]
+
+
+def test_a_session_settles_the_tissue_over_its_postures():
+    """One posture's element that the others contradict is refitted without it (and the note
+    names it); an element every posture shows sends the postures fitted rigid to be fitted
+    with it. The refits are asked for exactly those postures, and nothing is refitted when
+    no posture saw tissue."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from rigtool.pipeline.session import settle_tissue
+
+    @dataclass(frozen=True)
+    class _Session:
+        soft_tissue: str = "auto"
+
+    def outcome(name, mass, std, element):
+        return SimpleNamespace(result=SimpleNamespace(name=name), soft_tissue=element,
+                               tissue_evidence={"mass_kg": mass, "mass_std_kg": std})
+
+    calls = []
+
+    def refit(as_session, indices, extra):
+        calls.append((as_session.soft_tissue, list(indices), dict(extra)))
+        return [outcome(f"again{i}", 0.0, 1.0, {"mass_kg": 1.0} if not extra else {})
+                for i in indices]
+
+    chance = [outcome("p0", 3.5, 1.0, {"mass_kg": 3.5}), outcome("p1", 0.2, 1.0, {}),
+              outcome("p2", -0.3, 1.0, {})]
+    notes = settle_tissue(_Session(), chance, 80.0, refit, lambda _: None)
+    assert calls == [("auto", [0], {"tissue_seen": False})]
+    assert chance[0].result.name == "again0" and not chance[0].soft_tissue
+    assert len(notes) == 1 and "not borne out" in notes[0]
+    calls.clear()
+    seen = [outcome("p0", 13.0, 2.5, {"mass_kg": 13.0}), outcome("p1", 11.0, 2.5, {}),
+            outcome("p2", 14.0, 2.5, {"mass_kg": 14.0})]
+    assert settle_tissue(_Session(), seen, 80.0, refit, lambda _: None) == []
+    assert calls == [("measured", [1], {})]
+    calls.clear()
+    rigid = [outcome("p0", 0.1, 1.0, {}), outcome("p1", -0.2, 1.0, {})]
+    assert settle_tissue(_Session(), rigid, 80.0, refit, lambda _: None) == [] and not calls
+    assert settle_tissue(_Session("rigid"), seen, 80.0, refit, lambda _: None) == []
+    assert not calls

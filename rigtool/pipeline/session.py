@@ -191,16 +191,48 @@ def _chance_note(own: dict, together: dict) -> str:
 
 
 def postures_with_chance_tissue(session: Session, outcomes: list[PostureOutcome],
-                                total_mass_kg: float) -> list[int]:
+                                total_mass_kg: float) -> tuple[list[int], dict]:
     """With ``soft_tissue = "auto"``: the postures fitted with a tissue element on their own
     evidence when the postures' evidence together does not show it
     (rigtool.identify.posture.tissue_fit.joint_tissue_evidence): a one-sided 3-standard-error
-    test passed by chance, which the others contradict. Empty otherwise."""
+    test passed by chance, which the others contradict; and that evidence together. Empty
+    (and no evidence) otherwise."""
     if session.soft_tissue != "auto" or not any(o.soft_tissue for o in outcomes):
-        return []
-    if joint_tissue_evidence([o.tissue_evidence for o in outcomes], total_mass_kg)["seen"]:
-        return []
-    return [i for i, o in enumerate(outcomes) if o.soft_tissue]
+        return [], {}
+    together = joint_tissue_evidence([o.tissue_evidence for o in outcomes], total_mass_kg)
+    if together["seen"]:
+        return [], together
+    return [i for i, o in enumerate(outcomes) if o.soft_tissue], together
+
+
+#: ``refit(as_session, indices, extra_kwargs)``: those postures of ``as_session`` fitted
+#: again, with ``extra_kwargs`` for fit_one_posture, in the order of ``indices``
+Refit = Callable[[Session, list[int], dict], list[PostureOutcome]]
+
+
+def settle_tissue(session: Session, outcomes: list[PostureOutcome], total_mass_kg: float,
+                  refit: Refit, progress: Progress) -> list[str]:
+    """The body's soft tissue decided over the postures (``outcomes`` updated in place): a
+    posture's element the others do not bear out is chance, and that posture is fitted again
+    without it (:func:`postures_with_chance_tissue`); tissue seen in one posture is the
+    body's, and the others are fitted with it (:func:`postures_without_tissue`). Returns the
+    notes that say which postures were overruled. ``refit`` fits postures again (the run's
+    worker processes, or a benchmark's own fits)."""
+    chance, together = postures_with_chance_tissue(session, outcomes, total_mass_kg)
+    notes = []
+    if chance:
+        progress(f"soft tissue not borne out by the postures together: {len(chance)} "
+                 "posture(s) fitted again without it")
+        for i, o in zip(chance, refit(session, chance, {"tissue_seen": False})):
+            notes.append(f"posture {o.result.name}: "
+                         + _chance_note(outcomes[i].tissue_evidence, together))
+            outcomes[i] = o
+    others = postures_without_tissue(session, outcomes)
+    if others:
+        progress(f"soft tissue seen: {len(others)} more posture(s) fitted with it")
+        for i, o in zip(others, refit(replace(session, soft_tissue="measured"), others, {})):
+            outcomes[i] = o
+    return notes
 
 
 def postures_without_tissue(session: Session, outcomes: list[PostureOutcome]) -> list[int]:
@@ -276,30 +308,12 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         fitted_as = replace(session, support="measured")
         outcomes = _fit_postures(fitted_as, rigfile, tree, markers, kwargs, progress, workers,
                                  pool)
-    chance, chance_notes = postures_with_chance_tissue(fitted_as, outcomes, total_mass), []
-    if chance:
-        # one posture's element, not borne out by the others: a chance at its 3 standard
-        # errors, and the body is fitted without it
-        progress(f"soft tissue not borne out by the postures together: {len(chance)} "
-                 "posture(s) fitted again without it")
-        together = joint_tissue_evidence([o.tissue_evidence for o in outcomes], total_mass)
-        again = replace(fitted_as, postures=tuple(session.postures[i] for i in chance))
-        for i, o in zip(chance, _fit_postures(again, rigfile, tree, markers,
-                                              {**kwargs, "tissue_seen": False}, progress,
-                                              workers, pool)):
-            chance_notes.append(f"posture {o.result.name}: "
-                                + _chance_note(outcomes[i].tissue_evidence, together))
-            outcomes[i] = o
-    refit = postures_without_tissue(fitted_as, outcomes)
-    if refit:
-        # the body's soft tissue is in every posture, if seen in one: the others are fitted
-        # with it too
-        progress(f"soft tissue seen: {len(refit)} more posture(s) fitted with it")
-        measured = replace(fitted_as, soft_tissue="measured",
-                           postures=tuple(session.postures[i] for i in refit))
-        for i, o in zip(refit, _fit_postures(measured, rigfile, tree, markers, kwargs,
-                                             progress, workers, pool)):
-            outcomes[i] = o
+    def refit(as_session: Session, indices: list[int], extra: dict) -> list[PostureOutcome]:
+        again = replace(as_session, postures=tuple(as_session.postures[i] for i in indices))
+        return _fit_postures(again, rigfile, tree, markers, {**kwargs, **extra}, progress,
+                             workers, pool)
+
+    chance_notes = settle_tissue(fitted_as, outcomes, total_mass, refit, progress)
     if fitted_as.support != session.support:
         for o in outcomes:          # the report says why the support was measured through
             if o.support:
