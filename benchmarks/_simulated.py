@@ -147,25 +147,28 @@ def default_session(p, settings):
 
 def fit_simulated_postures(p, data, settings, *, rigfile=None, **kwargs):
     """Every posture of ``p`` (``data``: job name -> its markers) fitted as ``rigtool run``
-    fits a session's: each by :func:`fit_simulated_posture`, then a posture whose tissue
-    element the postures together do not bear out fitted again without it
-    (rigtool.pipeline.session.postures_with_chance_tissue)."""
-    from rigtool.pipeline.session import postures_with_chance_tissue
-    outs = [fit_simulated_posture(p, j, data[j.name], settings, rigfile=rigfile, **kwargs)
-            for j in p.postures]
-    for i in postures_with_chance_tissue(default_session(p, settings), outs, p.mass):
-        j = p.postures[i]
-        outs[i] = fit_simulated_posture(p, j, data[j.name], settings, rigfile=rigfile,
-                                        tissue_seen=False, **kwargs)
+    fits a session's: each by :func:`fit_simulated_posture`, then the body's soft tissue
+    decided over them (rigtool.pipeline.session.settle_tissue)."""
+    from rigtool.pipeline.session import settle_tissue
+    session = default_session(p, settings)
+
+    def refit(as_session, indices, extra):
+        return [fit_simulated_posture(p, p.postures[i], data[p.postures[i].name], settings,
+                                      rigfile=rigfile, session=as_session, **kwargs, **extra)
+                for i in indices]
+
+    outs = refit(session, list(range(len(p.postures))), {})
+    settle_tissue(session, outs, p.mass, refit, lambda _: None)
     return outs
 
 
-def fit_simulated_posture(p, job, data, settings, *, rigfile=None, **kwargs):
+def fit_simulated_posture(p, job, data, settings, *, rigfile=None, session=None, **kwargs):
     """``fit_one_posture`` on a simulated posture capture of ``p`` (its true rig unless
-    ``rigfile`` is given) under the default manifest (:func:`default_session`); ``kwargs``
-    as fit_one_posture takes them (method, weighting...)."""
+    ``rigfile`` is given) under ``session`` (default: the default manifest,
+    :func:`default_session`); ``kwargs`` as fit_one_posture takes them (method,
+    weighting...)."""
     from rigtool.pipeline.session import fit_one_posture
-    return fit_one_posture(default_session(p, settings),
+    return fit_one_posture(default_session(p, settings) if session is None else session,
                            p.rigfile if rigfile is None else rigfile, p.tree, p.markers,
                            Path(job.name), name=job.name, window=job.settings.window,
                            units=None, total_mass_kg=p.mass, settings=settings, data=data,
