@@ -6,8 +6,10 @@ file, then every capture they name (the rig's calibration captures, the session'
 relative-motion capture and static captures), and collect every problem they find: a file
 that is missing or unreadable, a format no reader knows, an empty capture, a body with fewer
 than three of its markers in a capture, a window outside a capture or longer than it, an
-uncalibrated rig. All of them are reported at once, each naming the file and the field
-(:class:`PreflightError`, a :class:`~rigtool.errors.ConfigError`: exit status 2).
+uncalibrated rig; for a robot, a URDF or joint-angle file that does not read, and an encoder
+column that fits its joint's URDF limits only as degrees. All of them are reported at once,
+each naming the file and the field (:class:`PreflightError`, a
+:class:`~rigtool.errors.ConfigError`: exit status 2).
 
 The captures are read in full (the readers validate as they parse; a 10-minute capture reads
 in about a second), so what passes here is what the pipeline will read.
@@ -190,6 +192,35 @@ def check_rig(rig_path: str | Path) -> RigFile:
     return rigfile
 
 
+def _check_robot(col: _Collector, session: Session) -> None:
+    """The URDF reads, and every joint-angle file (the postures' and the motion's) reads
+    with a column per moving joint in rad: a column that fits its joint's limits only as
+    degrees is a problem naming the file and the column."""
+    from rigtool.pipeline.robot_stage import revolute_limits
+    from rigtool.robot.joint_angles import degree_columns, read_joint_angles
+    from rigtool.robot.urdf_model import load_robot_model
+
+    spec = session.robot
+    try:
+        model = load_robot_model(spec.urdf, spec.base_link, spec.fixed_joints)
+    except RigtoolError as exc:
+        col.error(exc, named_by=session.path, field="robot.urdf")
+        return
+    limits = revolute_limits(model)
+    files = [spec.joint_angles[ref.name] for ref in session.postures
+             if ref.name in spec.joint_angles]
+    if session.relative_motion is not None and spec.relative_joint_angles is not None:
+        files.append(spec.relative_joint_angles)
+    for path in files:
+        try:
+            ja = read_joint_angles(path, model.moving_joints, held=list(model.fixed_joints))
+        except RigtoolError as exc:
+            col.error(exc)
+            continue
+        for joint, message in degree_columns(ja, limits):
+            col.add(message, path=path, field=joint)
+
+
 def check_session(session_path: str | Path, *, rig: str | Path | None = None) -> Session:
     """Everything ``rigtool run`` will read, checked before it fits.
 
@@ -230,6 +261,8 @@ def check_session(session_path: str | Path, *, rig: str | Path | None = None) ->
             col.add(f"the marker covariance file {cov} does not exist", path=session.path,
                     field=f"{f}.marker_covariance")
         _check_clusters(col, data, ref, named_by=session.path, field=f"{f}.cluster_frames")
+    if getattr(session, "robot", None) is not None:
+        _check_robot(col, session)
     for i, link in enumerate(session.tree.links):
         spec = session.frames.get(link.name)
         if spec is not None:

@@ -1,8 +1,10 @@
 """A robot session's own stages (SPEC "A robot described by its URDF").
 
 Before the posture fits (:func:`prepare_robot`, so a bad URDF or joint-angle file stops the
-run before any fit): the URDF read with pinocchio, held joints merged, every posture's
-joint-angle file read and its configuration taken (the median over the posture's window).
+run before any fit): the URDF read with pinocchio, held joints merged, a URDF inertial that
+is not physically consistent projected onto the consistent set (a note lists the links,
+rigtool.robot.urdf_model.project_inertial), every posture's joint-angle file read and its
+configuration taken (the median over the posture's window).
 
 After them (:func:`fit_robot`): each posture is a rigid object whose COM and inertia the
 posture stage measured in the base link's frame (its markers define the frame); the bodies'
@@ -20,14 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rigtool.config import Session
-from rigtool.errors import ConfigError
+from rigtool.errors import ConfigError, InputError
 from rigtool.identify.subset.regressor import reference_radius
 from rigtool.robot.advice import PostureAdvice, advise_posture
 from rigtool.robot.base_parameters import RobotBaseResult, fit_base_parameters
 from rigtool.robot.consistent import ConsistentResult, fit_consistent
 from rigtool.robot.motion_advice import MotionAdvice
-from rigtool.robot.joint_angles import (JointAngles, PostureAngles, posture_angles,
-                                        read_joint_angles)
+from rigtool.robot.joint_angles import (JointAngles, PostureAngles, degree_columns,
+                                        posture_angles, read_joint_angles)
 from rigtool.robot.urdf_model import RobotModel, load_robot_model
 
 
@@ -39,6 +41,7 @@ class RobotInputs:
     angles: list[PostureAngles]
     warnings: list[str] = field(default_factory=list)
     motion_angles: JointAngles | None = None      # the [relative_motion] encoders
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -78,6 +81,7 @@ class RobotOutcome:
             "motion_advice": (None if self.motion_advice is None
                               else self.motion_advice.to_json()),
             "marker_checks": self.marker_checks,
+            "prior_projected": [p.to_json() for p in model.projected],
             "warnings": list(self.warnings), "notes": list(self.notes)}
         if self.consistent is not None:
             out["links"] = self.consistent.to_json(model.names)
@@ -96,9 +100,13 @@ def prepare_robot(session: Session, motion_time_s: np.ndarray | None = None) -> 
             raise ConfigError(exc.message, path=spec.urdf) from None
         raise
     angles, warnings = [], []
+    revolute = revolute_limits(model)
+    note = model.projection_note()
+    notes = [note] if note else []
     for ref in session.postures:
         path = spec.joint_angles[ref.name]
         ja = read_joint_angles(path, model.moving_joints, held=list(model.fixed_joints))
+        _refuse_degrees(ja, revolute)
         pa = posture_angles(ja, ref.window, name=ref.name)
         lo, hi = model.limits()
         for (joint, v), low, high in zip(pa.values.items(), lo, hi):
@@ -115,6 +123,7 @@ def prepare_robot(session: Session, motion_time_s: np.ndarray | None = None) -> 
                               field="relative_motion.joint_angles")
         motion = read_joint_angles(spec.relative_joint_angles, model.moving_joints,
                                    held=list(model.fixed_joints))
+        _refuse_degrees(motion, revolute)
         if motion_time_s is not None and (motion.time_s[-1] < motion_time_s[0]
                                           or motion.time_s[0] > motion_time_s[-1]):
             raise ConfigError(
@@ -122,7 +131,21 @@ def prepare_robot(session: Session, motion_time_s: np.ndarray | None = None) -> 
                 f"{motion.time_s[-1]:.3f} s) cover no frame of the capture "
                 f"({motion_time_s[0]:.3f}-{motion_time_s[-1]:.3f} s); expected the joint "
                 "angles on the capture's clock", path=motion.path, field="time_s")
-    return RobotInputs(model, angles, warnings, motion)
+    return RobotInputs(model, angles, warnings, motion, notes)
+
+
+def revolute_limits(model: RobotModel) -> dict[str, tuple[float, float]]:
+    """Revolute joint -> its URDF limits (rad): what an encoder's unit is judged by."""
+    return {b.joint: (b.lower, b.upper) for b in model.bodies[1:]
+            if b.joint_type == "revolute" and b.lower is not None}
+
+
+def _refuse_degrees(ja: JointAngles, limits: dict[str, tuple[float, float]]) -> None:
+    """An :class:`~rigtool.errors.InputError` naming the file and the first column that
+    fits its limits only as degrees."""
+    bad = degree_columns(ja, limits)
+    if bad:
+        raise InputError(bad[0][1], path=ja.path, field=bad[0][0])
 
 
 #: A marker on a moving link further than this from where the encoders and the URDF put
@@ -191,7 +214,7 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
         else None
     base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses], overall,
                                model.names, total_mass_kg, total_mass_std_kg=mass_std)
-    notes = [f"locked postures identify {base.rank} combinations of the "
+    notes = list(inputs.notes) + [f"locked postures identify {base.rank} combinations of the "
              f"{base.n_parameters} standard parameters; {base.n_parameters - base.rank} "
              "directions are taken from the URDF prior"]
     adv = None
@@ -260,5 +283,5 @@ def _motion_advice(model: RobotModel, qs: list[np.ndarray], poses: list, rig: di
     return motion_rank(model, adv, locked, total_mass_kg, radius_m)
 
 
-__all__ = ["RobotInputs", "RobotOutcome", "prepare_robot", "fit_robot",
+__all__ = ["RobotInputs", "RobotOutcome", "prepare_robot", "fit_robot", "revolute_limits",
            "link_marker_checks", "MARKER_CHECK_TOL_M"]

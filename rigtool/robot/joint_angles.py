@@ -191,5 +191,47 @@ def posture_angles(ja: JointAngles, window: tuple[float, float] | None = None, *
     return PostureAngles(values, spread, noise, warnings)
 
 
-__all__ = ["TIME_COLUMNS", "MOVE_FLOOR", "JointAngles", "read_joint_angles", "PostureAngles",
-           "posture_angles"]
+#: How far past a URDF limit a joint's reading may lie and still be read as rad (m): the
+#: encoders' calibration and a limit rounded in the URDF, not a unit.
+LIMIT_SLACK = 0.01
+
+
+def degree_columns(ja: JointAngles, limits: dict[str, tuple[float, float]]
+                   ) -> list[tuple[str, str]]:
+    """The columns that fit their joint's limits only when read as degrees.
+
+    Parameters
+    ----------
+    ja : JointAngles
+    limits : dict
+        Revolute joint -> ``(lower, upper)`` URDF limits, rad (continuous and prismatic
+        joints are not judged: a continuous joint may wind past any value, a prismatic one
+        reads metres).
+
+    Returns
+    -------
+    list of (joint, message)
+        Per such column: its values lie outside ``[lower, upper]`` (by more than
+        :data:`LIMIT_SLACK`) as rad and inside them as degrees.
+    """
+    out = []
+    for joint, (lo, hi) in limits.items():
+        if joint not in ja.names:
+            continue
+        x = ja.column(joint)
+        x = x[np.isfinite(x)]
+        if x.size == 0:
+            continue
+        a, b = float(x.min()), float(x.max())
+        as_rad = lo - LIMIT_SLACK <= a and b <= hi + LIMIT_SLACK
+        r = np.deg2rad([a, b])
+        as_deg = lo - LIMIT_SLACK <= r[0] and r[1] <= hi + LIMIT_SLACK
+        if not as_rad and as_deg:
+            out.append((joint, f"joint '{joint}' reads {a:.4g} to {b:.4g}, outside its URDF "
+                               f"limits [{lo:.4g}, {hi:.4g}] rad and inside them as degrees: "
+                               "degrees? (joint angles are in rad)"))
+    return out
+
+
+__all__ = ["TIME_COLUMNS", "MOVE_FLOOR", "LIMIT_SLACK", "JointAngles", "read_joint_angles",
+           "PostureAngles", "posture_angles", "degree_columns"]

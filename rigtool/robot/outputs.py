@@ -5,7 +5,9 @@ The URDF is edited in place: the XML parser under ``xml.etree`` (expat) locates 
 ``<inertial>`` block in the original bytes, and every byte outside the replaced blocks is
 written back as it was read (comments, attribute order, namespaces, whitespace). A
 body's own link receives the identified body minus the links attached to it, which keep
-their own blocks (SPEC "A robot described by its URDF"). Each new block gives the COM as
+their own blocks (SPEC "A robot described by its URDF") unless a block was not physically
+consistent: then it receives the projection the prior was taken as
+(rigtool.robot.urdf_model.project_inertial). Each new block gives the COM as
 ``<origin xyz>`` (``rpy = 0``) and the inertia tensor about the COM in the link's axes.
 """
 
@@ -100,6 +102,9 @@ def write_robot_urdf(robot: RobotModel, own_body_frame: list[InertialParams],
     ET.fromstring(data)                                   # the file still parses
     spans = _spans(data)
     new = own_link_params(robot, own_body_frame)
+    for p in robot.projected:            # attached links: the consistent prior fitted with
+        if p.link not in new:
+            new[p.link] = robot.link_inertials[p.link]
     edits = []                                            # (start, end, replacement)
     for name, p in new.items():
         sp = spans[name]

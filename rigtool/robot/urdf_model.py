@@ -16,6 +16,10 @@ Conventions
 - The URDF ``<inertial>`` blocks (the CAD values) are read from the XML text here, and the
   prior of a body is the sum of its links' blocks; pinocchio's merged inertias serve as the
   independent check (``tests/test_robot_urdf.py``).
+- A block that is not a physical rigid body (its pseudo-inertia not positive semidefinite:
+  principal moments that break the triangle inequality, a negative one) is a prior still:
+  it is projected onto the consistent set when the URDF is read (:func:`project_inertial`),
+  before any fit, and the model lists what changed (:attr:`RobotModel.projected`).
 - Poses ``(R, p)`` map body coordinates to base-link coordinates: ``x_base = R x_body + p``.
 """
 
@@ -34,6 +38,14 @@ from rigtool.inertia import InertialParams, inertia_vector, transform_params
 #: URDF joint types a robot session may contain.
 MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
 JOINT_TYPES = MOVABLE_TYPES + ("fixed",)
+#: A projected prior's smallest second moment about its COM (an eigenvalue of
+#: ``Sigma_c = tr(I_c)/2 * 1 - I_c``), relative to its largest: a hundredth keeps the
+#: projected body as flat as a plate whose thickness is a tenth of its width, and its
+#: pseudo-inertia well conditioned for the log-det divergence the per-link fit measures from it
+PRIOR_FLOOR_REL = 1e-2
+#: ``Sigma_c``'s smallest eigenvalue below ``-PRIOR_TOL_REL`` times its largest is
+#: inconsistent (above it: the rounding of a block written to a few digits)
+PRIOR_TOL_REL = 1e-9
 #: rigtool's order -> pinocchio's dynamic-parameter order and back
 _TO_PIN = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
 
@@ -62,6 +74,71 @@ class UrdfJoint:
     lower: float | None
     upper: float | None
     mimic: str | None = None
+
+
+@dataclass(frozen=True)
+class ProjectedInertial:
+    """A URDF ``<inertial>`` that was not physically consistent, and its projection.
+
+    Attributes
+    ----------
+    link : str
+    mass_kg : float
+        Kept.
+    moments_before, moments_after : ndarray (3,)
+        Principal moments of inertia about the COM, kg m^2 (ascending, the eigenvectors of
+        the block's inertia tensor; a mass-less block's about the link origin).
+    """
+
+    link: str
+    mass_kg: float
+    moments_before: np.ndarray
+    moments_after: np.ndarray
+
+    def text(self) -> str:
+        """``link: I1, I2, I3 -> I1', I2', I3' kg m^2``."""
+        def f(v):
+            return ", ".join(f"{x:.4g}" for x in v)
+        return f"'{self.link}' {f(self.moments_before)} -> {f(self.moments_after)}"
+
+    def to_json(self) -> dict:
+        return {"link": self.link, "mass": self.mass_kg,
+                "principal_moments_before": self.moments_before.tolist(),
+                "principal_moments_after": self.moments_after.tolist()}
+
+
+def project_inertial(ip: InertialParams, *, floor_rel: float = PRIOR_FLOOR_REL
+                     ) -> InertialParams | None:
+    """The nearest physically consistent rigid body to a URDF block, or None when it is
+    consistent already.
+
+    The mass and the COM are kept (a CAD model's best-known values) and the second moments
+    about the COM, ``Sigma_c = tr(I_c)/2 * 1 - I_c``, are moved to the nearest (Frobenius)
+    positive semidefinite matrix whose eigenvalues are at least ``floor_rel`` times the
+    largest: ``Sigma_c``'s eigenvalues clipped from below, its eigenvectors kept. With the
+    mass and first moment fixed, the pseudo-inertia changes only by the change of
+    ``Sigma_c``, so this is the nearest pseudo-inertia (Frobenius) with the URDF's mass and
+    COM. (The log-det divergence the per-link fit uses is not defined from a prior that is
+    not positive definite, hence this projection for the prior itself.) A block without
+    mass is consistent when ``Sigma`` about its origin is positive semidefinite; it is
+    clipped the same way.
+    """
+    m = ip.mass
+    i_c = ip.inertia_com if m > 0 else ip.inertia_origin
+    i_c = 0.5 * (i_c + i_c.T)
+    sigma = 0.5 * np.trace(i_c) * np.eye(3) - i_c
+    ev, vec = np.linalg.eigh(sigma)
+    top = max(float(ev[-1]), 0.0)
+    if ev[0] >= -PRIOR_TOL_REL * top and (top > 0 or np.allclose(i_c, 0)):
+        return None
+    if top <= 0:                          # no positive second moment at all: a small sphere
+        top = max(float(np.max(np.abs(ev))), 1e-12)
+        ev = np.full(3, top)
+    sigma_new = (vec * np.maximum(ev, floor_rel * top)) @ vec.T
+    i_new = np.trace(sigma_new) * np.eye(3) - sigma_new
+    if m > 0:
+        return InertialParams.from_com(m, ip.com, i_new)
+    return InertialParams(np.concatenate([[0.0, 0, 0, 0], inertia_vector(i_new)]))
 
 
 @dataclass(frozen=True)
@@ -140,6 +217,21 @@ class RobotModel:
     pin_model: object = field(repr=False)
     #: the base link's frame in the URDF root's (pinocchio ``SE3``)
     base_placement: object = field(default=None, repr=False)
+    #: the URDF blocks that were not physically consistent, projected
+    #: (:func:`project_inertial`); ``link_inertials`` holds the projections
+    projected: list[ProjectedInertial] = field(default_factory=list)
+
+    def projection_note(self) -> str | None:
+        """What the projection of inconsistent URDF blocks changed, for the report."""
+        if not self.projected:
+            return None
+        n = len(self.projected)
+        links = ", ".join(p.link for p in self.projected)
+        return (f"the URDF prior of {n} link{'s' if n > 1 else ''} ({links}) is not "
+                "physically consistent (principal moments of inertia that break the triangle "
+                "inequality or are negative); each was projected onto the consistent set "
+                "before any fit, mass and COM kept (principal moments about the COM, kg m^2: "
+                + "; ".join(p.text() for p in self.projected) + ")")
 
     @property
     def names(self) -> list[str]:
@@ -415,11 +507,16 @@ def load_robot_model(path: str | Path, base_link: str,
     if set(link_poses) != set(link_els):
         missing = sorted(set(link_els) - set(link_poses))
         raise ConfigError(f"link '{missing[0]}' is not connected to the URDF's tree", path=path)
-    inertials = {}
+    inertials, projected = {}, []
     for name, el in link_els.items():
         ip = _read_inertial(el, name, path)
-        if ip is not None:
-            inertials[name] = ip
+        if ip is None:
+            continue
+        fixed = project_inertial(ip)
+        if fixed is not None:
+            projected.append(ProjectedInertial(name, ip.mass, _principal(ip), _principal(fixed)))
+            ip = fixed
+        inertials[name] = ip
     bodies = []
     moving = []
     for j in range(model.njoints):
@@ -443,11 +540,20 @@ def load_robot_model(path: str | Path, base_link: str,
             total += part
             if link != own:
                 attached += part
+        if any(p.link in members[j] for p in projected):
+            # the simulator and the regressors read the merged model's inertias
+            model.inertias[j] = pin.Inertia.FromDynamicParameters(to_pinocchio_order(total))
         order = [own] + sorted(l for l in members[j] if l != own)
         bodies.append(Body(own, jname, jtype, axis, lo, hi, int(model.parents[j]) if j else -1,
                            tuple(order), InertialParams(total), InertialParams(attached)))
     return RobotModel(path, base_link, bodies, fixed_joints, moving, joints, inertials,
-                      link_poses, model, base_placement)
+                      link_poses, model, base_placement, projected)
+
+
+def _principal(ip: InertialParams) -> np.ndarray:
+    """Principal moments (ascending) about the COM (a mass-less block's: its origin)."""
+    i = ip.inertia_com if ip.mass > 0 else ip.inertia_origin
+    return np.linalg.eigvalsh(0.5 * (i + i.T))
 
 
 def body_inertias_pinocchio(robot: RobotModel) -> np.ndarray:
@@ -458,6 +564,7 @@ def body_inertias_pinocchio(robot: RobotModel) -> np.ndarray:
                      for j in range(robot.n_bodies)])
 
 
-__all__ = ["MOVABLE_TYPES", "JOINT_TYPES", "UrdfJoint", "Body", "RobotModel",
+__all__ = ["MOVABLE_TYPES", "JOINT_TYPES", "PRIOR_FLOOR_REL", "UrdfJoint", "Body",
+           "RobotModel", "ProjectedInertial", "project_inertial",
            "load_robot_model", "parse_urdf_xml", "rpy_matrix", "to_pinocchio_order",
            "from_pinocchio_order", "body_inertias_pinocchio"]
