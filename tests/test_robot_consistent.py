@@ -119,3 +119,75 @@ def test_base_parameters_csv(case):
             c[names.index(par)] = float(coef)
         assert float(row["value"]) == pytest.approx(v, rel=1e-8, abs=1e-12)
         assert np.allclose(c, base.combination[rows.index(row)], rtol=1e-8, atol=1e-12)
+
+
+def test_the_links_sum_to_the_weighed_mass(case):
+    robot, truth, base, fit, *_ = case
+    assert fit.held and fit.written == "fit" and fit.reproduces
+    # the weighed mass is a constraint (Clarabel's feasibility tolerance, 1e-8 relative)
+    assert fit.vector()[0::10].sum() == pytest.approx(truth[0::10].sum(), rel=1e-7)
+
+
+def _postures_of(robot, pi, qs):
+    return [PostureOverall(f"p{i}", robot.composite(pi, q).com, np.full(3, 3e-5),
+                           robot.composite(pi, q).inertia_com, 1e-4, {})
+            for i, q in enumerate(qs)]
+
+
+def test_base_parameters_no_robot_has_are_not_written_as_a_fit():
+    """Postures of a 'robot' whose link 4 is no rigid body (principal moments 0.01, 0.01,
+    0.2 kg m^2 about its COM break the triangle inequality by 0.18): no physically
+    consistent set of links reproduces its base parameters (the best misses them by far
+    more than their standard errors): no per-link fit is the result; the prior is written,
+    scaled to the weighed mass, and the failure is said."""
+    _, base_link, fixed = EXAMPLE_ROBOTS["panda"]
+    robot = load_robot_model(example_robot_urdf("panda"), base_link, fixed)
+    rng = np.random.default_rng(5)
+    truth = robot.prior_vector().copy().reshape(-1, 10)
+    k = robot.names.index("panda_link4")
+    own = InertialParams(truth[k] - robot.bodies[k].attached.pi)
+    truth[k] = InertialParams.from_com(own.mass, own.com,
+                                       np.diag([0.01, 0.01, 0.2])).pi + \
+        robot.bodies[k].attached.pi
+    truth = truth.ravel()
+    lo, hi = robot.limits()
+    qs = [rng.uniform(lo, hi) for _ in range(9)]
+    poses = [robot.body_poses(q) for q in qs]
+    mass = truth[0::10].sum()
+    base = fit_base_parameters([r for r, _ in poses], [p for _, p in poses],
+                               _postures_of(robot, truth, qs), robot.names, mass)
+    fit = fit_consistent(robot, base)
+    assert not fit.held and fit.chi2_min > fit.chi2_limit
+    assert "no physically consistent robot reproduces" in fit.failure
+    assert fit.written in ("prior", "prior on the combinations")
+    assert any("robot.urdf holds" in w for w in fit.warnings)
+    for p in fit.own:
+        assert p.is_physically_consistent(tol=1e-9)
+    assert fit.vector()[0::10].sum() == pytest.approx(mass, rel=1e-12)
+    assert not fit.reproduces and fit.to_json(robot.names)["held"] is False
+
+
+def test_a_solver_failure_falls_back_to_the_prior_on_the_combinations(case, monkeypatch):
+    """The per-link problem's solver fails: the prior moved onto the identified
+    combinations is written when it is physically consistent (it then reproduces the base
+    parameters exactly), else the prior; the failure is said either way."""
+    import rigtool.robot.consistent as mod
+
+    robot, truth, base, *_ = case
+    real = mod.solve_problem
+
+    def failing(problem, variable, what):
+        if "closest to the prior" in what:
+            raise RuntimeError(f"{what} failed: numerical_error")
+        return real(problem, variable, what)
+
+    monkeypatch.setattr(mod, "solve_problem", failing)
+    fit = fit_consistent(robot, base)
+    assert not fit.held and "numerical_error" in fit.failure
+    for p in fit.own:
+        assert p.is_physically_consistent(tol=1e-9)
+    assert fit.vector()[0::10].sum() == pytest.approx(truth[0::10].sum(), rel=1e-9)
+    if fit.written == "prior on the combinations":
+        assert fit.max_abs_z < 1e-6 and fit.reproduces
+    else:
+        assert fit.written == "prior"

@@ -333,27 +333,36 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             # standard errors
             unseen = fits.hold(links_tissue())
             res = unseen.result
-    equation_error, refinement = res, None
+    equation_error, refinement, diverged = res, None, None
     # with the body riding on a support, or carrying its tissue, the equation-error fit,
     # which follows its measured motion (the tissue: through its model), is the result (the
     # output-error engine holds a rigid body fixed on the platform; the report says so)
     if method == "output-error" and support is None and tissue is None:
         fit_names = list(plat_markers) + [n for l in tree.links for n in markers[l.name]]
         cov, _ = marker_covariance_of(marker_covariance, capture, data, fit_names)
-        refinement = refine_posture(rig, rig.platform.params, data,
-                                    base_rotation_platform=r_pb, base_position_platform=t_pb,
-                                    total_mass_kg=total_mass_kg, start=res, window=window,
-                                    name=name, markers_platform=plat_markers,
-                                    calibration_std=_calibration_std(rigfile),
-                                    base_pose_cov=pose_cov, base_pose_wander_cov=pose_wander,
-                                    marker_covariance=cov,
-                                    standard_errors=standard_errors,
-                                    cluster_frames=cluster_frames,
-                                    **(_attached_markers(tree, markers)
-                                       if object_markers_in_fit else {}),
-                                    **({"breath": breath} if breath is not None else {}))
-        res = refinement.as_posture_result()
-        if refinement.base_pose_fitted:
+        try:
+            refinement = refine_posture(rig, rig.platform.params, data,
+                                        base_rotation_platform=r_pb, base_position_platform=t_pb,
+                                        total_mass_kg=total_mass_kg, start=res, window=window,
+                                        name=name, markers_platform=plat_markers,
+                                        calibration_std=_calibration_std(rigfile),
+                                        base_pose_cov=pose_cov, base_pose_wander_cov=pose_wander,
+                                        marker_covariance=cov,
+                                        standard_errors=standard_errors,
+                                        cluster_frames=cluster_frames,
+                                        **(_attached_markers(tree, markers)
+                                           if object_markers_in_fit else {}),
+                                        **({"breath": breath} if breath is not None else {}))
+        except FloatingPointError as exc:
+            # a simulation that leaves the model (the start, or a step, outside where the
+            # integrator holds) ends the refinement, not the run: the equation-error
+            # estimate, which simulates nothing, is the result, and the report says so
+            refinement = None
+            diverged = (f"{name}: the output-error fit failed ({exc}); the equation-error "
+                        "estimate is the result")
+        if refinement is not None:
+            res = refinement.as_posture_result()
+        if refinement is not None and refinement.base_pose_fitted:
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
     bodies = {"platform": plat_traj, **trajs}
     rms = {k: float(np.sqrt(np.nanmean(t.residual_rms_m ** 2))) for k, t in bodies.items()}
@@ -369,6 +378,7 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                            marker_scatter_mm(t, data.select(list(t.marker_names))).tolist()))
                for k, t in bodies.items()}
     warnings = list(res.warnings) if refinement is None else list(refinement.warnings)
+    warnings += [diverged] if diverged else []
     other_lab = posture_lab_frame_warning(rigfile.raw, capture)
     warnings += [f"{name}: {other_lab}"] if other_lab else []
     signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb,

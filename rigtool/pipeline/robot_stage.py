@@ -251,7 +251,7 @@ def fit_robot(inputs: RobotInputs, overall: list, total_mass_kg: float,
     fit, failed = None, []
     if consistent:
         try:
-            fit = fit_consistent(model, base)
+            fit = fit_consistent(model, base, total_mass_kg=total_mass_kg)
         except RuntimeError as exc:
             # the solver found no per-link set: the base parameters, which the captures
             # determine, are still the result (no robot.urdf, no model files), and say so

@@ -15,6 +15,32 @@ def _unit(name: str) -> str:
     return "kg" if lead == "m" else "kg m" if lead.startswith("M") else "kg m²"
 
 
+def _links_text(links: dict) -> str:
+    """What robot.urdf holds, each claim computed from report.json's ``links`` block: the
+    per-link fit when it held, else what failed and what was written instead; agreement
+    with the combinations said only when the chi-square test passes."""
+    z = links.get("max_abs_z")
+    chi2, limit = links.get("chi2"), links.get("chi2_limit")
+    z_text = "" if z is None else f"largest |misfit|/std {z:.2f}"
+    if chi2 is not None and limit is not None:
+        z_text += f", chi-square {chi2:.3g} against the 0.999 quantile {limit:.3g}"
+    agree = ("within the combinations' standard errors" if links.get("reproduces", True)
+             else "NOT within the combinations' standard errors")
+    total = links.get("total_mass")
+    mass = "" if total is None else f" The links sum to {total:.4f} kg."
+    if links.get("held", True):
+        return ("Physically consistent (pseudo-inertia LMI), the links' masses summing to the "
+                f"weighed mass, {agree} ({z_text}), and closest to the URDF prior (log-det "
+                "divergence) in the directions the postures do not see "
+                f"({len(links['from_prior'])} standard parameters depend on the prior). Own "
+                "link only: links attached by fixed joints keep their URDF values." + mass)
+    written = ("the URDF prior moved onto the identified combinations"
+               if links.get("written") == "prior on the combinations"
+               else "the URDF prior, scaled to the weighed mass")
+    return (f"The per-link fit failed ({links['failure']}); it is not the result. robot.urdf "
+            f"holds {written}: {agree} ({z_text})." + mass)
+
+
 def robot_section(doc: dict) -> Section | None:
     """The section, or None for a session without a robot."""
     rb = doc.get("robot")
@@ -46,13 +72,7 @@ def robot_section(doc: dict) -> Section | None:
             o = entry["own_link"]
             rows.append([name, f"{o['mass']:.4f}"] + [f"{1e3 * c:.2f}" for c in o["com"]]
                         + [f"{o['inertia_com'][k][k]:.5f}" for k in range(3)])
-        blocks += [Sub("Per-link parameters (robot.urdf)"),
-                   Para("Physically consistent (pseudo-inertia LMI), within the combinations' "
-                        f"standard errors (largest |misfit|/std {links['max_abs_z']:.2f}), and "
-                        "closest to the URDF prior (log-det divergence) in the directions the "
-                        f"postures do not see ({len(links['from_prior'])} standard parameters "
-                        "depend on the prior). Own link only: links attached by fixed joints "
-                        "keep their URDF values."),
+        blocks += [Sub("Per-link parameters (robot.urdf)"), Para(_links_text(links)),
                    Table(cols, rows)]
     if rb.get("advice"):
         blocks += [Sub("The next posture"), Para(rb["advice"]["text"])]

@@ -19,8 +19,19 @@ The data: the base parameters ``b = C pi`` with covariance ``S``; their misfit i
    divergence to the prior's own pseudo-inertia ``J0_j``; ``tol = 0.01 rank`` keeps the
    base parameters within a tenth of their standard errors on average.
 
-Solved with cvxpy and Clarabel (SCS as fallback), in scaled variables (each body's mass
-scale and a length of 0.1 m) so the LMIs are well conditioned.
+Both problems hold the bodies' masses to the weighed total (``sum_j m_j = M``). Solved
+with cvxpy and Clarabel (SCS as fallback), in scaled variables (each body's mass scale and a
+length of 0.1 m) so the LMIs are well conditioned.
+
+A fit can fail, and a failed fit is never the result: a solver status other than
+``optimal``, or a solution that does not reproduce the base parameters within their
+standard errors (its ``chi2`` above the 0.999 quantile of chi-square with ``rank`` degrees
+of freedom, the test the true parameters pass 999 times in 1000), is replaced by the last
+estimate that holds (:func:`prior_on_combinations`): the prior moved onto the identified
+combinations (the smallest change in the scaled variables with ``C pi = b``) when that is
+physically consistent, else the prior itself with every body's own part scaled to the
+weighed mass. :attr:`ConsistentResult.failure` says what failed and why,
+:attr:`ConsistentResult.written` what was written.
 
 The result says which standard parameters the data determine on their own (their unit
 vector lies in the row space of ``C``) and which took their value from the prior.
@@ -65,6 +76,13 @@ class ConsistentResult:
         Standard parameter -> ``"data"`` (determined by the postures alone) or ``"prior"``.
     status : str
         The solver's status.
+    failure : str or None
+        What failed and why (None when the fit held and is the result).
+    written : str
+        ``"fit"`` (the per-link fit), ``"prior on the combinations"`` or ``"prior"`` (its
+        fallbacks, see the module docstring).
+    chi2_limit : float
+        The chi-square test's bound on ``chi2``.
     """
 
     params: list[InertialParams]
@@ -76,6 +94,20 @@ class ConsistentResult:
     source: dict[str, str]
     status: str = ""
     warnings: list[str] = field(default_factory=list)
+    failure: str | None = None
+    written: str = "fit"
+    chi2_limit: float = math.inf
+
+    @property
+    def held(self) -> bool:
+        """True when the per-link fit held and is the result."""
+        return self.failure is None
+
+    @property
+    def reproduces(self) -> bool:
+        """True when the written parameters reproduce the base parameters within their
+        standard errors (the chi-square test)."""
+        return bool(self.chi2 <= self.chi2_limit)
 
     def vector(self) -> np.ndarray:
         """The stacked ``10 n`` parameters."""
@@ -94,7 +126,10 @@ class ConsistentResult:
                 "max_abs_z": _num(self.max_abs_z),
                 "divergence": dict(zip(names, map(_num, self.divergence))),
                 "from_prior": [k for k, v in self.source.items() if v == "prior"],
-                "status": self.status, "warnings": list(self.warnings)}
+                "status": self.status, "warnings": list(self.warnings),
+                "held": self.held, "failure": self.failure, "written": self.written,
+                "chi2_limit": _num(self.chi2_limit), "reproduces": self.reproduces,
+                "total_mass": float(sum(p.mass for p in self.params))}
 
 
 def _num(x):
@@ -130,7 +165,59 @@ def source_of_parameters(base: RobotBaseResult, *, rtol: float = 1e-7) -> dict[s
     return {n: ("data" if r < 1e-6 else "prior") for n, r in zip(base.parameter_names, resid)}
 
 
+#: The chi-square test's tail probability (a solution beyond its quantile does not reproduce
+#: the base parameters within their standard errors)
+CHI2_TEST_ALPHA = 1e-3
+
+
+def _whitened(base: RobotBaseResult) -> tuple[np.ndarray, np.ndarray]:
+    """``(W C, W b)`` with ``W^T W = S^-1`` (eigenvalues floored at 1e-12 of the largest)."""
+    cov = 0.5 * (base.covariance + base.covariance.T)
+    ev, vec = np.linalg.eigh(cov)
+    ev = np.maximum(ev, 1e-12 * ev[-1])
+    w = (vec / np.sqrt(ev)).T
+    return w @ base.combination, w @ base.values
+
+
+def _realisable(own: np.ndarray) -> bool:
+    """Every own part's pseudo-inertia positive semidefinite (to 1e-9 of its largest
+    eigenvalue) and its mass positive or zero."""
+    for pj in own:
+        lam = np.linalg.eigvalsh(pseudo_inertia(pj))
+        if lam[0] < -1e-9 * max(abs(lam[-1]), 1e-300):
+            return False
+    return True
+
+
+def prior_on_combinations(robot: RobotModel, base: RobotBaseResult, total_mass_kg: float,
+                          scale: np.ndarray) -> tuple[np.ndarray, str]:
+    """The last estimate that holds when the per-link fit failed (module docstring).
+
+    Returns
+    -------
+    pi : ndarray (n, 10)
+        The merged bodies' parameters.
+    written : str
+        ``"prior on the combinations"`` or ``"prior"``.
+    """
+    prior = np.stack([b.prior.pi for b in robot.bodies])
+    attached = np.stack([b.attached.pi for b in robot.bodies])
+    c, s2 = base.combination, scale.ravel() ** 2
+    # min ||(pi - pi0) / s||^2 subject to C pi = b: pi = pi0 + S^2 C^T (C S^2 C^T)^+ r
+    r = base.values - c @ prior.ravel()
+    gram = (c * s2) @ c.T
+    moved = prior.ravel() + s2 * (c.T @ np.linalg.lstsq(gram, r, rcond=1e-12)[0])
+    moved = moved.reshape(prior.shape)
+    if _realisable(moved - attached):
+        return moved, "prior on the combinations"
+    own = prior - attached
+    own_mass = own[:, 0].sum()
+    k = (total_mass_kg - attached[:, 0].sum()) / own_mass if own_mass > 0 else 1.0
+    return own * max(k, 0.0) + attached, "prior"
+
+
 def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
+                   total_mass_kg: float | None = None,
                    allowance: float = CHI2_ALLOWANCE) -> ConsistentResult:
     """Physically consistent per-link parameters (see module docstring).
 
@@ -140,20 +227,29 @@ def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
         Bodies, their priors and attached parts.
     base : RobotBaseResult
         The base parameters (values, covariance, combinations).
+    total_mass_kg : float, optional
+        The weighed mass, a constraint of both problems (default: the base parameters'
+        total mass).
     allowance : float
         chi^2 allowed above the best realisable fit, per base parameter.
 
     Returns
     -------
     ConsistentResult
+        Never a failed fit: see the module docstring for what replaces it.
     """
     import cvxpy as cp
+    from scipy.stats import chi2 as chi2_dist
 
     n = robot.n_bodies
     prior = np.stack([b.prior.pi for b in robot.bodies])
     attached = np.stack([b.attached.pi for b in robot.bodies])
     own_prior = prior - attached
-    total_mass = float(base.values[0]) if base.names[0].startswith("m_") else prior[:, 0].sum()
+    if total_mass_kg is not None:
+        total_mass = float(total_mass_kg)
+    else:
+        total_mass = (float(base.values[0]) if base.names[0].startswith("m_")
+                      else prior[:, 0].sum())
     mass_ref = total_mass / n
     # scaled variables: pi_j = s_j * y_j
     scale = np.zeros((n, 10))
@@ -163,13 +259,9 @@ def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
     y = cp.Variable(10 * n)
     x = cp.multiply(scale.ravel(), y)
     # whitened misfit of the base parameters
-    cov = 0.5 * (base.covariance + base.covariance.T)
-    ev, vec = np.linalg.eigh(cov)
-    ev = np.maximum(ev, 1e-12 * ev[-1])
-    w = (vec / np.sqrt(ev)).T
-    a, b = w @ base.combination, w @ base.values
+    a, b = _whitened(base)
     misfit = cp.sum_squares(a @ x - b)
-    lmis, own_exprs = [], []
+    lmis, own_exprs = [cp.sum(x[0::10]) == total_mass], []
     for j in range(n):
         own = x[10 * j:10 * j + 10] - attached[j]
         pj = pseudo_inertia_expr(own)
@@ -178,9 +270,24 @@ def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
         lmis.append(pj >> 0)
     y0 = (prior / scale).ravel()
     y.value = y0
+    limit = float(chi2_dist.ppf(1.0 - CHI2_TEST_ALPHA, max(base.rank, 1)))
     p1 = cp.Problem(cp.Minimize(misfit), lmis)
-    solve_problem(p1, y, "the base parameters' best physically consistent fit")
+    try:
+        solve_problem(p1, y, "the base parameters' best physically consistent fit")
+    except RuntimeError as exc:
+        return _fallback(robot, base, total_mass, scale, a, b, limit, np.inf,
+                         str(exc), p1.status)
+    if p1.status != "optimal":
+        return _fallback(robot, base, total_mass, scale, a, b, limit, np.inf,
+                         "the base parameters' best physically consistent fit ended with "
+                         f"solver status {p1.status}", p1.status)
     chi2_min = max(float(p1.value), 0.0)
+    if chi2_min > limit:
+        return _fallback(robot, base, total_mass, scale, a, b, limit, chi2_min,
+                         "no physically consistent robot reproduces the base parameters "
+                         f"within their standard errors (the best: chi-square {chi2_min:.4g} "
+                         f"over {base.rank} combinations, above its 0.999 quantile "
+                         f"{limit:.4g})", p1.status)
     bound = chi2_min + allowance * base.rank
     obj = 0
     j0s = []
@@ -193,7 +300,11 @@ def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
         j0_s = d @ j0 @ d
         obj = obj - cp.log_det(pj_s) + cp.trace(np.linalg.inv(j0_s) @ pj_s)
     p2 = cp.Problem(cp.Minimize(obj), lmis + [misfit <= bound])
-    solve_problem(p2, y, "the per-link fit closest to the prior")
+    try:
+        solve_problem(p2, y, "the per-link fit closest to the prior")
+    except RuntimeError as exc:
+        return _fallback(robot, base, total_mass, scale, a, b, limit, chi2_min, str(exc),
+                         p2.status)
     pi = np.asarray(scale.ravel() * y.value, float).reshape(n, 10)
     warnings = []
     # the solver's LMI tolerance: project each own part onto the realisable set
@@ -208,13 +319,45 @@ def fit_consistent(robot: RobotModel, base: RobotBaseResult, *,
     r = a @ pi.ravel() - b
     chi2 = float(r @ r)
     z = (base.combination @ pi.ravel() - base.values) / base.std
-    if p2.status not in ("optimal",):
-        warnings.append(f"per-link fit: solver status {p2.status}")
+    if p2.status != "optimal":
+        return _fallback(robot, base, total_mass, scale, a, b, limit, chi2_min,
+                         f"the per-link fit ended with solver status {p2.status}",
+                         p2.status)
+    if chi2 > limit:
+        return _fallback(robot, base, total_mass, scale, a, b, limit, chi2_min,
+                         f"the per-link fit misses the base parameters (chi-square {chi2:.4g} "
+                         f"over {base.rank} combinations, above its 0.999 quantile "
+                         f"{limit:.4g}; largest |misfit|/std {np.max(np.abs(z)):.3g})",
+                         p2.status)
     div = [log_det_divergence(pseudo_inertia(own[j]), j0s[j]) for j in range(n)]
     return ConsistentResult([InertialParams(p) for p in pi], [InertialParams(o) for o in own],
                             chi2_min, chi2, float(np.max(np.abs(z))), div,
-                            source_of_parameters(base), p2.status, warnings)
+                            source_of_parameters(base), p2.status, warnings,
+                            chi2_limit=limit)
 
 
-__all__ = ["CHI2_ALLOWANCE", "ConsistentResult", "log_det_divergence", "source_of_parameters",
-           "fit_consistent"]
+def _fallback(robot: RobotModel, base: RobotBaseResult, total_mass: float,
+              scale: np.ndarray, a: np.ndarray, b: np.ndarray, limit: float,
+              chi2_min: float, why: str, status: str) -> ConsistentResult:
+    """The result when the per-link fit failed: :func:`prior_on_combinations`, with the
+    failure said."""
+    pi, written = prior_on_combinations(robot, base, total_mass, scale)
+    attached = np.stack([bd.attached.pi for bd in robot.bodies])
+    own = pi - attached
+    r = a @ pi.ravel() - b
+    z = (base.combination @ pi.ravel() - base.values) / base.std
+    what = ("the URDF prior moved onto the identified combinations" if written != "prior"
+            else "the URDF prior, each body's own part scaled to the weighed mass (the prior "
+                 "moved onto the identified combinations is not physically consistent)")
+    text = f"{why}: robot.urdf holds {what} instead"
+    prior_own = np.stack([bd.prior.pi - bd.attached.pi for bd in robot.bodies])
+    div = [log_det_divergence(pseudo_inertia(own[j]), pseudo_inertia(prior_own[j]))
+           for j in range(robot.n_bodies)]
+    return ConsistentResult([InertialParams(p) for p in pi], [InertialParams(o) for o in own],
+                            chi2_min, float(r @ r), float(np.max(np.abs(z))), div,
+                            source_of_parameters(base), status, [text], failure=why,
+                            written=written, chi2_limit=limit)
+
+
+__all__ = ["CHI2_ALLOWANCE", "CHI2_TEST_ALPHA", "ConsistentResult", "prior_on_combinations",
+           "log_det_divergence", "source_of_parameters", "fit_consistent"]
