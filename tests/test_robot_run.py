@@ -76,6 +76,11 @@ def test_report_robot_block(study):
     assert not any("mm from where" in w for w in rep["warnings"])
     paths = [i["path"] for i in rep["inputs"]]
     assert "robot.prior.urdf" in paths and "posture03.joints.csv" in paths
+    # the summary counts the robot's bodies (the base link alone is what each posture fits)
+    assert rep["summary"]["object"].startswith("panda: a robot of 8 bodies (panda_link0 "
+                                               "fixed to the platform, 7 moving joints, 2 held)")
+    bounds = next(c for c in rep["checks"] if c["key"] == "bounds")
+    assert bounds["level"] == "ok" and "locked postures" in bounds["finding"]
 
 
 def test_robot_urdf_and_csv(study):

@@ -40,7 +40,8 @@ def session_inputs(session: Session) -> list[dict]:
 
     Order: the manifest, the rig file, the relative-motion capture, the posture captures
     (as report.json has always listed them), then the weighing file and static captures
-    when the manifest names them, then the posture captures' marker covariance files
+    when the manifest names them, a robot's URDF and joint-angle files (the postures', then
+    the motion's), then the posture captures' marker covariance files
     (``rigtool track``'s side files) when there is one.
 
     Returns
@@ -63,6 +64,8 @@ def session_inputs(session: Session) -> list[dict]:
     if robot is not None:                         # the URDF and the joint-angle files
         files.append((_rel(robot.urdf, root), robot.urdf))
         files += [(_rel(p, root), p) for p in robot.joint_angles.values()]
+        if robot.relative_joint_angles is not None:     # the motion's encoders
+            files.append((_rel(robot.relative_joint_angles, root), robot.relative_joint_angles))
     for ref in session.postures:                 # a camera capture's marker covariance
         cov = covariance_file_of(ref)
         if cov is not None:

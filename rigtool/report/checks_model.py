@@ -122,6 +122,9 @@ def bounds_check(out: SessionOutcome) -> Check:
             elif name in rel.on_bound:
                 cautions.append(f"{name} = {value:.5g} on its bound of "
                                 f"{describe_interval(lo, hi)}")
+    robot = getattr(out, "robot", None)
+    if rel is None and robot is not None:
+        return _robot_bounds(robot, title, items, cautions)
     if rel is None and not items:
         return Check("bounds", title, "not checked", "no relative-motion stage: no J_yy "
                      "interval to hold an estimate", items=items)
@@ -236,6 +239,63 @@ def _template(text: str) -> str:
     return re.sub(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", text)
 
 
+_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+
+
+def _grouped_text(texts: list[str], *, several: bool) -> str:
+    """One message said for several captures: each number that differs between them as
+    its range (``4.66-4.71``), and a sentence about "this motion" (one capture's) about
+    each one's."""
+    text = texts[0]
+    values = [re.findall(_NUMBER, t) for t in texts]
+    if len(texts) > 1 and all(len(v) == len(values[0]) for v in values):
+        parts = re.split(_NUMBER, text)
+        out = [parts[0]]
+        for k, rest in enumerate(parts[1:]):
+            column = [v[k] for v in values]
+            nums = [float(c) for c in column]
+            shown = column[0] if len(set(column)) == 1 else \
+                f"{column[int(np.argmin(nums))]}-{column[int(np.argmax(nums))]}"
+            out += [shown, rest]
+        text = "".join(out)
+    if several:
+        text = re.sub(r"\bthis motion\b", "each capture's motion", text)
+        text = re.sub(r"\bthis capture\b", "each capture", text)
+    return text
+
+
+def _robot_bounds(robot, title: str, items: list, cautions: list) -> Check:
+    """A robot's physical bounds: its per-link parameters (each link's pseudo-inertia LMI),
+    what the per-link fit held or why it failed, and whether the motion's rows took part."""
+    fit = robot.consistent
+    motion = robot.locked is not None
+    used = ("the locked postures and the joints' motion" if motion
+            else "the locked postures")
+    if fit is None:
+        return Check("bounds", title, "not checked",
+                     f"no per-link parameters: the base parameters ({used}) are the result",
+                     items=items)
+    item = {"per_link_fit_held": fit.held, "written": fit.written,
+            "reproduces": fit.reproduces, "with_motion": motion}
+    if not fit.held:
+        return Check("bounds", title, "caution",
+                     f"the per-link fit failed: {fit.failure}",
+                     "No physically consistent per-link fit is written: robot.urdf holds "
+                     + ("the URDF prior moved onto the identified combinations"
+                        if fit.written == "prior on the combinations"
+                        else "the URDF prior scaled to the weighed mass") + ".",
+                     "Check the posture fits and the base parameters' residuals; a posture "
+                     "that disagrees with the others can be left out.", items + [item])
+    finding = (f"every link physically consistent (pseudo-inertia LMI), the combinations of "
+               f"{used} reproduced within their standard errors")
+    if cautions:
+        return Check("bounds", title, "caution", finding + "; held at a bound: "
+                     + listing(cautions),
+                     "A posture's consistent fit sits at the consistency bound.",
+                     "Another posture narrows the estimate.", items + [item])
+    return Check("bounds", title, "ok", finding, items=items + [item])
+
+
 def fit_messages(out: SessionOutcome) -> tuple[Check, list[str]]:
     """The fits' own warnings that no check covers, each said once with the captures it
     concerns; and the notes (method remarks). Returns ``(check, notes)``."""
@@ -256,9 +316,9 @@ def fit_messages(out: SessionOutcome) -> tuple[Check, list[str]]:
         groups.setdefault(_template(text), []).append((where, text))
     warnings, notes = [], []
     for members in groups.values():
-        where = [w for w, _ in members if w]
-        text = members[0][1]
-        line = text + (f" ({listing(list(dict.fromkeys(where)))})" if where else "")
+        where = list(dict.fromkeys(w for w, _ in members if w))
+        text = _grouped_text([t for _, t in members], several=len(where) > 1)
+        line = text + (f" ({listing(where)})" if where else "")
         (notes if any(ph in text for ph in NOTE_PHRASES) else warnings).append(line)
     if not warnings:
         return Check("fit_messages", title, "ok", "none"), notes

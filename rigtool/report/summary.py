@@ -97,8 +97,23 @@ def stage_methods(doc: dict, calibration: dict) -> list[dict]:
     return out
 
 
+def _robot_part(robot: dict) -> str:
+    """A robot counted from report.json's ``robot`` block: its bodies, its base, its
+    moving and held joints."""
+    bodies = robot.get("bodies", [])
+    n = len(bodies)
+    moving = [b["joint"] for b in bodies if b.get("joint")]
+    held = list(robot.get("fixed_joints", {}))
+    text = (f"a robot of {n} bod{'ies' if n != 1 else 'y'} ({robot['base_link']} fixed to the "
+            f"platform, {len(moving)} moving joint{'s' if len(moving) != 1 else ''}")
+    if held:
+        text += f", {len(held)} held"
+    return text + ")"
+
+
 def object_line(doc: dict, tree_links: list[dict]) -> str:
-    """One sentence: what was measured and how."""
+    """One sentence: what was measured and how (counted from ``doc``: a robot's bodies
+    from its ``robot`` block, a tree's links from ``tree_links``)."""
     n = len(tree_links)
     parts = []
     for link in tree_links:
@@ -113,8 +128,11 @@ def object_line(doc: dict, tree_links: list[dict]) -> str:
     captures = f"{len(doc['postures'])} locked posture{'s' if len(doc['postures']) > 1 else ''}"
     if "relative_motion" in doc:
         captures += " and a relative-motion capture"
-    return (f"{doc['session']}: {n} link{'s' if n > 1 else ''} ({listing(parts)}), {mass}; "
-            f"{captures} on rig {doc['rig']['name']}.")
+    elif (doc.get("robot") or {}).get("with_motion"):
+        captures += " and a capture of the joints' motion"
+    what = (_robot_part(doc["robot"]) if doc.get("robot") else
+            f"{n} link{'s' if n > 1 else ''} ({listing(parts)})")
+    return f"{doc['session']}: {what}, {mass}; {captures} on rig {doc['rig']['name']}."
 
 
 def summary_block(doc: dict, tree_links: list[dict], calibration: dict) -> dict:
