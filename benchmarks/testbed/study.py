@@ -165,8 +165,9 @@ def write_manifest(study: Study, path: Path, rig_rel: str) -> None:
                     encoding="utf-8")
 
 
-def write_study(study: Study, root: Path) -> dict:
-    """Simulate every capture of ``study`` and write the lab's files under ``root``.
+def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
+    """Simulate every capture of ``study`` and write the lab's files under ``root``
+    (with ``write_rig=False`` only the session: its rig file is already there).
 
     Returns the paths: ``rig`` (the rig file), ``session`` (the manifest), ``truth``.
     """
@@ -174,9 +175,10 @@ def write_study(study: Study, root: Path) -> dict:
     rng = np.random.default_rng(study.seed)
     rig, spec, sub = study.rig, study.capture, study.subject
     rig_path = root / "calibration" / f"{rig.name}.toml"
-    write_rig_file(study, rig_path)
     captures = []
-    for c in study.calibration:
+    if write_rig:
+        write_rig_file(study, rig_path)
+    for c in study.calibration if write_rig else []:
         traj, noisy, info = _sample(mjcf(rig, loads=c.loads), spec, rng)
         write_vicon_csv(rig_path.parent / rig.name / f"{c.name}.csv", spec.rate_hz,
                         traj.names, noisy)
@@ -202,7 +204,7 @@ def write_study(study: Study, root: Path) -> dict:
             start[n] = Rotation.from_rotvec(rv).as_matrix() @ rots.get(n, np.eye(3))
         damp = {n: r.joint_damping for n in r.release}
         traj, noisy, info = _sample(mjcf(rig, subject=sub, rotations=rots), spec, rng,
-                                    duration_s=r.duration_s, push=False,
+                                    duration_s=r.duration_s,
                                     released_xml=mjcf(rig, subject=sub, rotations=start,
                                                       released=damp))
         write_vicon_csv(sess_dir / f"{r.name}.csv", spec.rate_hz, traj.names, noisy)

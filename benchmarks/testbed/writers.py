@@ -61,3 +61,15 @@ def write_json(path: Path, doc: dict) -> None:
             return o.item()
         raise TypeError(type(o))
     Path(path).write_text(json.dumps(doc, indent=1, default=conv), encoding="utf-8")
+
+
+def read_vicon_csv(path: Path) -> tuple[float, list[str], np.ndarray]:
+    """(rate, marker names, positions in m (n, k, 3)) of a Trajectories-only Vicon CSV in mm
+    (as :func:`write_vicon_csv` and rigtool simulate write it); empty cells are NaN."""
+    lines = Path(path).read_text().splitlines()
+    rate = float(lines[1].split(",")[0])
+    names = [c for c in lines[2].split(",")[2:] if c]
+    rows = [ln.split(",") for ln in lines[5:] if ln.strip()]
+    vals = np.array([[float(c) if c else np.nan for c in r[2:2 + 3 * len(names)]]
+                     for r in rows])
+    return rate, names, vals.reshape(len(rows), len(names), 3) / 1000.0
