@@ -123,9 +123,16 @@ def simulate(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, *, rate_
         qp[k] = data.qpos
         qv[k] = data.qvel
         mujoco.mj_step(model, data, nstep=substeps)
-    if not np.all(np.isfinite(xyz)):
+    if not np.all(np.isfinite(xyz)) or unstable(data):
         raise FloatingPointError("the MuJoCo simulation diverged")
     return Trajectory(np.arange(n) / rate_hz, [names[i] for i in keep], xyz, qp, qv)
+
+
+def unstable(data: mujoco.MjData) -> bool:
+    """Whether MuJoCo met a non-finite state (it then resets the state and warns)."""
+    return any(data.warning[w].number > 0 for w in (mujoco.mjtWarning.mjWARN_BADQACC,
+                                                     mujoco.mjtWarning.mjWARN_BADQVEL,
+                                                     mujoco.mjtWarning.mjWARN_BADQPOS))
 
 
 def energy(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
