@@ -30,12 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.testbed.compare import named_by, nongreen, numbers  # noqa: E402
+from benchmarks.testbed.compare import named_by, nongreen, numbers, robot_numbers  # noqa: E402
 from benchmarks.testbed.demo import demo_study  # noqa: E402
 from benchmarks.testbed.draws import draw_rig, person_study  # noqa: E402
+from benchmarks.testbed.robot import ROBOTS, write_robot_study  # noqa: E402
 from benchmarks.testbed.study import write_study  # noqa: E402
 
-FAMILIES = ("people-rigid", "rigs")
+FAMILIES = ("people-rigid", "rigs", "robots")
 
 
 def _rigtool(*args: str, log: Path) -> int:
@@ -53,6 +54,22 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
         rng = np.random.default_rng([seed, i])
         name = f"{family}-{seed}-{i:03d}"
         t0 = time.time()
+        if family == "robots":
+            if i == 0:
+                rig_study = demo_study()
+                rig_study.postures, rig_study.relative = [], None
+                rig_paths = write_study(rig_study, out / "rig")
+                rc0 = _rigtool("calibrate", str(rig_paths["rig"]), "--force", log=log)
+            robot = sorted(ROBOTS)[i % len(ROBOTS)]
+            paths = write_robot_study(
+                robot, base.rig, "../../../rig/calibration/paper-rig.calibrated.toml",
+                out / f"draw-{i:03d}", rng, session=name)
+            sessions.append({"name": name, "manifest": str(paths["session"]),
+                             "truth": str(paths["truth"]), "calibrate_exit": rc0,
+                             "links": len(paths["robot"].subject.links), "postures": 9,
+                             "simulate_s": round(time.time() - t0, 1)})
+            print(f"  {name}: {robot}, calibrate exit {rc0}", flush=True)
+            continue
         if family == "people-rigid":
             n = int(rng.integers(2, max_segments + 1))
             study = person_study(rng, name, base.rig, base.reference_bodies, base.calibration,
@@ -100,6 +117,10 @@ def evaluate(sessions: list[dict], batch_dir: Path) -> dict:
             truth = json.loads(Path(s["truth"]).read_text())
             checks = nongreen(report)
             rows = numbers(report, truth)
+            brows, worst = robot_numbers(report, truth, rep.parent)
+            rows += brows
+            if worst:
+                entry["robot_vs_prior"] = worst
             for r in rows:
                 r["session"] = s["name"]
                 r["named_by"] = named_by(r, checks)
@@ -133,7 +154,7 @@ def figures(rows: list[dict], sessions: list[dict]) -> dict:
                          or s["calibrate_exit"] == 2],
            "partial": [s["name"] for s in sessions if s["status"] == "partial"]}
     groups = {}
-    for g in ("postures", "phi_s", "phi_b", "segments", "all"):
+    for g in ("postures", "phi_s", "phi_b", "segments", "base_parameters", "all"):
         rs = [r for r in rows if (g == "all" or r["group"] == g) and r["z"] is not None]
         if not rs:
             continue
@@ -219,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {s['name']}: {s['links']} links, {s['status']} (exit {s['exit_status']}), "
               f"within 2 SE {s.get('within_2se')}, worst |z| {s.get('worst_z')}, "
               f"checks {s.get('checks')}")
+        if s.get("robot_vs_prior"):
+            print(f"    largest error over the base combinations (estimate / CAD prior / "
+                  f"robot.urdf): {json.dumps(s['robot_vs_prior'])}")
+        if s["status"] not in ("done", "partial"):
+            print(f"    {s['message']}")
     return 0
 
 

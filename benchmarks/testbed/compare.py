@@ -15,6 +15,8 @@ GROUP_CHECKS = {
               "calibration", "fit_messages"},
     "phi_b": {"bounds", "segments", "marker_residual", "fit_messages", "calibration"},
     "segments": {"segments", "bounds", "fit_messages"},
+    "base_parameters": {"segments", "postures_held", "marker_residual", "mass", "fit_messages",
+                        "robot", "robot_markers", "calibration"},
 }
 
 
@@ -80,3 +82,81 @@ def named_by(row: dict, checks: list[dict]) -> list[str]:
     text names its item (posture or link)."""
     return [c["key"] for c in checks
             if c["key"] in GROUP_CHECKS[row["group"]] or row["item"] in c["text"]]
+
+
+_PARAMS = ("m", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
+
+
+def standard_parameters(links: dict[str, tuple]) -> dict[str, float]:
+    """``{"m_<link>": ..., "MX_<link>": ..., "XX_<link>": ...}``: each body's mass, first
+    moment m c and inertia about its frame's origin (tensor form) from (mass, com,
+    inertia_com) per link."""
+    out = {}
+    for name, (m, c, ic) in links.items():
+        c = np.asarray(c, float)
+        io = np.asarray(ic, float) + m * (c @ c * np.eye(3) - np.outer(c, c))
+        vals = (m, *(m * c), io[0, 0], io[0, 1], io[0, 2], io[1, 1], io[1, 2], io[2, 2])
+        out.update({f"{p}_{name}": float(v) for p, v in zip(_PARAMS, vals)})
+    return out
+
+
+def urdf_inertials(path) -> dict[str, tuple]:
+    """(mass, com, inertia_com) per link of a URDF's ``<inertial>`` blocks."""
+    import xml.etree.ElementTree as ET
+    from scipy.spatial.transform import Rotation
+    out = {}
+    for lk in ET.parse(path).getroot().findall("link"):
+        i = lk.find("inertial")
+        if i is None:
+            continue
+        o = i.find("origin")
+        xyz = np.array([float(x) for x in (o.get("xyz", "0 0 0") if o is not None
+                                           else "0 0 0").split()])
+        rpy = [float(x) for x in (o.get("rpy", "0 0 0") if o is not None else "0 0 0").split()]
+        r = Rotation.from_euler("xyz", rpy).as_matrix()
+        a = {k: float(v) for k, v in i.find("inertia").attrib.items()}
+        t = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]],
+                      [a["ixz"], a["iyz"], a["izz"]]])
+        out[lk.get("name")] = (float(i.find("mass").get("value")), xyz, r @ t @ r.T)
+    return out
+
+
+def robot_numbers(report: dict, truth: dict, results_dir=None) -> tuple[list[dict], dict]:
+    """Rows of the robot's base parameters against the truth, and robot.urdf / the prior
+    against the truth on the same combinations (largest error over the combination's
+    kind: mass in % of M, first moments in mm M, inertia in % of the largest moment)."""
+    bp = ((report.get("robot") or {}).get("base_parameters")) or {}
+    if not bp:
+        return [], {}
+    true = standard_parameters({lk["name"]: (lk["mass"], lk["com"], lk["inertia_com"])
+                                for lk in truth["links"]})
+    prior = standard_parameters({k: (v["mass"], v["com"], v["inertia_com"])
+                                 for k, v in truth.get("prior", {}).items()})
+    ident = None
+    if results_dir is not None:
+        from pathlib import Path
+        p = Path(results_dir) / "robot.urdf"
+        if p.is_file():
+            ident = standard_parameters(urdf_inertials(p))
+    m_tot = truth["total_mass"]
+    i_max = max(np.linalg.eigvalsh(np.asarray(p["inertia_com"])).max()
+                for p in truth["postures"])
+    rows, worst = [], {}
+    for name, expr, v, s in zip(bp["names"], bp["expressions"], bp["values"], bp["std"]):
+        t = sum(c * true[k] for k, c in expr.items())
+        rows.append(_row("base_parameters", name.split(" ")[0], f"base {name}", v, t, s))
+        lead = name.split(" ")[0].split("_")[0]
+        kind, scale = (("mass", 100.0 / m_tot) if lead == "m" else
+                       ("first_moment", 1e3 / m_tot) if lead.startswith("M") else
+                       ("inertia", 100.0 / i_max))
+        w = worst.setdefault(kind, {"estimate": 0.0, "prior": 0.0, "robot_urdf": 0.0})
+        w["estimate"] = max(w["estimate"], abs(v - t) * scale)
+        if prior:
+            w["prior"] = max(w["prior"], abs(sum(c * prior[k] for k, c in expr.items()) - t)
+                             * scale)
+        if ident:
+            w["robot_urdf"] = max(w["robot_urdf"], abs(
+                sum(c * ident.get(k, 0.0) for k, c in expr.items()) - t) * scale)
+    if ident:
+        worst["robot_urdf_mass_kg"] = sum(v for k, v in ident.items() if k.startswith("m_"))
+    return rows, worst

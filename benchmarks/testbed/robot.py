@@ -172,7 +172,7 @@ def driven(model: mujoco.MjModel, qpos0, qvel0, target, *, rate_hz, duration_s, 
 
 def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_postures=9,
                       duration_s=20.0, motion_s=14.0, rate_hz=120.0, noise_m=1e-4,
-                      encoder_noise_rad=1e-5, push=None) -> dict:
+                      encoder_noise_rad=1e-5, push=None, session: str | None = None) -> dict:
     """A robot session on ``rig`` (its rig file already written and calibrated at
     ``rig_rel`` from the manifest): postures, a driven capture, the prior URDF, truth."""
     robot = load_robot(name, base_position_platform_m=(0.0, 0.0, 0.0))
@@ -180,7 +180,7 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_po
     base = sub.links[0].body
     base.markers_m = {"B1": np.array([0.06, 0.05, 0.03]), "B2": np.array([-0.07, 0.04, 0.06]),
                       "B3": np.array([-0.02, -0.07, 0.04]), "B4": np.array([0.05, -0.05, 0.09])}
-    sess = Path(out) / "captures" / name
+    sess = Path(out) / "captures" / (session or name)
     sess.mkdir(parents=True, exist_ok=True)
     tree, prior = prior_urdf(robot, rng)
     tree.write(sess / f"{name}.prior.urdf")
@@ -250,7 +250,7 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_po
         _joint_csv(sess / "motion.joints.csv", t, jnames, enc)
         motion = {"capture": "motion.csv", "joint_angles": "motion.joints.csv",
                   "rest": q_mid, "excursion_rad": float(np.max(np.abs(qp[:, adr])))}
-    out_m = [toml_table("[session]", {"name": name, "rig": rig_rel,
+    out_m = [toml_table("[session]", {"name": session or name, "rig": rig_rel,
                                       "total_mass": sub.total_mass_kg}),
              toml_table("[robot]", {"urdf": f"{name}.prior.urdf", "base_link": base.name}),
              toml_table("[robot.markers]", {base.name: {k: v.tolist() for k, v in
@@ -262,7 +262,8 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_po
         out_m.append(toml_table("[relative_motion]", {"capture": motion["capture"],
                                                       "joint_angles": motion["joint_angles"]}))
     (sess / "session.toml").write_text("\n".join(out_m))
-    truth = {"simulator": "benchmarks.testbed (MuJoCo, RK4)", "session": name,
+    truth = {"simulator": "benchmarks.testbed (MuJoCo, RK4)", "session": session or name,
+             "robot": name,
              "total_mass": sub.total_mass_kg, "postures": posture_truth,
              "links": [{"name": lk.body.name, "mass": lk.body.mass_kg, "com": lk.body.com_m,
                         "inertia_com": lk.body.inertia_com_kg_m2} for lk in sub.links],

@@ -75,11 +75,32 @@ def equilibrium(model: mujoco.MjModel, qpos0: np.ndarray | None = None) -> np.nd
         return data.qacc[:6].copy()
 
     sol = least_squares(resid, np.zeros(6), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    if np.max(np.abs(resid(sol.x))) > 1e-9:
+        # far from the start: settle the platform by damped motion (extra damping on its
+        # six degrees of freedom, 10 s), then solve again from there
+        q0 = _settled(model, q_of(np.zeros(6)))
+        sol = least_squares(resid, np.zeros(6), method="lm", xtol=1e-15, ftol=1e-15,
+                            gtol=1e-15)
     q = q_of(sol.x)
     r = resid(sol.x)
     if np.max(np.abs(r)) > 1e-9:
         raise RuntimeError(f"no static equilibrium found (|qacc| = {np.max(np.abs(r)):.2e})")
     return q
+
+
+def _settled(model: mujoco.MjModel, q0: np.ndarray) -> np.ndarray:
+    damp = model.dof_damping.copy()
+    dt = model.opt.timestep
+    data = mujoco.MjData(model)
+    try:
+        model.dof_damping[:6] = 400.0
+        model.opt.timestep = 1e-3
+        data.qpos[:] = q0
+        mujoco.mj_step(model, data, nstep=10000)
+        return data.qpos.copy()
+    finally:
+        model.dof_damping[:] = damp
+        model.opt.timestep = dt
 
 
 def perturbed_state(model: mujoco.MjModel, q_eq: np.ndarray, offset: np.ndarray,
