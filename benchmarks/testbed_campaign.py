@@ -71,20 +71,36 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
             print(f"  {name}: {robot}, calibrate exit {rc0}", flush=True)
             continue
         if family == "people-rigid":
-            n = int(rng.integers(2, max_segments + 1))
-            study = person_study(rng, name, base.rig, base.reference_bodies, base.calibration,
-                                 n_segments=n, seed=int(rng.integers(2**31)))
-            root = out
-            first = i == 0
-        else:
-            study = demo_study(seed=int(rng.integers(2**31)))
-            study.rig = draw_rig(rng, base.rig, study.subject.total_mass_kg)
-            study.rig.name = f"rig-{i:03d}"
-            study.subject.name = name
-            study.capture.noise_sigma_m = float(rng.uniform(0.05e-3, 0.3e-3))
-            study.capture.rate_hz, study.capture.duration_s = 100.0, 15.0
-            root = out / f"draw-{i:03d}"
-            first = True
+            # a person whose posture tips the loaded platform over (no upright equilibrium)
+            # is drawn again from the next stream: counted in ``redrawn``
+            for attempt in range(5):
+                rng = np.random.default_rng([seed, i, attempt] if attempt else [seed, i])
+                n = int(rng.integers(2, max_segments + 1))
+                study = person_study(rng, name, base.rig, base.reference_bodies,
+                                     base.calibration, n_segments=n,
+                                     seed=int(rng.integers(2**31)))
+                try:
+                    paths = write_study(study, out, write_rig=i == 0)
+                    break
+                except RuntimeError as exc:
+                    print(f"  {name}: drawn again ({exc})", flush=True)
+            rc = _rigtool("calibrate", str(paths["rig"]), "--force", log=log) if i == 0 else 0
+            sessions.append({"name": name, "manifest": str(paths["session"]),
+                             "truth": str(paths["truth"]), "calibrate_exit": rc,
+                             "links": len(study.subject.links),
+                             "postures": len(study.postures), "redrawn": attempt,
+                             "simulate_s": round(time.time() - t0, 1)})
+            print(f"  {name}: {len(study.subject.links)} links, {len(study.postures)} "
+                  f"postures", flush=True)
+            continue
+        study = demo_study(seed=int(rng.integers(2**31)))            # family "rigs"
+        study.rig = draw_rig(rng, base.rig, study.subject.total_mass_kg)
+        study.rig.name = f"rig-{i:03d}"
+        study.subject.name = name
+        study.capture.noise_sigma_m = float(rng.uniform(0.05e-3, 0.3e-3))
+        study.capture.rate_hz, study.capture.duration_s = 100.0, 15.0
+        root = out / f"draw-{i:03d}"
+        first = True
         paths = write_study(study, root, write_rig=first)
         rc = 0
         if first:
@@ -152,7 +168,8 @@ def figures(rows: list[dict], sessions: list[dict]) -> dict:
                                or s["calibrate_exit"] == 1],
            "bad_input": [s["name"] for s in sessions if s["status"] == "bad input"
                          or s["calibrate_exit"] == 2],
-           "partial": [s["name"] for s in sessions if s["status"] == "partial"]}
+           "partial": [s["name"] for s in sessions if s["status"] == "partial"],
+           "redrawn": sum(s.get("redrawn", 0) for s in sessions)}
     groups = {}
     for g in ("postures", "phi_s", "phi_b", "segments", "base_parameters", "all"):
         rs = [r for r in rows if (g == "all" or r["group"] == g) and r["z"] is not None]
@@ -186,7 +203,7 @@ def print_figures(family: str, fig: dict) -> None:
     """The campaign's figures, one block per family."""
     print(f"\n== {family}: {fig['draws']} draws; internal errors {len(fig['internal_errors'])}"
           f" {fig['internal_errors']}; bad input {len(fig['bad_input'])}; partial "
-          f"{len(fig['partial'])}")
+          f"{len(fig['partial'])}; subjects drawn again (no upright equilibrium) {fig['redrawn']}")
     for g, d in fig["groups"].items():
         w = d["worst"]
         print(f"  {g:9s} {d['numbers']:5d} numbers, within 2 SE {100 * d['within_2se']:.1f} %,"

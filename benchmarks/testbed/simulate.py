@@ -49,7 +49,8 @@ def set_platform_pose(qpos: np.ndarray, p_lab_m: np.ndarray, rot: np.ndarray) ->
     return out
 
 
-def equilibrium(model: mujoco.MjModel, qpos0: np.ndarray | None = None) -> np.ndarray:
+def equilibrium(model: mujoco.MjModel, qpos0: np.ndarray | None = None, *,
+                max_tilt_deg: float = 30.0) -> np.ndarray:
     """The platform's static equilibrium: the free joint's pose at which the accelerations
     of its six degrees of freedom vanish at rest (every other coordinate held).
 
@@ -77,7 +78,7 @@ def equilibrium(model: mujoco.MjModel, qpos0: np.ndarray | None = None) -> np.nd
     sol = least_squares(resid, np.zeros(6), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15)
     if np.max(np.abs(resid(sol.x))) > 1e-9:
         # far from the start: settle the platform by damped motion (extra damping on its
-        # six degrees of freedom, 10 s), then solve again from there
+        # six degrees of freedom, 40 s), then solve again from there
         q0 = _settled(model, q_of(np.zeros(6)))
         sol = least_squares(resid, np.zeros(6), method="lm", xtol=1e-15, ftol=1e-15,
                             gtol=1e-15)
@@ -85,6 +86,10 @@ def equilibrium(model: mujoco.MjModel, qpos0: np.ndarray | None = None) -> np.nd
     r = resid(sol.x)
     if np.max(np.abs(r)) > 1e-9:
         raise RuntimeError(f"no static equilibrium found (|qacc| = {np.max(np.abs(r)):.2e})")
+    tilt = np.degrees(np.arccos(np.clip(platform_pose(q)[1][2, 2], -1.0, 1.0)))
+    if tilt > max_tilt_deg:
+        raise RuntimeError(f"the loaded platform's equilibrium is tilted {tilt:.0f} deg "
+                           f"(an upright one is unstable)")
     return q
 
 
@@ -93,10 +98,10 @@ def _settled(model: mujoco.MjModel, q0: np.ndarray) -> np.ndarray:
     dt = model.opt.timestep
     data = mujoco.MjData(model)
     try:
-        model.dof_damping[:6] = 400.0
+        model.dof_damping[:6] = 80.0
         model.opt.timestep = 1e-3
         data.qpos[:] = q0
-        mujoco.mj_step(model, data, nstep=10000)
+        mujoco.mj_step(model, data, nstep=40000)
         return data.qpos.copy()
     finally:
         model.dof_damping[:] = damp
