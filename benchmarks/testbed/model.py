@@ -108,7 +108,8 @@ def _sites(prefix: str, b: Body) -> str:
 def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
          subject: Subject | None = None, rotations: dict[str, np.ndarray] | None = None,
          released: dict[str, float] | None = None, timestep_s: float = 1e-3,
-         integrator: str = "RK4", spring_damping: bool = True) -> str:
+         integrator: str = "RK4", spring_damping: bool = True,
+         internal: list[dict] | None = None) -> str:
     """The MJCF of the rig carrying ``loads`` (body, position, rotation in the platform
     frame; welded) and/or ``subject`` in a posture.
 
@@ -116,7 +117,12 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
     identity where absent). A link named in ``released`` turns on its joint with that joint
     damping (N m s/rad, or N s/m for a slide); every other link is welded to its parent at
     its posture (a body without a joint: MuJoCo's weld is exact, no stiff penalty).
+
+    ``internal``: masses inside a link on a slide joint driven along a prescribed path by a
+    position actuator (``link``, ``mass``, ``point`` its mean place in the link frame,
+    ``axis``, servo ``kp`` and ``kv``): breathing's abdominal contents.
     """
+    internal = internal or []
     rotations = rotations or {}
     released = released or {}
     g = _fmt(rig.gravity_lab_m_s2)
@@ -147,6 +153,13 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
                 parts.append(f'<joint name="{name}" type="{kind}"{axis} '
                              f'damping="{released[name]:.17g}"/>')
             parts.append(_inertial(lk.body) + _sites(subject.name, lk.body))
+            for k, im in enumerate(internal):
+                if im["link"] == name:
+                    parts.append(f'<body name="internal{k}" pos="{_fmt(im["point"])}">'
+                                 f'<joint name="internal{k}" type="slide" '
+                                 f'axis="{_fmt(im["axis"])}"/><inertial pos="0 0 0" '
+                                 f'mass="{im["mass"]:.17g}" diaginertia="1e-6 1e-6 1e-6"/>'
+                                 f'</body>')
             for ch in children.get(name, []):
                 emit(ch, ch.joint_center_parent_m, rotations.get(ch.body.name, np.eye(3)))
             parts.append("</body>")
@@ -159,5 +172,10 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
         parts.append(f'<spatial name="{s.name}" stiffness="{s.stiffness_n_m:.17g}" '
                      f'springlength="{s.free_length_m:.17g}" damping="{c:.17g}">'
                      f'<site site="anchor:{s.name}"/><site site="attach:{s.name}"/></spatial>')
-    parts.append("</tendon></mujoco>")
+    parts.append("</tendon>")
+    if internal:
+        parts.append("<actuator>" + "".join(
+            f'<position joint="internal{k}" kp="{im["kp"]:.17g}" kv="{im["kv"]:.17g}"/>'
+            for k, im in enumerate(internal)) + "</actuator>")
+    parts.append("</mujoco>")
     return "".join(parts)

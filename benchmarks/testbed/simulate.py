@@ -127,8 +127,9 @@ def perturbed_state(model: mujoco.MjModel, q_eq: np.ndarray, offset: np.ndarray,
 
 
 def simulate(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, *, rate_hz: float,
-             duration_s: float, substeps: int = 10) -> Trajectory:
-    """Integrate from (qpos, qvel) and sample every site at ``rate_hz``.
+             duration_s: float, substeps: int = 10, control=None) -> Trajectory:
+    """Integrate from (qpos, qvel) and sample every site at ``rate_hz``; ``control(t)``,
+    when given, sets the actuators' targets at every integration step.
 
     The model's timestep is set to 1 / (rate_hz substeps). Raises FloatingPointError when
     the state leaves the finite numbers (MuJoCo's own divergence warning).
@@ -148,7 +149,12 @@ def simulate(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, *, rate_
         xyz[k] = data.site_xpos[keep]
         qp[k] = data.qpos
         qv[k] = data.qvel
-        mujoco.mj_step(model, data, nstep=substeps)
+        if control is None:
+            mujoco.mj_step(model, data, nstep=substeps)
+            continue
+        for s in range(substeps):
+            data.ctrl[:] = control(data.time)
+            mujoco.mj_step(model, data)
     if not np.all(np.isfinite(xyz)) or unstable(data):
         raise FloatingPointError("the MuJoCo simulation diverged")
     return Trajectory(np.arange(n) / rate_hz, [names[i] for i in keep], xyz, qp, qv)

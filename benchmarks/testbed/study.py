@@ -80,6 +80,11 @@ class Study:
     relative: RelativeMotion | None
     capture: CaptureSpec = field(default_factory=CaptureSpec)
     seed: int = 0
+    #: masses inside links on prescribed paths (model.mjcf's ``internal``, each with its
+    #: ``path(t)``, m from its mean place); ``truth_subject`` then holds the body with every
+    #: such mass at its mean place (what rigtool is to report)
+    internal: list[dict] = field(default_factory=list)
+    truth_subject: Subject | None = None
 
 
 def _push(spec: CaptureSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -90,8 +95,9 @@ def _push(spec: CaptureSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.n
 
 
 def _sample(xml: str, spec: CaptureSpec, rng, *, duration_s=None, q_eq=None,
-            push=True, released_xml: str | None = None):
-    """Equilibrium of ``xml``, then the motion of ``released_xml`` (or ``xml``) from it."""
+            push=True, released_xml: str | None = None, internal=()):
+    """Equilibrium of ``xml``, then the motion of ``released_xml`` (or ``xml``) from it;
+    ``internal`` masses follow their paths from a random phase of their cycle."""
     model = sim.compile_model(xml)
     q = sim.equilibrium(model)
     off, vel = _push(spec, rng) if push else (np.zeros(6), np.zeros(6))
@@ -101,8 +107,21 @@ def _sample(xml: str, spec: CaptureSpec, rng, *, duration_s=None, q_eq=None,
         q_full[:7] = q[:7]
         q = q_full
     q0, v0 = sim.perturbed_state(model, q, off, vel)
+    control = None
+    if internal:
+        t_off = rng.uniform(0.0, 60.0)
+        paths = [im["path"] for im in internal]
+
+        def control(t):
+            return [p(t + t_off) for p in paths]
+        for k, im in enumerate(internal):       # start on the path, at its velocity
+            adr = model.joint(f"internal{k}").qposadr[0]
+            q0[adr] = im["path"](t_off)
+            v0[model.joint(f"internal{k}").dofadr[0]] = (im["path"](t_off + 1e-6)
+                                                         - im["path"](t_off - 1e-6)) / 2e-6
     traj = sim.simulate(model, q0, v0, rate_hz=spec.rate_hz,
-                        duration_s=duration_s or spec.duration_s, substeps=spec.substeps)
+                        duration_s=duration_s or spec.duration_s, substeps=spec.substeps,
+                        control=control)
     noisy = sim.add_noise(traj.markers_lab_m, spec.noise_sigma_m, rng)
     return traj, noisy, {"offset": off, "velocity": vel, "equilibrium_qpos": q[:7]}
 
@@ -174,6 +193,7 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
     root = Path(root)
     rng = np.random.default_rng(study.seed)
     rig, spec, sub = study.rig, study.capture, study.subject
+    tsub = study.truth_subject or sub
     rig_path = root / "calibration" / f"{rig.name}.toml"
     captures = []
     if write_rig:
@@ -188,9 +208,14 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
     rot_of = {}
     for p in study.postures:
         rot_of[p.name] = p.rotations
-        traj, noisy, info = _sample(mjcf(rig, subject=sub, rotations=p.rotations), spec, rng)
+        # equilibrium with any internal mass held at its mean place (the truth's body)
+        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=p.rotations), spec, rng,
+                                    released_xml=(mjcf(rig, subject=sub, rotations=p.rotations,
+                                                       internal=study.internal)
+                                                  if study.internal else None),
+                                    internal=study.internal)
         write_vicon_csv(sess_dir / f"{p.name}.csv", spec.rate_hz, traj.names, noisy)
-        ov = posture_overall(sub, p.rotations)
+        ov = posture_overall(tsub, p.rotations)
         posture_truth.append({"name": p.name, **ov})
         captures.append({"name": p.name, "kind": "posture", **info})
     rel_truth = None
@@ -203,17 +228,19 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
         for n, rv in r.release.items():
             start[n] = Rotation.from_rotvec(rv).as_matrix() @ rots.get(n, np.eye(3))
         damp = {n: r.joint_damping for n in r.release}
-        traj, noisy, info = _sample(mjcf(rig, subject=sub, rotations=rots), spec, rng,
+        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=rots), spec, rng,
                                     duration_s=r.duration_s,
                                     released_xml=mjcf(rig, subject=sub, rotations=start,
-                                                      released=damp))
+                                                      released=damp,
+                                                      internal=study.internal),
+                                    internal=study.internal)
         write_vicon_csv(sess_dir / f"{r.name}.csv", spec.rate_hz, traj.names, noisy)
         captures.append({"name": r.name, "kind": "relative_motion", **info})
         rel_truth = {"name": r.name, "posture": r.posture, "released": r.release,
                      "start_rotations_parent": start, "joint_damping": r.joint_damping}
     man_path = sess_dir / "session.toml"
     write_manifest(study, man_path, f"../../calibration/{rig.name}.calibrated.toml")
-    phi_s, phi_b = phi_named(sub)
+    phi_s, phi_b = phi_named(tsub)
     plat = rig.platform
     truth = {
         "simulator": f"benchmarks.testbed (MuJoCo {sim.mujoco.__version__}, RK4, "
@@ -226,13 +253,13 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
         "platform": {"mass": plat.mass_kg, "com": plat.com_m,
                      "inertia_com": plat.inertia_com_kg_m2},
         "gravity": rig.gravity_lab_m_s2,
-        "session": sub.name, "total_mass": sub.total_mass_kg,
+        "session": sub.name, "total_mass": tsub.total_mass_kg,
         "base": {"rotation_platform": sub.base_rotation_platform,
                  "position_platform": sub.base_position_platform_m},
         "links": [{"name": lk.body.name, "parent": lk.parent,
                    "joint_center": None if lk.parent == "platform" else lk.joint_center_parent_m,
                    "mass": lk.body.mass_kg, "com": lk.body.com_m,
-                   "inertia_com": lk.body.inertia_com_kg_m2} for lk in sub.links],
+                   "inertia_com": lk.body.inertia_com_kg_m2} for lk in tsub.links],
         "postures": posture_truth, "phi_s": phi_s, "phi_b": phi_b,
         "relative_motion": rel_truth,
         "captures": [{**c, "rate_hz": spec.rate_hz, "noise_sigma_m": spec.noise_sigma_m}
