@@ -33,10 +33,11 @@ if str(ROOT) not in sys.path:
 from benchmarks.testbed.compare import named_by, nongreen, numbers, robot_numbers  # noqa: E402
 from benchmarks.testbed.demo import demo_study  # noqa: E402
 from benchmarks.testbed.draws import draw_rig, person_study  # noqa: E402
+from benchmarks.testbed.living import with_breathing  # noqa: E402
 from benchmarks.testbed.robot import ROBOTS, write_robot_study  # noqa: E402
 from benchmarks.testbed.study import write_study  # noqa: E402
 
-FAMILIES = ("people-rigid", "rigs", "robots")
+FAMILIES = ("people-rigid", "rigs", "robots", "people-living")
 
 
 def _rigtool(*args: str, log: Path) -> int:
@@ -93,6 +94,28 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
             print(f"  {name}: {len(study.subject.links)} links, {len(study.postures)} "
                   f"postures", flush=True)
             continue
+        if family == "people-living":
+            # the demo's two-link body breathing: 2-6 kg of contents, 8-20 breaths a
+            # minute, 8-20 mm peak to peak, 5-15 % breath-to-breath variability
+            study = demo_study(seed=int(rng.integers(2**31)), rate_hz=100.0, duration_s=20.0)
+            study.subject.name = name
+            if i == 0:
+                write_study(_rig_only(study), out)
+                rc0 = _rigtool("calibrate", str(out / "calibration" / "paper-rig.toml"),
+                               "--force", log=log)
+            study = with_breathing(study, rng, mass_kg=float(rng.uniform(2.0, 6.0)),
+                                   rate_per_min=float(rng.uniform(8.0, 20.0)),
+                                   peak_to_peak_m=float(rng.uniform(0.008, 0.020)),
+                                   variability=float(rng.uniform(0.05, 0.15)))
+            paths = write_study(study, out, write_rig=False)
+            sessions.append({"name": name, "manifest": str(paths["session"]),
+                             "truth": str(paths["truth"]), "calibrate_exit": rc0,
+                             "links": 2, "postures": 3,
+                             "breathing": {k: v for k, v in study.internal[0].items()
+                                           if k in ("mass",)},
+                             "simulate_s": round(time.time() - t0, 1)})
+            print(f"  {name}: breathing {study.internal[0]['mass']:.1f} kg", flush=True)
+            continue
         study = demo_study(seed=int(rng.integers(2**31)))            # family "rigs"
         study.rig = draw_rig(rng, base.rig, study.subject.total_mass_kg)
         study.rig.name = f"rig-{i:03d}"
@@ -112,6 +135,14 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
         print(f"  {name}: {len(study.subject.links)} links, {len(study.postures)} postures, "
               f"calibrate exit {rc}", flush=True)
     return sessions
+
+
+def _rig_only(study):
+    import copy
+    s = copy.deepcopy(study)
+    s.postures, s.relative = [], None
+    s.subject.name = "rig-only"
+    return s
 
 
 def evaluate(sessions: list[dict], batch_dir: Path) -> dict:

@@ -160,8 +160,8 @@ def write_rig_file(study: Study, path: Path) -> None:
 def write_manifest(study: Study, path: Path, rig_rel: str) -> None:
     """The session manifest as a user writes it (links, markers, priors, captures)."""
     sub = study.subject
-    out = [toml_table("[session]", {"name": sub.name, "rig": rig_rel,
-                                    "total_mass": sub.total_mass_kg})]
+    weighed = (study.truth_subject or sub).total_mass_kg
+    out = [toml_table("[session]", {"name": sub.name, "rig": rig_rel, "total_mass": weighed})]
     for lk in sub.links:
         items = {"name": lk.body.name, "parent": lk.parent}
         if lk.parent != "platform":
