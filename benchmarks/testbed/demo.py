@@ -84,3 +84,33 @@ def demo_study(*, seed: int = 2002, rate_hz: float = 120.0, duration_s: float = 
     spec = CaptureSpec(rate_hz=rate_hz, duration_s=duration_s, noise_sigma_m=noise_sigma_m,
                        offset=_a(cap["offset"]), velocity=_a(cap["velocity"]))
     return Study(rig, blocks, cal, subject, postures, rel, spec, seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m benchmarks.testbed.demo OUT [--breathing] [--rate 120] [--duration 25]``:
+    the demo's study on the test bed written under OUT (then ``rigtool calibrate
+    OUT/calibration/paper-rig.toml`` and ``rigtool run OUT/captures/two-link/session.toml``)."""
+    import argparse
+
+    from benchmarks.testbed.living import with_breathing
+    from benchmarks.testbed.study import write_study
+
+    ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--seed", type=int, default=2002)
+    ap.add_argument("--rate", type=float, default=120.0)
+    ap.add_argument("--duration", type=float, default=25.0)
+    ap.add_argument("--breathing", action="store_true",
+                    help="5 kg of abdominal contents, 16 mm peak to peak at 14/min")
+    ap.add_argument("--breath-seed", type=int, default=14)
+    args = ap.parse_args(argv)
+    study = demo_study(seed=args.seed, rate_hz=args.rate, duration_s=args.duration)
+    if args.breathing:
+        study = with_breathing(study, np.random.default_rng(args.breath_seed))
+    paths = write_study(study, args.out)
+    print(f"wrote {paths['rig']} and {paths['session']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
