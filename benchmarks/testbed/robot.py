@@ -270,3 +270,31 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_po
              "prior": prior, "motion": motion}
     write_json(sess / "truth.json", truth)
     return {"session": sess / "session.toml", "truth": sess / "truth.json", "robot": robot}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m benchmarks.testbed.robot OUT [--robot xarm7] [--seed 59]``: the demo rig
+    (its reference captures) and a robot session on it under OUT; then ``rigtool calibrate
+    OUT/calibration/paper-rig.toml`` and ``rigtool run OUT/captures/ROBOT/session.toml``."""
+    import argparse
+
+    from benchmarks.testbed.demo import demo_study
+    from benchmarks.testbed.study import write_study
+
+    ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--robot", choices=sorted(ROBOTS), default="xarm7")
+    ap.add_argument("--seed", type=int, default=59)
+    args = ap.parse_args(argv)
+    rig_study = demo_study()
+    rig_study.postures, rig_study.relative = [], None
+    write_study(rig_study, args.out)
+    paths = write_robot_study(args.robot, rig_study.rig,
+                              "../../calibration/paper-rig.calibrated.toml", args.out,
+                              np.random.default_rng(args.seed))
+    print(f"wrote {paths['session']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
