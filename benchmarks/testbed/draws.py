@@ -81,9 +81,16 @@ def _segment_body(name, seg, body_mass, length, rng, *, trunk=False) -> Body:
 
 
 def _prior(b: Body, rng) -> dict:
+    """A table prior: mass +-10 %, COM +-1 cm, the inertia's diagonal scaled by a common
+    factor in [0.8, 1.2] and each by up to +-5 % more, kept physically possible (the
+    triangle inequality; else the common factor alone, which keeps it)."""
+    d = np.diag(b.inertia_com_kg_m2) * rng.uniform(0.8, 1.2)
+    dd = d * rng.uniform(0.95, 1.05, 3)
+    if np.all(2 * dd <= dd.sum()):
+        d = dd
     return {"mass": float(b.mass_kg * rng.uniform(0.9, 1.1)),
             "com": (b.com_m + rng.normal(0.0, 0.01, 3)).tolist(),
-            "inertia_com": np.diag(np.diag(b.inertia_com_kg_m2) * rng.uniform(0.8, 1.2, 3)),
+            "inertia_com": np.diag(d),
             "mass_std": 0.15 * b.mass_kg, "com_std": 0.03, "inertia_rel_std": 0.3}
 
 
