@@ -85,6 +85,9 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
                     break
                 except RuntimeError as exc:
                     print(f"  {name}: drawn again ({exc})", flush=True)
+            else:
+                raise RuntimeError(f"{name}: five draws in a row without an upright "
+                                   f"equilibrium")
             rc = _rigtool("calibrate", str(paths["rig"]), "--force", log=log) if i == 0 else 0
             sessions.append({"name": name, "manifest": str(paths["session"]),
                              "truth": str(paths["truth"]), "calibrate_exit": rc,
