@@ -1,0 +1,269 @@
+"""A whole study on the test bed: the rig calibrated from reference bodies, the subject in
+locked postures and in a relative motion, written as a lab's files with ``truth.json``.
+
+Layout written under ``root`` (as a lab keeps it):
+``calibration/<rig>.toml`` and ``calibration/<rig>/<capture>.csv``;
+``captures/<session>/session.toml``, its capture CSVs and ``truth.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from benchmarks.testbed import simulate as sim
+from benchmarks.testbed.model import Body, Rig, Subject, mjcf
+from benchmarks.testbed.truth import phi_named, posture_overall
+from benchmarks.testbed.writers import toml_table, write_json, write_vicon_csv
+
+
+@dataclass
+class CaptureSpec:
+    """How each capture is taken: rate, length, marker noise and the hand's push (offset:
+    m lab + rotation vector rad; velocity: m/s lab + rad/s lab), scaled per capture by a
+    seeded factor in [0.7, 1.3] with a random sign per component when ``vary``."""
+
+    rate_hz: float = 120.0
+    duration_s: float = 25.0
+    noise_sigma_m: float = 1e-4
+    offset: np.ndarray = field(default_factory=lambda: np.array(
+        [0.015, -0.012, 0.010, 0.035, -0.030, 0.030]))
+    velocity: np.ndarray = field(default_factory=lambda: np.array(
+        [0.02, 0.02, -0.01, 0.05, -0.05, 0.05]))
+    vary: bool = True
+    substeps: int = 10
+
+
+@dataclass
+class CalibrationCapture:
+    """Reference bodies on the platform: (body, position, rotation) in the platform frame."""
+
+    name: str
+    loads: list[tuple[Body, np.ndarray, np.ndarray]]
+    holdout: bool = False
+
+
+@dataclass
+class Posture:
+    """A locked posture: each moving link's rotation relative to its parent's frame."""
+
+    name: str
+    rotations: dict[str, np.ndarray]
+
+
+@dataclass
+class RelativeMotion:
+    """Links released from a posture (tilt: rotation vector in the parent's axes, rad; the
+    base's for a link on the base) on their joints
+    with ``joint_damping`` (N m s/rad); equilibrium found with the posture locked."""
+
+    name: str
+    posture: str
+    release: dict[str, np.ndarray]
+    joint_damping: float = 0.05
+    duration_s: float = 12.0
+    window: tuple[float, float] | None = (1.0, 11.0)
+
+
+@dataclass
+class Study:
+    """Everything one simulated study needs."""
+
+    rig: Rig
+    reference_bodies: list[Body]
+    calibration: list[CalibrationCapture]
+    subject: Subject
+    postures: list[Posture]
+    relative: RelativeMotion | None
+    capture: CaptureSpec = field(default_factory=CaptureSpec)
+    seed: int = 0
+    #: masses inside links on prescribed paths (model.mjcf's ``internal``, each with its
+    #: ``path(t)``, m from its mean place); ``truth_subject`` then holds the body with every
+    #: such mass at its mean place (what rigtool is to report)
+    internal: list[dict] = field(default_factory=list)
+    truth_subject: Subject | None = None
+
+
+def _push(spec: CaptureSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    if not spec.vary:
+        return spec.offset, spec.velocity
+    f = rng.uniform(0.7, 1.3, 12) * rng.choice([-1.0, 1.0], 12)
+    return spec.offset * f[:6], spec.velocity * f[6:]
+
+
+def _sample(xml: str, spec: CaptureSpec, rng, *, duration_s=None, q_eq=None,
+            push=True, released_xml: str | None = None, internal=()):
+    """Equilibrium of ``xml``, then the motion of ``released_xml`` (or ``xml``) from it;
+    ``internal`` masses follow their paths from a random phase of their cycle."""
+    model = sim.compile_model(xml)
+    q = sim.equilibrium(model)
+    off, vel = _push(spec, rng) if push else (np.zeros(6), np.zeros(6))
+    if released_xml is not None:
+        model = sim.compile_model(released_xml)
+        q_full = np.array(model.qpos0, float)
+        q_full[:7] = q[:7]
+        q = q_full
+    q0, v0 = sim.perturbed_state(model, q, off, vel)
+    control = None
+    if internal:
+        t_off = rng.uniform(0.0, 60.0)
+        paths = [im["path"] for im in internal]
+
+        def control(t):
+            return [p(t + t_off) for p in paths]
+        for k, im in enumerate(internal):       # start on the path, at its velocity
+            adr = model.joint(f"internal{k}").qposadr[0]
+            q0[adr] = im["path"](t_off)
+            v0[model.joint(f"internal{k}").dofadr[0]] = (im["path"](t_off + 1e-6)
+                                                         - im["path"](t_off - 1e-6)) / 2e-6
+    traj = sim.simulate(model, q0, v0, rate_hz=spec.rate_hz,
+                        duration_s=duration_s or spec.duration_s, substeps=spec.substeps,
+                        control=control)
+    noisy = sim.add_noise(traj.markers_lab_m, spec.noise_sigma_m, rng)
+    return traj, noisy, {"offset": off, "velocity": vel, "equilibrium_qpos": q[:7]}
+
+
+def _inertia_list(m: np.ndarray) -> list:
+    return [[float(x) for x in row] for row in np.asarray(m)]
+
+
+def _markers(b: Body) -> dict:
+    return {k: [float(x) for x in v] for k, v in b.markers_m.items()}
+
+
+def write_rig_file(study: Study, path: Path) -> None:
+    """The rig file as a user writes it (geometry, reference bodies, captures; no
+    stiffness or platform inertia: ``rigtool calibrate`` completes them)."""
+    rig = study.rig
+    out = [toml_table("[rig]", {"name": rig.name, "gravity": rig.gravity_lab_m_s2,
+                                "locked_dofs": []}),
+           toml_table("[platform]", {"markers": _markers(rig.platform)})]
+    for s in rig.springs:
+        out.append(toml_table("[[springs]]", {"name": s.name, "anchor": s.anchor_lab_m,
+                                              "attachment": s.attachment_platform_m}))
+    for b in study.reference_bodies:
+        out.append(toml_table("[[reference_bodies]]", {
+            "name": b.name, "mass": b.mass_kg, "com": b.com_m,
+            "inertia_com": _inertia_list(b.inertia_com_kg_m2), "markers": _markers(b)}))
+    for c in study.calibration:
+        out.append(toml_table("[[calibration_captures]]", {
+            "capture": f"{rig.name}/{c.name}.csv", "load": [b.name for b, _, _ in c.loads],
+            "holdout": True if c.holdout else None}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# the rig file as a user writes it; `rigtool calibrate` completes it\n\n"
+                    + "\n".join(out), encoding="utf-8")
+
+
+def write_manifest(study: Study, path: Path, rig_rel: str) -> None:
+    """The session manifest as a user writes it (links, markers, priors, captures)."""
+    sub = study.subject
+    weighed = (study.truth_subject or sub).total_mass_kg
+    out = [toml_table("[session]", {"name": sub.name, "rig": rig_rel, "total_mass": weighed})]
+    for lk in sub.links:
+        items = {"name": lk.body.name, "parent": lk.parent}
+        if lk.parent != "platform":
+            items["joint"] = lk.joint
+            items["joint_center"] = lk.joint_center_parent_m
+        items["markers"] = _markers(lk.body)
+        out.append(toml_table("[[links]]", items))
+        if lk.prior:
+            pr = dict(lk.prior)
+            pr["inertia_com"] = _inertia_list(pr["inertia_com"])
+            out.append(toml_table("[links.prior]", pr))
+    for p in study.postures:
+        out.append(toml_table("[[postures]]", {"name": p.name, "capture": f"{p.name}.csv"}))
+    if study.relative is not None:
+        r = study.relative
+        out.append(toml_table("[relative_motion]", {
+            "capture": f"{r.name}.csv", "window": list(r.window) if r.window else None}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# the session manifest as a user writes it\n\n" + "\n".join(out),
+                    encoding="utf-8")
+
+
+def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
+    """Simulate every capture of ``study`` and write the lab's files under ``root``
+    (with ``write_rig=False`` only the session: its rig file is already there).
+
+    Returns the paths: ``rig`` (the rig file), ``session`` (the manifest), ``truth``.
+    """
+    root = Path(root)
+    rng = np.random.default_rng(study.seed)
+    rig, spec, sub = study.rig, study.capture, study.subject
+    tsub = study.truth_subject or sub
+    rig_path = root / "calibration" / f"{rig.name}.toml"
+    captures = []
+    if write_rig:
+        write_rig_file(study, rig_path)
+    for c in study.calibration if write_rig else []:
+        traj, noisy, info = _sample(mjcf(rig, loads=c.loads), spec, rng)
+        write_vicon_csv(rig_path.parent / rig.name / f"{c.name}.csv", spec.rate_hz,
+                        traj.names, noisy)
+        captures.append({"name": c.name, "kind": "calibration", **info})
+    sess_dir = root / "captures" / sub.name
+    posture_truth = []
+    rot_of = {}
+    for p in study.postures:
+        rot_of[p.name] = p.rotations
+        # equilibrium with any internal mass held at its mean place (the truth's body)
+        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=p.rotations), spec, rng,
+                                    released_xml=(mjcf(rig, subject=sub, rotations=p.rotations,
+                                                       internal=study.internal)
+                                                  if study.internal else None),
+                                    internal=study.internal)
+        write_vicon_csv(sess_dir / f"{p.name}.csv", spec.rate_hz, traj.names, noisy)
+        ov = posture_overall(tsub, p.rotations)
+        posture_truth.append({"name": p.name, **ov})
+        captures.append({"name": p.name, "kind": "posture", **info})
+    rel_truth = None
+    if study.relative is not None:
+        r = study.relative
+        rots = rot_of[r.posture]
+        start = {}
+        for n, rel in rots.items():                # released: tilted in parent axes
+            start[n] = rel
+        for n, rv in r.release.items():
+            start[n] = Rotation.from_rotvec(rv).as_matrix() @ rots.get(n, np.eye(3))
+        damp = {n: r.joint_damping for n in r.release}
+        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=rots), spec, rng,
+                                    duration_s=r.duration_s,
+                                    released_xml=mjcf(rig, subject=sub, rotations=start,
+                                                      released=damp,
+                                                      internal=study.internal),
+                                    internal=study.internal)
+        write_vicon_csv(sess_dir / f"{r.name}.csv", spec.rate_hz, traj.names, noisy)
+        captures.append({"name": r.name, "kind": "relative_motion", **info})
+        rel_truth = {"name": r.name, "posture": r.posture, "released": r.release,
+                     "start_rotations_parent": start, "joint_damping": r.joint_damping}
+    man_path = sess_dir / "session.toml"
+    write_manifest(study, man_path, f"../../calibration/{rig.name}.calibrated.toml")
+    phi_s, phi_b = phi_named(tsub)
+    plat = rig.platform
+    truth = {
+        "simulator": f"benchmarks.testbed (MuJoCo {sim.mujoco.__version__}, RK4, "
+                     f"{spec.substeps} steps per frame)",
+        "seed": study.seed,
+        "springs": [{"name": s.name, "anchor": s.anchor_lab_m,
+                     "attachment": s.attachment_platform_m, "stiffness": s.stiffness_n_m,
+                     "free_length": s.free_length_m, "damping": s.damping_n_s_m}
+                    for s in rig.springs],
+        "platform": {"mass": plat.mass_kg, "com": plat.com_m,
+                     "inertia_com": plat.inertia_com_kg_m2},
+        "gravity": rig.gravity_lab_m_s2,
+        "session": sub.name, "total_mass": tsub.total_mass_kg,
+        "base": {"rotation_platform": sub.base_rotation_platform,
+                 "position_platform": sub.base_position_platform_m},
+        "links": [{"name": lk.body.name, "parent": lk.parent,
+                   "joint_center": None if lk.parent == "platform" else lk.joint_center_parent_m,
+                   "mass": lk.body.mass_kg, "com": lk.body.com_m,
+                   "inertia_com": lk.body.inertia_com_kg_m2} for lk in tsub.links],
+        "postures": posture_truth, "phi_s": phi_s, "phi_b": phi_b,
+        "relative_motion": rel_truth,
+        "captures": [{**c, "rate_hz": spec.rate_hz, "noise_sigma_m": spec.noise_sigma_m}
+                     for c in captures],
+    }
+    write_json(sess_dir / "truth.json", truth)
+    return {"rig": rig_path, "session": man_path, "truth": sess_dir / "truth.json"}
