@@ -33,6 +33,7 @@ from rigtool.identify.common.platform_motion import (CaptureMotion, capture_moti
                                              with_noise_probes)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
+from rigtool.kinematics.length_scale import scale_note, to_layout_scale
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.lab_frames import (SAME_SHIFT_M, SAME_TURN_RAD, lab_frame_spread,
                                          track_lab_frame)
@@ -106,9 +107,14 @@ def prepare_captures(rigfile: RigFile, settings: FilterSettings, *, compensate: 
     for i, c in enumerate(rigfile.captures):
         if progress:
             progress(f"calibration capture {i + 1}/{len(rigfile.captures)}: {c.capture.name}")
-        data = read_capture(c.capture, units=c.units)
+        data, length = to_layout_scale(read_capture(c.capture, units=c.units),
+                                       rigfile.rig.platform.markers_platform, c.capture)
         inputs.append({"path": os.path.relpath(c.capture, rigfile.path.parent),
                        "sha256": sha256_of(c.capture)})
+        if length is not None:       # read at another length scale: brought to the rig's
+            inputs[-1]["length_scale"] = float(f"{length['length_scale']:.8g}")
+            if progress is not None:
+                progress(f"{inputs[-1]['path']}: {scale_note(length)}")
         caps.append(prepare_capture(rigfile, c, data, settings, compensate=compensate, seed=i))
         datas.append(data)
     return caps, inputs, datas

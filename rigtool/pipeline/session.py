@@ -40,14 +40,15 @@ from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.calibration.verdict import HOLDOUT_Z_LIMIT
 from rigtool.identify.posture.force_scale import SHARED_KEY as SCALE_SHARED_KEY
 from rigtool.identify.posture.force_scale import (carry_scale_uncertainty, posture_scale,
-                                                  scale_moved,
-                                                  scaled_rig, session_force_scale)
+                                                  scale_moved, scaled_rig,
+                                                  session_force_scale)
 from rigtool.identify.posture.tissue_fit import joint_tissue_evidence
 from rigtool.identify.relative.equation_error import RelativeResult, resolve_relative
 from rigtool.identify.relative.output_error import RelativeRefinement
 from rigtool.pipeline.relative_model import RelativeModelChoice, refine_relative_motion
 from rigtool.identify.segments.fit import SegmentsResult, estimate_segments, priors_from_specs
 from rigtool.identify.subset.fit import SubsetResult, fit_subset
+from rigtool.kinematics.length_scale import scale_note, to_layout_scale
 from rigtool.mocap import read_capture
 from rigtool.pipeline.links import estimate_joint_centres, link_markers
 from rigtool.pipeline.posture import (MotionTraces, PostureOutcome, _attached_markers,
@@ -292,7 +293,10 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     relative_data, window_notes = None, []
     if session.relative_motion is not None:
         ref = session.relative_motion
-        relative_data = read_capture(ref.capture, units=ref.units)
+        relative_data, length = to_layout_scale(read_capture(ref.capture, units=ref.units),
+                                                rigfile.rig.platform.markers_platform,
+                                                ref.capture)
+        window_notes += [f"relative motion: {scale_note(length)}"] if length else []
         note = window_note(ref.window, relative_data.time_s, relative_data.rate_hz)
         window_notes += [f"relative motion: {n}" for n in relative_data.notes]
         window_notes += [f"relative motion: {note}"] if note else []

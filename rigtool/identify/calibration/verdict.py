@@ -15,7 +15,7 @@ The cause is read from the held-out fit's signature:
   captures' bodies. With its springs stretched outside the fitted captures' range, a
   stiffness that changes with the stretch (progressive springs, hooks seating); within it,
   captures from different days (temperature: steel's stiffness -2.4e-4 per kelvin; a
-  motion-capture system calibrated again between them: a length scale);
+  motion-capture system calibrated again between them), or the rig file's anchors off;
 - its mass right and its COM or inertia wrong is motion the rigid suspension's model lacks:
   springs with mass (their weight hangs on the platform, their string modes shake it), an
   anchor frame that gives, or the reference body's values in the rig file.
@@ -86,7 +86,8 @@ class HoldoutSignature:
                         "subject's")
             return (f"{scale}, within their stretch ({lo:.1f}-{hi:.1f} mm): captures from "
                     "different days (a temperature change, steel -0.024 % per kelvin; the "
-                    "cameras calibrated again between them: a length scale)")
+                    "cameras calibrated again between them), or the rig file's anchors off "
+                    "where the springs hang")
         return ("its mass from vibration is right, its COM or inertia is not: motion the "
                 "rigid suspension's model lacks (springs with mass: their string modes and "
                 "their weight; an anchor frame that gives), or the reference body's values in "
