@@ -407,9 +407,10 @@ def scale_applied_check(title: str, base: str, scale: dict, items: list[dict]) -
         f"is a day {abs(kelvin):.1f} K {'warmer' if kelvin > 0 else 'colder'} than the "
         "calibration's. A motion-capture system calibrated again reads every length at a "
         "slightly different scale, which the springs' static stretch multiplies some 15-fold "
-        "(and which one force scale takes out only in part); springs whose stiffness grows "
-        "with the load read differently under the subject than under the reference bodies; "
-        "and a weighing error reads as a scale of its fraction of the hanging mass. The "
+        "(the platform's markers measure it in each capture, and a scale over 0.01 % is "
+        "taken out before this one: the notes say so); springs whose stiffness grows with "
+        "the load read differently under the subject than under the reference bodies; and a "
+        "weighing error reads as a scale of its fraction of the hanging mass. The "
         "numbers in this report are those of the scaled rig, its standard error carried into "
         "every posture, Phi_s and the segments.")
     action = ("Note the rig's temperature and whether the cameras were calibrated again since "
