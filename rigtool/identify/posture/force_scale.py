@@ -3,13 +3,14 @@ measured by the weighed mass and applied to every posture.
 
 With the object's mass weighed and held, a posture fit turns any error in the springs'
 force scale into an error of its first moment and inertia many times larger (the demo: a
-0.12 % stiffness scale makes 0.2 mm and 0.8 % of inertia; a heavier subject on softer
-springs, 3.4 %). The force scale can change between the calibration and the session:
+0.12 % stiffness scale moves its postures by 0.22 mm and 0.64 % of inertia,
+benchmarks/real_rig.py). The force scale can change between the calibration and the session:
 steel's shear modulus falls by about 2.4e-4 per kelvin (a 5 K warmer day: ``k`` -0.12 %), a
 recalibrated motion-capture system reads every length ``lambda`` times (the static stretch
 ``L - L0`` then by ``(lambda - 1) L / (L - L0)``, a force scale some 15x the length scale
-on 1 m springs stretched 60 mm), and springs whose stiffness depends on the load are seen
-at the subject's stretch, not the reference bodies'.
+on 1 m springs stretched 60 mm; the platform's markers measure it in each capture and
+rigtool.kinematics.length_scale takes it out first), and springs whose stiffness depends on
+the load are seen at the subject's stretch, not the reference bodies'.
 
 The weighed mass is an independent measure of that scale: the mass a posture's vibration
 gives, the springs' force over the platform's motion (``mass_from_vibration``, first order
