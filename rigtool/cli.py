@@ -1,7 +1,8 @@
 """The ``rigtool`` command line: parse, call the pipeline, map errors to exit status.
 
 Exit status: 0 on success, 2 on bad input (a :class:`RigtoolError`: one clear message, no
-traceback), 1 on an internal error. Each sub-command lives in ``rigtool/commands/NAME.py``
+traceback), 1 on an internal error; a command may return 3 (a partial result) or 4 (a
+calibration whose held-out body its model misjudges), rigtool.errors. Each sub-command lives in ``rigtool/commands/NAME.py``
 with ``HELP`` (one line), ``add_arguments(parser)`` and ``run(args) -> int``.
 """
 

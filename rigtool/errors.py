@@ -4,7 +4,8 @@ Every error a user can cause (a bad file, a missing field, captures that cannot 
 a parameter) is a :class:`RigtoolError`. The command line turns it into exit status 2 and
 one message; any other exception is an internal error (exit status 1). A command that wrote
 everything it measured but could not identify everything the user asked for (postures that
-leave Phi_s rank-deficient) exits with :data:`EXIT_PARTIAL`.
+leave Phi_s rank-deficient) exits with :data:`EXIT_PARTIAL`; a calibration whose held-out
+reference body its model misjudges exits with :data:`EXIT_MODEL_FAILED`.
 
 A message names *where* (file, and line or field when known), *what was expected* and,
 when known, *what was found* and *how to fix it*::
@@ -27,6 +28,10 @@ EXIT_BAD_INPUT = 2
 #: exit status: a partial result; everything measured was written, and the report says
 #: what the captures could not identify and what to record next
 EXIT_PARTIAL = 3
+#: exit status: calibrated, but the rig's model does not hold: ``rigtool calibrate`` wrote the
+#: calibrated rig file, and a held-out reference body is off by more than its standard
+#: errors allow (rigtool.identify.calibration.verdict); the message names the likely cause
+EXIT_MODEL_FAILED = 4
 
 
 class RigtoolError(Exception):

@@ -187,3 +187,42 @@ def rig_modes_hz(rig: Rig, platform_params: InertialParams,
 
     system = System(rig, platform_params, fixed=(FixedBody("subject", load),))
     return np.asarray(linear_modes(system)[0], float)
+
+
+#: a spring line's first lateral string mode is to stay this many times above the rig's
+#: highest mode (so that the string's resonance stays out of the band the fits use)
+STRING_MODE_MARGIN = 1.5
+
+
+def spring_line_limits(rig: Rig, platform_params: InertialParams, load: InertialParams
+                       ) -> tuple[float, list[dict]]:
+    """What keeps each spring line's mass out of the fits, with ``load`` on the rig.
+
+    A line of mass ``m_s`` and length ``L`` under tension ``T`` has lateral string modes at
+    ``f_n = n / (2 L) sqrt(T L / m_s)``: its first stays :data:`STRING_MODE_MARGIN` times
+    above the rig's highest mode ``f_top`` while ``m_s < T / (4 L (margin f_top)^2)``. The
+    ideal rig's model has massless springs: the line's own weight and momentum, a third of
+    its mass moving with the platform's end, are left out, so its mass is to stay a small
+    share of the hanging mass too.
+
+    Returns
+    -------
+    top_mode_hz : float
+        The rig's highest mode with the load.
+    lines : list of dict
+        Per spring: ``name``, ``tension_n``, ``length_m`` at rest, and ``max_mass_kg``
+        (the string-mode limit).
+    """
+    from rigtool.rig import spring_lengths
+    from rigtool.sim.dynamics import FixedBody, System
+    from rigtool.sim.equilibrium import static_equilibrium
+
+    system = System(rig, platform_params, fixed=(FixedBody("subject", load),))
+    rot, pos = static_equilibrium(system)
+    top = float(np.max(rig_modes_hz(rig, platform_params, load)))
+    lengths = spring_lengths(rig, rot, pos)
+    tension = rig.stiffness * (lengths - rig.free_length)
+    f = STRING_MODE_MARGIN * top
+    return top, [{"name": s.name, "tension_n": float(t), "length_m": float(length),
+                  "max_mass_kg": float(t / (4.0 * length * f * f))}
+                 for s, t, length in zip(rig.springs, tension, lengths)]

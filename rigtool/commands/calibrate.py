@@ -1,14 +1,21 @@
-"""``rigtool calibrate RIG.toml [-o OUT.toml]``: spring stiffness and platform inertia."""
+"""``rigtool calibrate RIG.toml [-o OUT.toml]``: spring stiffness and platform inertia.
+
+Exit status 0, or :data:`~rigtool.errors.EXIT_MODEL_FAILED` (4) when the calibrated file was
+written but a held-out reference body is off by more than
+:data:`~rigtool.identify.calibration.verdict.HOLDOUT_Z_LIMIT` standard errors (the message
+names the likely cause)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from rigtool.config import FilterSettings
-from rigtool.errors import InputError
+from rigtool.errors import EXIT_MODEL_FAILED, InputError
+from rigtool.identify.calibration.verdict import HOLDOUT_Z_LIMIT
 from rigtool.pipeline.methods import LAB_FRAME_CHOICES, add_method_argument
 from rigtool.progress import progress_printer
 
@@ -88,4 +95,12 @@ def run(args: argparse.Namespace) -> int:
     for w in res.warnings:
         print(f"  warning: {w}")
     print(f"wrote {out}")
-    return 0
+    failed = [h.signature for h in res.holdout
+              if h.signature is not None and h.signature.failed]
+    for sig in failed:
+        print(f"rigtool calibrate: CALIBRATION FAILED: held-out {sig.capture} is "
+              f"{sig.max_error_z:.1f} standard errors off its known values (more than "
+              f"{HOLDOUT_Z_LIMIT:g}): the rig's model does not hold, and every number measured "
+              f"with this calibration inherits its error. Likely cause: {sig.likely_cause()}.",
+              file=sys.stderr)
+    return EXIT_MODEL_FAILED if failed else 0

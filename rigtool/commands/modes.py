@@ -17,7 +17,7 @@ import numpy as np
 from rigtool.config import load_rig
 from rigtool.errors import InputError
 from rigtool.inertia import InertialParams
-from rigtool.protocol import check_rig_modes
+from rigtool.protocol import STRING_MODE_MARGIN, check_rig_modes, spring_line_limits
 
 HELP = "the rig's modes with a person on it against breathing, heartbeat and soft tissue"
 
@@ -57,4 +57,16 @@ def run(args: argparse.Namespace) -> int:
         print("clear: no mode meets breathing, the heartbeat, soft tissue or the support")
     for k in conflicts:
         print(f"- {k.effect}: {k.detail}\n    {k.advice}")
+    top, lines = spring_line_limits(rigfile.rig, plat, load)
+    lightest = min(lines, key=lambda d: d["max_mass_kg"])
+    hanging = plat.mass + args.mass
+    print(f"springs: keep each line (coil and hooks) under {lightest['max_mass_kg']:.2f} kg "
+          f"({lightest['name']}: {lightest['tension_n']:.0f} N over "
+          f"{lightest['length_m']:.2f} m), so that its first string mode stays "
+          f"{STRING_MODE_MARGIN:g}x above the rig's highest mode ({top:.2f} Hz), and all "
+          f"lines together a small share of the hanging {hanging:.1f} kg (massless in the "
+          "model); a stiffness that changes with the stretch, or with the temperature "
+          "(steel: -0.024 % per kelvin), changes the force per displacement: calibrate "
+          "with a reference load near the subject's weight, at the session's temperature "
+          "(docs: how-to/ideal-rig)")
     return 0

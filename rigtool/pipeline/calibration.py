@@ -33,12 +33,15 @@ from rigtool.identify.common.platform_motion import (CaptureMotion, capture_moti
                                              with_noise_probes)
 from rigtool.inertia import InertialParams, transform_params
 from rigtool.kinematics.pose import body_trajectory
+from rigtool.kinematics.length_scale import scale_note, to_layout_scale
 from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.lab_frames import (SAME_SHIFT_M, SAME_TURN_RAD, lab_frame_spread,
                                          track_lab_frame)
 from rigtool.pipeline.methods import LAB_FRAME_CHOICES, check_method
 from rigtool.pipeline.rigid_widths import calibration_widths
-from rigtool.rig import Rig
+from rigtool.identify.calibration.verdict import HoldoutSignature, max_error_z
+from rigtool.identify.posture.force_scale import posture_scale
+from rigtool.rig import Rig, spring_lengths
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,14 @@ def prepare_captures(rigfile: RigFile, settings: FilterSettings, *, compensate: 
     for i, c in enumerate(rigfile.captures):
         if progress:
             progress(f"calibration capture {i + 1}/{len(rigfile.captures)}: {c.capture.name}")
-        data = read_capture(c.capture, units=c.units)
+        data, length = to_layout_scale(read_capture(c.capture, units=c.units),
+                                       rigfile.rig.platform.markers_platform, c.capture)
         inputs.append({"path": os.path.relpath(c.capture, rigfile.path.parent),
                        "sha256": sha256_of(c.capture)})
+        if length is not None:       # read at another length scale: brought to the rig's
+            inputs[-1]["length_scale"] = float(f"{length['length_scale']:.8g}")
+            if progress is not None:
+                progress(f"{inputs[-1]['path']}: {scale_note(length)}")
         caps.append(prepare_capture(rigfile, c, data, settings, compensate=compensate, seed=i))
         datas.append(data)
     return caps, inputs, datas
@@ -202,6 +210,16 @@ def _rig_with(rig: Rig, res: CalibrationResult) -> Rig:
     return replace(rig, springs=springs, platform=replace(rig.platform, params=res.platform))
 
 
+def mean_stretch_mm(rig: Rig, cap: CaptureMotion) -> float:
+    """The springs' mean stretch ``L - L0`` over a capture's valid frames and the springs,
+    mm (the load they carry)."""
+    ok = cap.valid & np.all(np.isfinite(cap.position), axis=1)
+    if not ok.any():
+        return float("nan")
+    lengths = spring_lengths(rig, cap.rotation[ok], cap.position[ok])
+    return 1e3 * float(np.mean(lengths - rig.free_length))
+
+
 def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: list[MarkerData],
                          ee: CalibrationResult, *, fit_frame: bool = False,
                          standard_errors: str = "independent"
@@ -224,6 +242,8 @@ def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: lis
     rig = replace(ref.rig, platform=replace(ref.rig.platform, params=ref.platform))
     cal_std = ref.as_calibration_std()
     checks = []
+    fitted_stretch = [mean_stretch_mm(rig, cap) for c, cap in zip(rigfile.captures, caps)
+                      if not c.holdout] or [np.nan]
     for c, cap, data in zip(rigfile.captures, caps, datas):
         if not c.holdout:
             continue
@@ -236,13 +256,24 @@ def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: lis
                             total_mass_kg=known.mass, start=post, window=c.window,
                             name=cap.name, calibration_std=cal_std)
         i_max = float(np.linalg.eigvalsh(known.inertia_com)[-1])
+        vm = oe.mass_from_vibration
+        scale = (posture_scale(vm.value_kg, vm.std_noise_kg, vm.std_calibration_kg,
+                               known.mass, ref.platform.mass) if vm is not None else None)
+        signature = HoldoutSignature(
+            cap.name, max_error_z(oe.com, known.com, oe.inertia_com, known.inertia_com,
+                                  oe.com_std, oe.inertia_com_std),
+            force_scale=np.nan if scale is None else scale["delta"],
+            force_scale_std=(np.nan if scale is None
+                             else float(np.hypot(scale["std_noise"], scale["std_calibration"]))),
+            stretch_mm=mean_stretch_mm(rig, cap),
+            fitted_stretch_mm=(min(fitted_stretch), max(fitted_stretch)))
         checks.append(HoldoutCheck(
             capture=cap.name, mass_error_kg=0.0,
             com_error_m=float(np.linalg.norm(oe.com - known.com)),
             inertia_error_rel=float(np.abs(oe.inertia_com - known.inertia_com).max() / i_max),
             identified=oe.params, known=known, com_std_m=oe.com_std,
             inertia_std_rel=float(oe.inertia_com_std.max() / i_max),
-            inertia_com_std=oe.inertia_com_std))
+            inertia_com_std=oe.inertia_com_std, signature=signature))
     refined = replace(
         ee, stiffness=ref.rig.stiffness, stiffness_std=ref.stiffness_std,
         free_length=ref.rig.free_length, free_length_std=ref.free_length_std,
@@ -385,6 +416,15 @@ def _holdout_entry(h) -> dict:
         out["inertia_std_rel"] = float(f"{h.inertia_std_rel:.4g}")
     if np.any(np.isfinite(z)):
         out["max_error_z"] = float(f"{np.nanmax(z):.4g}")
+    sig = getattr(h, "signature", None)
+    if sig is not None:
+        if np.isfinite(sig.force_scale):
+            out["force_scale"] = float(f"{sig.force_scale:.4g}")
+            out["force_scale_std"] = float(f"{sig.force_scale_std:.4g}")
+        if np.isfinite(sig.stretch_mm):
+            out["stretch_mm"] = float(f"{sig.stretch_mm:.4g}")
+        if sig.failed:
+            out["likely_cause"] = sig.likely_cause()
     return out
 
 

@@ -40,6 +40,7 @@ from rigtool.identify.subset.fit import PostureOverall
 from rigtool.engine.whiten import MarkerCovariance
 from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_platform,
                                              follows_support, marker_rhythm)
+from rigtool.kinematics.length_scale import scale_note, to_layout_scale
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
 from rigtool.kinematics.pose import BodyTrajectory, body_trajectory
 from rigtool.kinematics.rotation_mean import (mean_covariance, mean_rotation, rms_angle,
@@ -258,6 +259,9 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     rig = rigfile.rig
     data = read_capture(capture, units=units) if data is None else data
     plat_markers = rig.platform.markers_platform
+    # a capture read at another motion-capture length scale than the rig file's: brought to
+    # the rig's lengths (its springs' stretch multiplies a length scale some 15-fold)
+    data, length = to_layout_scale(data, plat_markers, capture)
     cap = capture_motion(data, plat_markers, settings, name=name, window=window)
     if compensate:
         cap = with_noise_probes(cap, plat_markers, settings)
@@ -391,7 +395,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                           base_wobble_deg=float(np.rad2deg(wobble)),
                           marker_noise_mm=1e3 * float(np.median(noise)) if noise else np.nan,
                           marker_scatter_mm=scatter,
-                          notes=list(cap.warnings) + ([tissue_note] if tissue_note else []),
+                          notes=(list(cap.warnings) + ([tissue_note] if tissue_note else [])
+                                 + ([scale_note(length)] if length else [])),
                           rotation_cov=rotation_cov,
                           marker_noise_body_mm={k: 1e3 * float(v) for k, v in
                                                 body_noise.items()},

@@ -351,9 +351,14 @@ def mass_check(out: SessionOutcome) -> Check:
     if items[0]["method"] == "equation-error":
         base += "; the equation-error figure leaves out the calibration's uncertainty"
     bad = [i for i in items if not i["within"]]
+    scale = getattr(out, "force_scale", None)
+    if scale is not None and scale.get("applied"):
+        return scale_applied_check(title, base, scale, items)
     if not bad:
         return Check("mass", title, "ok", f"{base}: within the {tol:.3f} kg tolerance "
-                     f"({MASS_COVERAGE:g} combined standard uncertainties)", items=items)
+                     f"({MASS_COVERAGE:g} combined standard uncertainties)"
+                     + (f"; {scale_finding(scale)}" if scale is not None else ""),
+                     items=items)
     diff = np.mean([i["difference_kg"] for i in bad])
     return Check(
         "mass", title, "problem",
@@ -366,6 +371,53 @@ def mass_check(out: SessionOutcome) -> Check:
         "weighed mass.",
         "Weigh the object again as it lies on the platform (rigtool weigh) or correct "
         "session.total_mass; if the scale is right, recalibrate the rig.", items)
+
+
+def scale_finding(scale: dict) -> str:
+    """The springs' force scale on the day, said in a clause: its value against 1 in
+    standard errors and, when it is applied, what it may come from."""
+    d, sd = 100 * scale["delta"], 100 * scale["std"]
+    z = scale["delta"] / scale["std"] if scale["std"] > 0 else float("inf")
+    text = (f"the springs' force scale on the day {d:+.4f} ± {sd:.4f} % "
+            f"({abs(z):.1f} standard errors from the calibration's)")
+    if scale.get("not_applied_because"):
+        return text + f", not applied: {scale['not_applied_because']}"
+    if not scale.get("applied"):
+        return text + ", consistent with it: the calibrated springs are used as they are"
+    return text
+
+
+def scale_applied_check(title: str, base: str, scale: dict, items: list[dict]) -> Check:
+    """The mass check when the session's force scale was applied: the first fits'
+    vibration mass stood off the weighed one by more than the scale's standard errors
+    allow, and the postures were fitted again with the springs scaled."""
+    after = scale.get("after") or {}
+    moved = [q.get("moved") for q in scale["postures"] if q.get("moved")]
+    worst_mm = max((m["com_mm"] for m in moved), default=float("nan"))
+    worst_rel = max((m["inertia_rel"] for m in moved), default=float("nan"))
+    finding = (f"{scale_finding(scale)}: applied, every posture fitted again with the "
+               f"calibrated stiffnesses times {scale['scale']:.5f}, which moved their COM "
+               f"by up to {worst_mm:.3f} mm and their inertia by up to {100 * worst_rel:.2f} %"
+               + (f"; refitted, {after['delta'] * 100:+.4f} ± {after['std'] * 100:.4f} % "
+                  "remains" if after else "") + f" ({base})")
+    kelvin = scale["kelvin_equivalent"]
+    meaning = (
+        "The springs gave a different force per measured displacement than at their "
+        f"calibration. A steel spring's stiffness falls about 0.024 % per kelvin: this much "
+        f"is a day {abs(kelvin):.1f} K {'warmer' if kelvin > 0 else 'colder'} than the "
+        "calibration's. A motion-capture system calibrated again reads every length at a "
+        "slightly different scale, which the springs' static stretch multiplies some 15-fold "
+        "(the platform's markers measure it in each capture, and a scale over 0.01 % is "
+        "taken out before this one: the notes say so); springs whose stiffness grows with "
+        "the load read differently under the subject than under the reference bodies; and a "
+        "weighing error reads as a scale of its fraction of the hanging mass. The "
+        "numbers in this report are those of the scaled rig, its standard error carried into "
+        "every posture, Phi_s and the segments.")
+    action = ("Note the rig's temperature and whether the cameras were calibrated again since "
+              "the rig's calibration; check the weighed mass (rigtool weigh). If the scale "
+              "recurs or grows, calibrate the rig again with a reference load near the "
+              "subject's weight.")
+    return Check("mass", title, "caution", finding, meaning, action, items=items)
 
 
 def capture_checks(out: SessionOutcome) -> list[Check]:

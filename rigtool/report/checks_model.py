@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from rigtool.identify.calibration.verdict import HOLDOUT_Z_LIMIT
 from rigtool.identify.relative.bounds import describe_interval
 from rigtool.identify.subset.fit import SCALE_P
 from rigtool.report.check_types import Check, listing
@@ -28,8 +29,8 @@ CONDITION_LIMIT = 1e3
 CHI2_LIMIT = 3.0
 #: a calibration older than this (days) may no longer hold (springs creep, rigs are moved)
 CALIBRATION_AGE_DAYS = 90
-#: a held-out body whose largest error exceeds this many standard errors fails its test
-HOLDOUT_Z_LIMIT = 4.0
+#: a held-out body whose largest error exceeds HOLDOUT_Z_LIMIT standard errors fails its test
+#: (rigtool.identify.calibration.verdict, which ``rigtool calibrate`` judges by too)
 #: segment parameters that leave a Phi_B entry over this many standard errors disagree
 SEGMENTS_Z_LIMIT = 3.0
 
@@ -195,6 +196,8 @@ def calibration_check(out: SessionOutcome, now: _dt.datetime | None = None) -> C
             action.insert(0, "Check the reference body's values in the rig file and the "
                           "held-out capture, then recalibrate (more captures, more load "
                           "positions).")
+            if h.get("likely_cause"):
+                meaning.insert(1, f"Likely cause ({h.get('capture')}): {h['likely_cause']}.")
     if not holdouts:
         parts.append("no held-out capture (add one with holdout = true to test the "
                      "calibration on a known body)")

@@ -261,6 +261,10 @@ def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict
         not_run.append("segments")
     if getattr(out, "robot", None) is not None:
         doc["robot"] = r(out.robot.to_json())
+    if getattr(out, "force_scale", None) is not None:
+        # the springs' force scale on the day the weighed mass measured, and whether the
+        # postures were fitted again with it (rigtool.identify.posture.force_scale)
+        doc["force_scale"] = r(out.force_scale)
     doc["stages_not_run"] = not_run
     # "partial": everything measured is written, but the captures could not identify all
     # (the exit status says so too: rigtool.errors.EXIT_PARTIAL)

@@ -127,6 +127,8 @@ class HoldoutCheck:
     com_std_m: np.ndarray | None = None           # standard errors of the identified COM
     inertia_std_rel: float = float("nan")         # max std of inertia_com / largest moment
     inertia_com_std: np.ndarray | None = None     # standard errors of inertia_com, kg m^2
+    signature: object | None = None               # what the fit says beyond its errors
+                                                  # (verdict.HoldoutSignature)
 
 
 @dataclass(frozen=True)
