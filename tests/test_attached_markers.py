@@ -132,6 +132,7 @@ def _fit(system, data, **kw):
                           object_markers=list(TOP_MARKERS), **kw)
 
 
+@pytest.mark.slow
 def test_noise_free_joint_fit_recovers_object_and_base_pose(sim):
     system, traj, sets = sim
     data = synthesize_markers(traj, sets, noise_sigma_m=0.0, rng=np.random.default_rng(0),

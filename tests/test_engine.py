@@ -239,6 +239,7 @@ def test_tree_frames_consumed_chunk_by_chunk_equal_the_whole_run(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, free_rows", [("four_link.toml", None),
                                              ("demo.toml", (0, 1, 2, 4))])
 def test_compiled_tree_tangents_equal_jax_forward_mode(name, free_rows):

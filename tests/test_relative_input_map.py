@@ -49,6 +49,7 @@ def _case(free: str, fit_base: bool, per_joint: bool, seed: int = 0):
     return consts, holder, x, phi_s, calib
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("free, fit_base, per_joint",
                          [("jyy", True, False), ("jyy", False, True), ("phi_b", True, True)])
 def test_numpy_map_and_jacobian_match_jax(free, fit_base, per_joint):

@@ -183,6 +183,7 @@ def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
     assert doc["subset"]["rank"] == 17
 
 
+@pytest.mark.slow
 def test_voluntary_motion_end_to_end(demo_run, tmp_path, capsys):
     """A limb moved by muscles (scenarios/voluntary.toml, shortened): rigtool run tries the
     passive swing, sees it cannot follow the markers, uses the active model and says so; the

@@ -254,6 +254,7 @@ def test_support_with_swinging_links_is_refused():
         simulate(system, 0.1, 100.0)
 
 
+@pytest.mark.slow
 def test_wall_and_skin_markers_move_as_asked():
     from rigtool.sim.living import SkinSpec, WallMarker
     from rigtool.sim.living_markers import marker_offsets
