@@ -154,6 +154,7 @@ def test_batch_reports_equal_single_runs(study, tmp_path):
     assert docs["s1"]["postures"][1]["com"] == docs["s2"]["postures"][1]["com"]
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_sessions(study):
     root, manifests, results, *_ = study
     inode = {k: (results / k).stat().st_ino for k in ("s1", "s2")}

@@ -83,6 +83,7 @@ def turned_captures():
     return rig, plat, out
 
 
+@pytest.mark.slow
 def test_calibration_recovers_the_lab_frame(turned_captures):
     """From a start 0.3 % / 0.5 mm / 1 % off: the frame to 1e-7 rad and 0.1 um, the springs
     and platform as without a frame (test_output_error's tolerances), residuals at the

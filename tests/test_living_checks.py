@@ -104,6 +104,7 @@ def test_skin_markers_drifting_on_bone_are_named(posture1):
     assert "off the bone" in check.meaning
 
 
+@pytest.mark.slow
 def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1):
     session, rigfile, tree, markers, data = posture1
     plat = body_trajectory(data, rigfile.rig.platform.markers_platform)

@@ -215,6 +215,7 @@ def _side_file(path, data, sigma_m, drop=()):
     pd.DataFrame(cols).to_csv(path, index=False)
 
 
+@pytest.mark.slow
 def test_run_uses_the_side_file_next_to_a_capture(demo_run, tmp_path):
     """``marker_covariance = "auto"`` (the default) takes ``NAME.residuals.csv`` beside the
     capture: the fit says so; at the demo's own noise (isotropic 0.1 mm) it is the isotropic

@@ -152,6 +152,7 @@ def test_run_needs_a_calibrated_rig(tmp_path, capsys):
     assert "the rig is not calibrated" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
     """SPEC: leave joint_center out and it is found from the relative-motion capture.
 

@@ -251,7 +251,7 @@ _SESSION_T = Table("the session's name, rig and mass", (
         choices=SOFT_TISSUE_MODELS, default="auto"),
 ))
 
-_FILTER = Table("the zero-phase filter before differentiation (paper 002's defaults)", (
+_FILTER = Table("the zero-phase filter before differentiation (Homma and Yamaura's defaults)", (
     Key("method", "string", "forward-backward FIR or Butterworth",
         choices=("fir", "butterworth"), default="fir"),
     Key("order", "integer", "filter order", default="50 (fir), 4 (butterworth)"),
