@@ -132,7 +132,6 @@ def test_motion_capture_end_to_end(tmp_path, capsys):
     assert not (tmp_path / "again" / "report.json").exists()
 
 
-@pytest.mark.slow
 def test_motion_rows_hold_for_the_true_parameters(panda):
     """Noise-free markers of the Panda moving on the demo rig: with the true parameters the
     motion capture's equations leave a residual of a few 1e-4 of the wrench they balance
