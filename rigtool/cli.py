@@ -72,15 +72,28 @@ def main(argv: list[str] | None = None) -> int:
     except RigtoolError as exc:
         print(f"rigtool {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        from rigtool.extras import missing_extra_error
+
+        err = missing_extra_error(exc)
+        if err is None:
+            return _internal(args, exc)
+        print(f"rigtool {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("rigtool: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the one place that reports internal errors
-        if args.debug:
-            traceback.print_exc()
-        print(f"rigtool {args.command}: internal error: {type(exc).__name__}: {exc} "
-              "(run with --debug for a traceback, and please report it)", file=sys.stderr)
-        return 1
+        return _internal(args, exc)
+
+
+def _internal(args: argparse.Namespace, exc: BaseException) -> int:
+    """An internal error: one line (the traceback with ``--debug``), exit status 1."""
+    if args.debug:
+        traceback.print_exception(exc)
+    print(f"rigtool {args.command}: internal error: {type(exc).__name__}: {exc} "
+          "(run with --debug for a traceback, and please report it)", file=sys.stderr)
+    return 1
 
 
 #: numba's LLVM optimisation level for rigtool's own processes (unless the user set one).

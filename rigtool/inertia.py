@@ -1,6 +1,6 @@
 """Inertial parameters of one rigid body and the rigid-body regressor.
 
-Conventions (SPEC.md)
+Conventions
 ---------------------
 - SI units: kg, m, kg m^2, s, N, N m.
 - Standard parameters about the body-frame origin, in body-frame components::

@@ -114,15 +114,18 @@ def mode_conflicts(modes_hz, *, breathing_per_min=BREATHING_PER_MIN,
                     break
     if modes.size:
         top = float(modes[-1])
-        for name, f_eff in (("soft tissue", tissue_hz), ("support", support_hz)):
+        for name, what, f_eff in (
+                ("soft tissue", "the lowest frequency of wobbling soft tissue", tissue_hz),
+                ("support", "the lowest frequency of the compliant back the body rests on "
+                            "(its shear)", support_hz)):
             r = top / f_eff
             change = abs(apparent_mass_factor(r, damping_ratio)) - 1.0
             if abs(change) > tolerance:
                 out.append(ModeConflict(
                     top, name,
-                    f"highest mode {top:.2f} Hz is {r:.2f}x the {name}'s {f_eff:g} Hz: its "
-                    f"apparent mass there is {100 * change:+.0f} % of its mass (damping ratio "
-                    f"{damping_ratio:g}), against ~0 % in the pendulum modes",
+                    f"highest mode {top:.2f} Hz is {r:.2f}x {what}, {f_eff:g} Hz: the "
+                    f"{name}'s apparent mass there is {100 * change:+.0f} % of its mass "
+                    f"(damping ratio {damping_ratio:g}), against ~0 % in the pendulum modes",
                     "lower the highest modes (softer springs, more platform inertia about the "
                     "rocking axes) towards a third of that frequency, and relax and support "
                     "the segments (tense or hanging tissue wobbles more)"))

@@ -1,6 +1,6 @@
 """The object on the platform: a tree of links joined by spherical joints.
 
-Conventions (SPEC.md, paper 002 eq. 1-12)
+Conventions (Homma and Yamaura's eq. 1-12; docs/glossary.md)
 -----------------------------------------
 - ``links[0]`` is the base link (parent ``"platform"``), rigidly fixed to the platform;
   every other link's parent appears before it. Non-base link frames have their origin at
@@ -8,7 +8,7 @@ Conventions (SPEC.md, paper 002 eq. 1-12)
 - Link parameters :class:`InertialParams` are about the link origin, in link axes.
 - A posture is given by ``rotations[name]`` = ``0R_j``: link j axes -> base-link axes (the
   base link's own rotation is the identity).
-- Minimal parameters per link (paper 002 eq. 1-3, SPEC):
+- Minimal parameters per link (Homma and Yamaura's eq. 1-3):
   ``M_j = m_j + sum_c M_c``, ``MS_j = m_j s_j + sum_c M_c p_c``,
   ``J_j = I_j + sum_c M_c [p_c x]^T [p_c x]``.
 - Vector ``phi_B``: per link ``MS_x, MS_y, MS_z, J_xx, J_yy, J_zz, J_yz, J_zx, J_xy``.
@@ -156,12 +156,12 @@ def minimal_parameters(tree: Tree) -> dict[str, dict[str, np.ndarray | float]]:
 
 
 def phi_b_names(tree: Tree) -> list[str]:
-    """SPEC names of the entries of ``phi_B``."""
+    """Names of the entries of ``phi_B`` (``link.MS_x``, ..., ``link.J_xy``)."""
     return [f"{n}.{f}" for n in tree.names for f in PHI_B_FIELDS]
 
 
 def phi_s_names(tree: Tree) -> list[str]:
-    """SPEC names of the entries of ``phi_s``."""
+    """Names of the entries of ``phi_s`` (``link.MS_x``, ..., ``sum.J_yy``)."""
     return [f"{n}.{f}" for n in tree.names for f in PHI_S_FIELDS] + ["sum.J_yy"]
 
 

@@ -3,6 +3,8 @@ posture against the simulator's true calibration."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 from pathlib import Path
 
@@ -18,16 +20,24 @@ def demo_run(tmp_path_factory):
     """A copy of the demo (calibration/ and captures/), calibrated and run with ``rigtool``.
 
     Returns ``(tmp, out)``: the copy's root and the results directory. Tests must not modify
-    the results; they may add files next to the copied captures.
+    the results; they may add files next to the copied captures. What the two commands
+    printed is in ``tmp / "calibrate.out"`` and ``tmp / "run.out"``.
     """
     tmp = tmp_path_factory.mktemp("demo")
     shutil.copytree(ROOT / "calibration", tmp / "calibration",
                     ignore=shutil.ignore_patterns("*.calibrated.toml"))
     shutil.copytree(ROOT / "captures", tmp / "captures",
                     ignore=shutil.ignore_patterns("results"))
-    assert main(["calibrate", str(tmp / "calibration" / "paper-rig.toml")]) == 0
     out = tmp / "results"
-    assert main(["run", str(tmp / "captures" / "two-link" / "session.toml"), "-o", str(out)]) == 0
+    for name, args in (("calibrate", [str(tmp / "calibration" / "paper-rig.toml")]),
+                       ("run", [str(tmp / "captures" / "two-link" / "session.toml"), "-o",
+                                str(out)])):
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            status = main([name, *args])
+        # what each command printed, for the tests that hold the docs to it
+        (tmp / f"{name}.out").write_text(printed.getvalue(), encoding="utf-8")
+        assert status == 0, printed.getvalue()
     return tmp, out
 
 

@@ -93,6 +93,7 @@ def _exact_inputs(v):
     return u[:, None, :], o
 
 
+@pytest.mark.slow
 def test_prescribed_engine_tracks_the_simulator(fine):
     """Platform-only simulation with the limb's true motion prescribed reproduces the full
     simulation: RK4 at 100 Hz with 2 substeps, error O(h^4) (~2 um over 4 s measured)."""
@@ -124,6 +125,7 @@ def test_prescribed_engine_tracks_the_simulator(fine):
     assert np.abs(fd - tan[:, :, 0]).max() < 1e-5 * np.abs(tan).max()
 
 
+@pytest.mark.slow
 def test_looped_stages_equal_written_out_stages(fine):
     """The prescribed engine's RK4 stages looped over one traced right-hand side (many links)
     or written out (few): the same discrete map and derivatives, to round-off."""
@@ -203,6 +205,7 @@ def lift():
                            markers=markers, rig=rig, start=start)
 
 
+@pytest.mark.slow
 def test_active_refinement_recovers_jyy_on_voluntary_motion(lift):
     v = lift.v
     ref = refine_relative_active(v.tree, lift.rig, v.sc.platform_params, lift.data,
@@ -223,6 +226,7 @@ def test_active_refinement_recovers_jyy_on_voluntary_motion(lift):
     assert ref.as_relative_result().method == METHOD
 
 
+@pytest.mark.slow
 def test_model_choice_rejects_the_passive_swing_on_voluntary_motion(lift):
     v = lift.v
     ref, choice = refine_relative_motion(
@@ -276,6 +280,7 @@ def test_a_fit_that_diverges_keeps_the_equation_error_estimate(monkeypatch):
     assert "equation-error estimate is reported" in choice.reason
 
 
+@pytest.mark.slow
 def test_active_refinement_streamed_equals_held(lift, monkeypatch):
     """Above the Jacobian budget the active model streams its rows' normal equations
     (rigtool.identify.relative.streamed_rows; its covariance's cross products and the input

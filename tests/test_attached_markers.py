@@ -132,6 +132,7 @@ def _fit(system, data, **kw):
                           object_markers=list(TOP_MARKERS), **kw)
 
 
+@pytest.mark.slow
 def test_noise_free_joint_fit_recovers_object_and_base_pose(sim):
     system, traj, sets = sim
     data = synthesize_markers(traj, sets, noise_sigma_m=0.0, rng=np.random.default_rng(0),
@@ -148,6 +149,7 @@ def test_noise_free_joint_fit_recovers_object_and_base_pose(sim):
     assert res.n_residuals == 3 * data.xyz_m.shape[0] * data.xyz_m.shape[1]
 
 
+@pytest.mark.slow
 def test_noisy_joint_fit_standard_errors_match_the_scatter(sim):
     """Over 8 noise draws (sigma 0.1 mm) the errors divided by the reported standard errors
     have an RMS near 1: with 8 x 9 numbers (correlated within a draw) its sampling spread

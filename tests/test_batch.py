@@ -136,6 +136,7 @@ def test_broken_session_is_reported_and_the_rest_written(study):
     assert "href='s3/report.html'" not in page and "A9" in page
 
 
+@pytest.mark.slow
 def test_batch_reports_equal_single_runs(study, tmp_path):
     """Every written report.json holds the numbers a single `rigtool run` of the same
     session writes (the two share run_to_directory)."""
@@ -153,6 +154,7 @@ def test_batch_reports_equal_single_runs(study, tmp_path):
     assert docs["s1"]["postures"][1]["com"] == docs["s2"]["postures"][1]["com"]
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_sessions(study):
     root, manifests, results, *_ = study
     inode = {k: (results / k).stat().st_ino for k in ("s1", "s2")}
@@ -165,6 +167,7 @@ def test_rerun_skips_finished_sessions(study):
     assert {k: (results / k).stat().st_ino for k in inode} == inode    # not rewritten
 
 
+@pytest.mark.slow
 def test_force_reruns(study):
     root, manifests, results, *_ = study
     before = json.loads((results / "s1" / "batch.json").read_text())
@@ -180,6 +183,7 @@ def test_force_reruns(study):
     assert list(_summary(results).session.unique()) == ["s1"]
 
 
+@pytest.mark.slow
 def test_changed_input_or_interrupted_session_reruns_alone(study):
     """A session whose capture changed, and one an interrupted batch left half-written
     (its temporary folder, no results folder), rerun; the up-to-date one is skipped."""
@@ -201,6 +205,7 @@ def test_changed_input_or_interrupted_session_reruns_alone(study):
     assert code == 0 and "2 up to date (skipped)" in out          # no cluster needed
 
 
+@pytest.mark.slow
 def test_rig_override_writes_its_own_folder(study, monkeypatch):
     """--rig NEW.toml reruns against another rig file: results in batch-results-NEW/, the
     manifests and earlier results untouched; into the earlier results folder it refuses."""
@@ -235,6 +240,7 @@ def test_run_takes_another_rig_file_too(study):
     assert code == 2 and "nope.toml: rig file not found" in err
 
 
+@pytest.mark.slow
 def test_existing_scheduler_is_used(study, tmp_path):
     """--scheduler: the batch is a client of a scheduler it did not start (here a local
     cluster of this test's, as `dask scheduler` + `dask worker` would be)."""

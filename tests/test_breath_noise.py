@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.mocap import MarkerData
@@ -51,6 +52,7 @@ def _breathing_capture(seed: int, noise_m: float = 1e-4, held: bool = False) -> 
     return MarkerData(t, tuple(rigid_m) + tuple(WALLS), xyz, RATE)
 
 
+@pytest.mark.slow
 def test_breath_probes_draw_the_measurement_noise():
     """The smoothed breath of 30 captures with fresh noise scatters about the noise-free
     capture's as the probes of one capture scatter about its breath: their RMS agree within
@@ -108,6 +110,7 @@ def _breathing_posture(tmp_path, duration_s: float, seed: int):
     return session, load_rig(session.rig_path), link_markers(session, session.tree), data
 
 
+@pytest.mark.slow
 def test_posture_fit_carries_the_breath_measurement_noise(tmp_path, monkeypatch):
     """A 10 s breathing posture (the breathing scenario, its wall markers named, 0.1 mm
     marker noise) fitted by output error. The breath's measurement noise is most of its COM
@@ -149,6 +152,7 @@ def test_posture_fit_carries_the_breath_measurement_noise(tmp_path, monkeypatch)
 
 
 
+@pytest.mark.slow
 def test_postures_brought_to_the_session_breath(tmp_path):
     """A breathing posture fitted, and the same posture as if its capture's mean breath had
     stood 1 mm further out along its breath direction (its wall markers' mean place moved

@@ -105,6 +105,7 @@ def test_internal_engine_without_a_breath_is_the_rigid_engine(locked):
     assert np.ptp(got[:, 2]) > 1e-3
 
 
+@pytest.mark.slow
 def test_a_batch_of_breaths_integrates_as_each_alone():
     """``simulate_inputs`` (a breath's noise probes integrated together) against
     ``simulate`` of each breath: the same RK4 and model, so the same states to rounding,

@@ -112,6 +112,7 @@ def test_left_jacobian_and_corner_covariance_against_finite_differences():
 
 # --------------------------------------------------------------------------- calibration
 
+@pytest.mark.slow
 def test_charuco_calibration_recovers_focal_length(tmp_path, capsys):
     """Rendered ChArUco views through a 640x512 camera with distortion: the focal length
     comes back within 4 of its own standard deviations (about 0.15 % with these 12 small

@@ -384,6 +384,7 @@ def test_report_says_which_standard_errors():
     assert _noise_model({"kind": "isotropic"}, {"kind": "independent"}) == "isotropic"
 
 
+@pytest.mark.slow
 def test_auto_takes_the_serial_covariance_under_a_heartbeat(tmp_path):
     """A posture with the simulator's cardiac recoil (no marker noise: the residual is the
     recoil's, periodic at the heart's rate): "auto" finds the serial-correlation-robust

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import shlex
 import subprocess
@@ -31,7 +32,8 @@ SHELL = {"bash", "sh", "shell", "console"}
 README_COMMANDS = (
     "python3 -m pip install -e . && rigtool calibrate calibration/paper-rig.toml --force "
     "&& rigtool run captures/two-link/session.toml",
-    "python3 -m pip install -e '.[test]' && python3 -m pytest -q -p no:cacheprovider",
+    "python3 -m pip install -e '.[test]' && python3 -m pytest -q -p no:cacheprovider "
+    "-m \"not slow\"",
 )
 
 
@@ -233,3 +235,108 @@ def test_the_site_builds_strictly(tmp_path):
     assert "Cramer-Rao" in accuracy and "--8&lt;--" not in accuracy   # sections included
     for image in ("report.png", "accuracy_vs_noise.png", "relative_fit_speed.png"):
         assert (site / "img" / image).stat().st_size > 1000
+
+
+def _shown_output(page: str, command: str) -> list[str]:
+    """The lines of the first ``text`` block after the ``bash`` block holding ``command``
+    (before the next ``bash`` block)."""
+    text = (ROOT / page).read_text()
+    m = re.search(r"```bash\n[^`]*?" + re.escape(command) + r"[^`]*?```"
+                  r"(?:(?!```bash).)*?```text\n(.*?)```", text, re.S)
+    assert m, f"{page}: the output shown after `{command}`"
+    return [line.rstrip() for line in m.group(1).splitlines()
+            if line.strip() and line.strip() != "..."]
+
+
+def _printed(demo_run, name: str) -> list[str]:
+    tmp, out = demo_run
+    text = (tmp / f"{name}.out").read_text(encoding="utf-8")
+    text = text.replace(str(out), "captures/two-link/results").replace(f"{tmp}/", "")
+    return [line.rstrip() for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("command,name", [("rigtool calibrate", "calibrate"),
+                                          ("rigtool run", "run")])
+def test_tutorial_shows_what_the_demo_prints(demo_run, command, name):
+    """Every line the tutorial shows after `rigtool calibrate` and `rigtool run` is a line
+    the demo prints now (the conftest's demo_run ran both, as the tutorial does)."""
+    printed = _printed(demo_run, name)
+    for line in _shown_output("docs/tutorial.md", command):
+        assert line in printed, (f"docs/tutorial.md shows {line!r}; `{command}` prints:\n"
+                                 + "\n".join(printed))
+
+
+def test_tutorial_names_the_term_the_swing_resolves(demo_run):
+    """The tutorial's prose names the relative-motion term report.json resolves, and the
+    number of files the run wrote."""
+    _, out = demo_run
+    doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    tutorial = (ROOT / "docs" / "tutorial.md").read_text()
+    for term in doc["relative_motion"]["resolved"]:
+        assert f"resolves the last term (`{term}`" in tutorial
+    written = [line for line in _printed(demo_run, "run") if line.startswith("wrote ")]
+    n_files = int(written[0].split()[1])
+    assert n_files == sum(1 for p in out.iterdir() if p.is_file())
+    assert f"wrote {n_files} files" in tutorial
+
+
+def _with_text(s: str):
+    return (float(s), s)
+
+
+def _tolerance(text: str) -> float:
+    """Half a unit of the last digit a number is written with (1.37e-05: 0.005e-05)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (int(exponent or 0) - decimals) * (1 + 1e-9) + 1e-15
+
+
+def _compare(shown, actual, where: str, problems: list[str]) -> None:
+    if shown == "...":
+        return
+    if isinstance(shown, dict):
+        if not isinstance(actual, dict):
+            problems.append(f"{where}: shown an object, report.json has {type(actual).__name__}")
+            return
+        for key, value in shown.items():
+            if key not in actual:
+                problems.append(f"{where}.{key}: not in report.json")
+            else:
+                _compare(value, actual[key], f"{where}.{key}", problems)
+    elif isinstance(shown, list):
+        if not isinstance(actual, list):
+            problems.append(f"{where}: shown a list, report.json has {actual!r}")
+        elif "..." in shown:                       # shortened: its first and last items
+            k = shown.index("...")
+            for i in range(k):
+                _compare(shown[i], actual[i], f"{where}[{i}]", problems)
+            for i in range(1, len(shown) - k):
+                _compare(shown[-i], actual[-i], f"{where}[-{i}]", problems)
+        elif len(shown) != len(actual):
+            problems.append(f"{where}: {len(shown)} items shown, {len(actual)} in report.json")
+        else:
+            for i, (a, b) in enumerate(zip(shown, actual)):
+                _compare(a, b, f"{where}[{i}]", problems)
+    elif isinstance(shown, tuple):                 # a number with its text
+        value, text = shown
+        if not isinstance(actual, (int, float)) or abs(value - actual) > _tolerance(text):
+            problems.append(f"{where}: shown {text}, report.json has {actual!r}")
+    elif shown != actual:
+        problems.append(f"{where}: shown {shown!r}, report.json has {actual!r}")
+
+
+def test_report_json_reference_shows_the_demos_report(demo_run):
+    """The example of docs/reference/report-json.md is the demo's report.json, shortened:
+    every key shown is there and every number shown is its value to the digits shown."""
+    _, out = demo_run
+    doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    page = (ROOT / "docs" / "reference" / "report-json.md").read_text()
+    block = re.search(r"```json\n(\{.*?\})\n```", page, re.S).group(1)
+    shown = json.loads(block, parse_float=_with_text)
+    problems: list[str] = []
+    _compare(shown, doc, "report", problems)
+    assert not problems, "docs/reference/report-json.md:\n" + "\n".join(problems)
+    # the check can fail: a number off by more than its last digit is caught
+    _compare({"subset": {"rank": 16}}, doc, "report", problems)
+    _compare({"subset": {"condition_number": (14.0, "14.0")}}, doc, "report", problems)
+    assert len(problems) == 2

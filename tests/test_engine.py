@@ -54,6 +54,7 @@ def test_rigid_engine_matches_the_batched_model(locked):
     assert np.ptp(got[:, 2]) > 1e-3                   # it moves
 
 
+@pytest.mark.slow
 def test_loaded_rigid_executables_are_the_ones_a_fit_calls(monkeypatch):
     """load_executables (calibrate runs it on a thread while it reads the captures) loads
     the compiled chunks under the same argument types a simulation passes: a simulation
@@ -72,6 +73,7 @@ def test_loaded_rigid_executables_are_the_ones_a_fit_calls(monkeypatch):
     assert (set(rigid._chunk._loaded), set(rigid._chunk_tangents._loaded)) == loaded
 
 
+@pytest.mark.slow
 def test_rigid_offset_corrects_the_output_not_the_integration():
     """``simulate(offset=...)`` adds the offset to every returned and consumed state and
     leaves the trajectory itself (and its tangents) alone: with the offset the integrator's
@@ -239,6 +241,7 @@ def test_tree_frames_consumed_chunk_by_chunk_equal_the_whole_run(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, free_rows", [("four_link.toml", None),
                                              ("demo.toml", (0, 1, 2, 4))])
 def test_compiled_tree_tangents_equal_jax_forward_mode(name, free_rows):

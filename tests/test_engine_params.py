@@ -44,6 +44,7 @@ def test_initial_state_equals_jax_expm_and_its_forward_mode(angle):
     assert np.abs(jac - j_ref).max() < 1e-13
 
 
+@pytest.mark.slow
 def test_body_params_equal_jax_forward_mode():
     rng = np.random.default_rng(5)
     for _ in range(5):

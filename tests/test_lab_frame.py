@@ -83,6 +83,7 @@ def turned_captures():
     return rig, plat, out
 
 
+@pytest.mark.slow
 def test_calibration_recovers_the_lab_frame(turned_captures):
     """From a start 0.3 % / 0.5 mm / 1 % off: the frame to 1e-7 rad and 0.1 um, the springs
     and platform as without a frame (test_output_error's tolerances), residuals at the
@@ -153,6 +154,7 @@ def test_lab_frame_error_is_propagated(move):
     np.testing.assert_allclose(cal_part, np.abs(e_c), rtol=0.05, atol=3e-7)
 
 
+@pytest.mark.slow
 def test_calibrate_command_fits_the_lab_frame(demo_run, tmp_path, capsys):
     """`rigtool calibrate --lab-frame fit` on the bundled (optical mocap) demo: the frame is
     the rig file's within 3 standard errors, written with its standard errors; the anchors
@@ -208,6 +210,7 @@ def test_a_posture_tracked_in_another_lab_frame_is_flagged(tmp_path):
     assert "0.00200 deg" in note and "--lab-frame empty.track.json" in note
 
 
+@pytest.mark.slow
 def test_frame_clustered_calibration_covariance(turned_captures):
     """Each frame's markers moved together (one rigid error per frame, as a camera's pose
     places a body's corners): the Gauss-Newton covariance, which counts every coordinate as

@@ -104,6 +104,7 @@ def test_skin_markers_drifting_on_bone_are_named(posture1):
     assert "off the bone" in check.meaning
 
 
+@pytest.mark.slow
 def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1):
     session, rigfile, tree, markers, data = posture1
     plat = body_trajectory(data, rigfile.rig.platform.markers_platform)
@@ -262,4 +263,11 @@ def test_modes_command_names_the_conflicts(tmp_path, capsys):
     assert main(["modes", str(rig), "--mass", "80.8", "--com", "0", "-0.01", "0.33"]) == 0
     out = capsys.readouterr().out
     assert "modes with 80.8 kg" in out and "breathing" in out and "harmonic 2" in out
+    # each advice once, after the conflicts it answers, however many modes share it
+    advice = [line for line in out.splitlines() if line.startswith("  what to do: ")]
+    assert advice and len(advice) == len(set(advice))
+    assert out.count("breath-hold") == 1
+    # the support is named for what it is
+    if "- support:" in out:
+        assert "compliant back" in out
     assert main(["modes", str(rig), "--mass", "-1"]) == 2

@@ -160,6 +160,7 @@ def test_an_isotropic_covariance_gives_the_isotropic_fit(posture):
     np.testing.assert_allclose(white.noise_scale, plain.marker_sigma_mm / 0.1, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_whitened_standard_errors_match_the_scatter(posture):
     """Depth noise 7x the lateral (0.05 / 0.35 mm, along the demo camera's rays), 12 draws.
 
@@ -214,6 +215,7 @@ def _side_file(path, data, sigma_m, drop=()):
     pd.DataFrame(cols).to_csv(path, index=False)
 
 
+@pytest.mark.slow
 def test_run_uses_the_side_file_next_to_a_capture(demo_run, tmp_path):
     """``marker_covariance = "auto"`` (the default) takes ``NAME.residuals.csv`` beside the
     capture: the fit says so; at the demo's own noise (isotropic 0.1 mm) it is the isotropic

@@ -226,6 +226,7 @@ _BASES = [build_c3d(np.random.default_rng(k).normal(size=(12, 3, 3)) * 100, ["A"
           for k, kw in enumerate(_VARIANTS)]
 
 
+@pytest.mark.slow
 @settings(max_examples=800, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.sampled_from(range(len(_BASES))),

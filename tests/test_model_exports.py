@@ -643,6 +643,22 @@ def test_export_command_rewrites_the_models_with_a_fixed_base(demo, tmp_path, ca
     assert [l.name for l in model.links] == ["link0", "link1"]
 
 
+def test_export_command_asks_for_force_before_replacing_model_files(demo, tmp_path, capsys):
+    _, out = demo
+    assert main(["export", str(out), "-o", str(tmp_path)]) == 0
+    before = (tmp_path / "model_mujoco.xml").read_text()
+    capsys.readouterr()
+    # the run's own model files, and those just written: refused without --force
+    for target in (["-o", str(tmp_path)], ["-o", str(out)]):
+        assert main(["export", str(out), *target, "--model-base", "fixed"]) == 2
+        err = capsys.readouterr().err
+        assert "--force" in err and "model_mujoco.xml" in err and "Traceback" not in err
+    assert (tmp_path / "model_mujoco.xml").read_text() == before
+    assert main(["export", str(out), "-o", str(tmp_path), "--model-base", "fixed",
+                 "--force"]) == 0
+    assert (tmp_path / "model_mujoco.xml").read_text() != before
+
+
 def test_export_command_refuses_a_folder_without_report(tmp_path, capsys):
     assert main(["export", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -101,6 +101,7 @@ def test_subset_judges_the_same_postures_the_same_way(one_posture, partial_run, 
     assert "not identified" in stdout
 
 
+@pytest.mark.slow
 def test_batch_shows_the_partial_status(one_posture, tmp_path):
     out = tmp_path / "batch"
     code, stdout, stderr = _quiet(["batch", str(one_posture), "-o", str(out), "--workers", "1",

@@ -49,6 +49,7 @@ def _case(free: str, fit_base: bool, per_joint: bool, seed: int = 0):
     return consts, holder, x, phi_s, calib
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("free, fit_base, per_joint",
                          [("jyy", True, False), ("jyy", False, True), ("phi_b", True, True)])
 def test_numpy_map_and_jacobian_match_jax(free, fit_base, per_joint):
@@ -88,6 +89,7 @@ def test_rotation_is_continuous_across_the_series_threshold():
         np.testing.assert_allclose(d, fd, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("free, fit_base", [("jyy", True), ("phi_b", False)])
 def test_numpy_active_map_and_jacobian_match_jax(free, fit_base):
     """The active model's map (bodies, chain offsets, springs; the platform's initial state;

@@ -78,8 +78,15 @@ window.addEventListener('load', function () {
   }
   var figures = Array.prototype.map.call(document.querySelectorAll('figure'), function (f) {
     var cap = f.querySelector('figcaption');
+    var code = cap ? cap.querySelector('code') : null;
     return {box: box(f), img: box(f.querySelector('img')),
-            caption: cap ? cap.innerText : '', visible: f.checkVisibility()};
+            caption: cap ? cap.innerText : '', visible: f.checkVisibility(),
+            file_lines: code ? code.getClientRects().length : 0};
+  });
+  var wide = Array.prototype.map.call(document.querySelectorAll('table'), function (t) {
+    var r = t.getBoundingClientRect(), p = t.parentElement.getBoundingClientRect();
+    return {right: r.right, box_right: p.right, scrolls: t.parentElement.scrollWidth >
+            t.parentElement.clientWidth + 1};
   });
   var first = document.querySelector('main').firstElementChild;
   var layout = {viewport: {w: window.innerWidth, h: window.innerHeight},
@@ -92,7 +99,9 @@ window.addEventListener('load', function () {
                 sections: Array.prototype.map.call(document.querySelectorAll('main > section'),
                                                    function (x) { return x.id; }),
                 first_block: first ? first.tagName : '',
-                figures: figures};
+                figures: figures, wide: wide,
+                scroll_w: document.documentElement.scrollWidth,
+                main_right: document.querySelector('main').getBoundingClientRect().right};
   var pre = document.createElement('pre');
   pre.id = 'rigtool-render-probe';
   pre.textContent = JSON.stringify({images: imgs, tables: tables, layout: layout});
@@ -244,3 +253,18 @@ def test_summary_is_the_first_screen_and_a_figure_shows(report, rendered):
         assert len(f["caption"]) > 30, f                      # a caption that says something
     # the ellipsoid view of the segments is among them, captioned as such
     assert any("inertia ellipsoid" in f["caption"] for f in figs)
+
+
+def test_page_fits_a_laptop_screen_and_needs_no_emoji_font(report, rendered):
+    """At 1280 px the page never scrolls sideways and no table overflows its box (a number
+    and its ± std wrap as a unit); a figure's file name stays on one line; the check lights
+    are CSS, so no character needs an emoji font (none is installed on many machines)."""
+    probe, html = rendered
+    lay = probe["layout"]
+    assert lay["scroll_w"] <= lay["viewport"]["w"], lay["scroll_w"]
+    for t in lay["wide"]:
+        assert not t["scrolls"] and t["right"] <= lay["main_right"] + 0.5, t
+    for f in lay["figures"]:
+        assert f["file_lines"] == 1, f
+    emoji = re.findall("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF]", html)
+    assert not emoji, sorted(set(emoji))

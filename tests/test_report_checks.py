@@ -241,7 +241,7 @@ def test_relative_refinement_that_disagrees_with_its_start_names_a_disturbance()
         {"model": "passive", "method": "output-error", "residual_mm": 0.116,
          "noise_mm": SIGMA_MM, "floor_mm": SIGMA_MM, "reached_noise": True,
          "start_agreement": {"chi2": 191.3, "dof": 18, "p": 1e-30, "agrees": False}}])
-    assert "reached), but its Phi_B is 3.3x" in _reason(choice)
+    assert "the noise), but its Phi_B is 3.3x" in _reason(choice)
     p = _posture("posture1", refinement=SimpleNamespace(
         marker_sigma_mm=0.1, residual_rms_frame_mm=np.full(100, 0.1)))
     check = marker_residual_check(_outcome([p], SimpleNamespace(raw={}), _tree(),

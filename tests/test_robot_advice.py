@@ -99,6 +99,7 @@ def test_advice_csv_round_trips(tmp_path):
     assert np.allclose(table[:, 1::3], q, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_the_platform_moves_as_the_advice_predicts():
     """rigtool's simulator of the platform with the Panda driven along the advice, from
     rest: the platform's excursion is the forced response the linearised rig predicts

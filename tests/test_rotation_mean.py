@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rigtool.kinematics.rotation_mean import SERIAL_FACTOR, mean_covariance
 
@@ -24,6 +25,7 @@ def _mean_variance(n: int, frames: float) -> float:
     return ((1 + a) / (1 - a) - 2 * a * (1 - a ** n) / (n * (1 - a) ** 2)) / n
 
 
+@pytest.mark.slow
 def test_white_frames_keep_the_independent_covariance():
     """White noise: the frames' covariance over their number, to the bit, in every draw of
     ten thousand (the gate: the wander's estimate must exceed it threefold)."""

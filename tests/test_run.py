@@ -152,6 +152,7 @@ def test_run_needs_a_calibrated_rig(tmp_path, capsys):
     assert "the rig is not calibrated" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
     """SPEC: leave joint_center out and it is found from the relative-motion capture.
 
@@ -183,6 +184,7 @@ def test_missing_joint_centre_is_estimated_from_the_swing(demo, tmp_path):
     assert doc["subset"]["rank"] == 17
 
 
+@pytest.mark.slow
 def test_voluntary_motion_end_to_end(demo_run, tmp_path, capsys):
     """A limb moved by muscles (scenarios/voluntary.toml, shortened): rigtool run tries the
     passive swing, sees it cannot follow the markers, uses the active model and says so; the

@@ -244,6 +244,7 @@ def test_energy_conserved_locked_load(locked_run):
     assert relative_drift(system, traj) < 1e-6
 
 
+@pytest.mark.slow
 def test_energy_conserved_free_joints():
     rig, platform = demo_rig()
     tree = demo_tree()

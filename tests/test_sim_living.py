@@ -115,6 +115,7 @@ def test_internal_forces_leave_momentum_to_springs_and_gravity(case):
             assert np.ptp(rel, 0).max() > 1e-5, name
 
 
+@pytest.mark.slow
 def test_energy_conserved_without_damping_and_lost_to_the_dampers():
     undamped = Living(wobbling=(WobblingSpec("frame", 0.3, 5.0, 0.0),
                                 WobblingSpec("upper", 0.3, 8.0, 0.0)),
@@ -254,6 +255,7 @@ def test_support_with_swinging_links_is_refused():
         simulate(system, 0.1, 100.0)
 
 
+@pytest.mark.slow
 def test_wall_and_skin_markers_move_as_asked():
     from rigtool.sim.living import SkinSpec, WallMarker
     from rigtool.sim.living_markers import marker_offsets

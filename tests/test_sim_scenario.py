@@ -21,6 +21,8 @@ from rigtool.sim.session_writer import (capture_jobs, rig_file_dict, session_dic
                                         session_truth, write_bundle)
 from rigtool.tomlwrite import Inline, dumps
 
+ROOT = Path(__file__).resolve().parents[1]
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
@@ -569,3 +571,18 @@ def test_relative_motion_capture_moves_links_and_keeps_them_rigid(three, tmp_pat
     assert np.allclose(r_rel[0], three.relative.start_rotations["mid"], atol=1e-9)
     angle = Rotation.from_matrix(r_rel[0].T @ r_rel[-1]).magnitude()
     assert angle > 0.05
+
+
+@pytest.mark.slow
+def test_the_bundled_demo_is_rebuilt_the_same(tmp_path):
+    """tools/make_demo.sh's command writes the bundled demo byte for byte (captures, rig
+    file, manifest and both truth files): the demo is what its scenario says."""
+    from rigtool.cli import main
+
+    assert main(["simulate", str(ROOT / "scenarios" / "demo.toml"), "-o", str(tmp_path),
+                 "--force"]) == 0
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert written
+    for rel in written:
+        assert (tmp_path / rel).read_bytes() == (ROOT / rel).read_bytes(), \
+            f"{rel} differs from the bundled demo"

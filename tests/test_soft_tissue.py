@@ -33,6 +33,7 @@ def test_increment_filter_is_the_apparent_mass_less_one():
     np.testing.assert_allclose(d.real, -1 / (2 * np.pi * f_n) ** 2, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_simulated_tissue_is_measured_through(tmp_path):
     """A short noise-free posture of the two-link body with a fifth of its trunk wobbling at
     5 Hz (damping ratio 0.3). Fitted rigid, the tissue's apparent mass in the rig's upper
@@ -90,6 +91,7 @@ def test_simulated_tissue_is_measured_through(tmp_path):
     assert com_mm < 0.3 and inertia_pct < 0.4, (com_mm, inertia_pct)
 
 
+@pytest.mark.slow
 def test_auto_fits_the_tissue_only_where_it_is(tmp_path):
     """``soft_tissue = "auto"`` (default): the evidence fit sees the simulated trunk's tissue
     and the posture is fitted with it (its element's mass within a fifth of the tissue's,
@@ -113,6 +115,7 @@ def test_auto_fits_the_tissue_only_where_it_is(tmp_path):
     assert not found["rigid"][0]
 
 
+@pytest.mark.slow
 def test_other_tissue_is_held_in_the_standard_errors(tmp_path):
     """The two-link body with a fifth of its trunk at 5 Hz and a quarter of its leg at 8 Hz,
     noise-free: auto fits one element (the trunk's), and the leg's tissue, which it cannot
@@ -153,6 +156,7 @@ def test_other_tissue_is_held_in_the_standard_errors(tmp_path):
     assert np.max(np.abs(z_held)) < 3, z_held
 
 
+@pytest.mark.slow
 def test_unseen_tissue_of_a_body_on_its_soft_back_is_held(tmp_path):
     """The two-link body with a fifth of its trunk wobbling at 5 Hz, lying on the soft
     tissue of its back (5 Hz shear, 9 Hz compression), noise-free. The back's motion is

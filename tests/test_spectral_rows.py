@@ -5,6 +5,7 @@ independent is off by a large factor (noise rising as f^4, a slow and a fast reg
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.signal import butter, sosfiltfilt
 
 from rigtool.identify.common.spectral_rows import spectral_rows, uniform_frames
@@ -23,6 +24,7 @@ def _coloured_noise(rng, t, dt, sigma):
     return sosfiltfilt(sos, x[1:-1] + acc / omega ** 2)[edge:-edge]
 
 
+@pytest.mark.slow
 def test_standard_errors_match_the_spread_of_estimates():
     rng = np.random.default_rng(0)
     dt, t = 0.01, 1400

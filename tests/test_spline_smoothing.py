@@ -4,6 +4,7 @@ and scipy (rigtool.kinematics.spline_smoothing)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.interpolate import make_smoothing_spline
 
 from rigtool.kinematics.relative_spline import fit_relative_rotation, fit_relative_rotations
@@ -46,6 +47,7 @@ def test_residuals_and_trace_equal_the_dense_smoother_and_scipys_spline():
                                    x.size - np.trace(a), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_cross_validation_finds_the_dense_criterions_minimum():
     x, y = _series(80, 2)
     grid = np.linspace(-8.0, 1.0, 2001)
@@ -75,6 +77,7 @@ def test_the_discrepancy_choice_leaves_the_asked_residual():
         assert abs(np.linalg.norm(smoothing_residuals(x, y, lam)) / target - 1.0) < 1e-6
 
 
+@pytest.mark.slow
 def test_links_fitted_together_equal_links_fitted_alone():
     rng = np.random.default_rng(6)
     t = np.arange(600) / 100.0

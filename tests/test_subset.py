@@ -266,6 +266,7 @@ def _four_link_postures():
     return tree, start + [c.rotations for c in added], history
 
 
+@pytest.mark.slow
 def test_four_link_with_advised_postures():
     # Rank is reached after 6 advised postures (33 parameters, 9 equations each); the plan
     # then continues to 12 postures to average the noise down.
@@ -662,6 +663,7 @@ def test_shared_errors_are_generalised_least_squares_with_the_full_covariance():
     np.testing.assert_allclose(r.covariance, np.linalg.inv(info), rtol=1e-6, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_a_shared_cause_taken_as_independent_is_overconfident():
     """A cause that moves every posture as a change of Phi_s would (``u_k = A_k d``: the
     same body, other tissue in it): over 300 draws, Phi_s's errors over its standard errors

@@ -71,6 +71,7 @@ def test_knee_flexion_needs_the_hip_flexed(person):
         assert holdable(tree, c.rotations, base_r, base_p)
 
 
+@pytest.mark.slow
 def test_combined_postures_identify_phi_s(person):
     """Holdable several-limb postures give Phi_s (8 x 14 + 1 entries) full rank, with
     about the fewest postures 9 rows each allow (13), where one joint per posture needs

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy.spatial.transform import Rotation
 
 from rigtool.identify.posture.support import rigid_motion_map, support_columns
@@ -118,6 +119,7 @@ def test_measured_motion_is_the_known_one():
     assert InertialParams(_body()).is_physically_consistent()
 
 
+@pytest.mark.slow
 def test_posture_on_the_simulated_back_is_measured_through(tmp_path):
     """The simulator's body on four damped pads (its own pad forces) against the fit that
     follows the body's measured motion (its own kinematic model): a short noise-free

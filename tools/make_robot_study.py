@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rigtool.errors import RigtoolError
+from rigtool.extras import require_extra
 from rigtool.sim.robot_models import EXAMPLE_ROBOTS, example_robot_urdf
 from rigtool.sim.robot_session import write_robot_study
 
@@ -33,6 +35,7 @@ def main() -> None:
                     help="also a capture of the joints driven along the advised motion")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    require_extra("robot")              # pinocchio and example-robot-data
     _, base, fixed = EXAMPLE_ROBOTS[args.robot]
     manifest = write_robot_study(ROOT / "scenarios" / "demo.toml", args.out,
                                  example_robot_urdf(args.robot), base, fixed,
@@ -43,4 +46,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except RigtoolError as exc:         # e.g. the [robot] extra not installed: one line
+        raise SystemExit(f"make_robot_study.py: error: {exc}") from None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rigtool.batch.plan import DEFAULT_RESULTS
 from rigtool.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_PARTIAL
+from rigtool.extras import require_extra
 from rigtool.pipeline.run_job import add_fit_arguments
 
 HELP = "many sessions as rigtool run does, on a local Dask cluster or a scheduler"
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from rigtool.pipeline.run_job import check_results_dir, options_from_args
 
     _check_arguments(args)
+    require_extra("batch")          # dask.distributed and pyarrow, before anything runs
     manifests = expand_sessions(args.sessions)
     results = (args.output or default_results(args.rig)).absolute()
     for m in manifests:

@@ -18,6 +18,7 @@ from rigtool.errors import EXIT_MODEL_FAILED, InputError
 from rigtool.identify.calibration.verdict import HOLDOUT_Z_LIMIT
 from rigtool.pipeline.methods import LAB_FRAME_CHOICES, add_method_argument
 from rigtool.progress import progress_printer
+from rigtool.textformat import pm
 
 HELP = "spring stiffness, free length, damping and platform inertia from reference-body captures"
 
@@ -37,7 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip the physical-consistency constraints (report the raw fit)")
     p.add_argument("--passband", type=float, default=5.0, help="filter passband edge, Hz")
     p.add_argument("--stopband", type=float, default=10.0, help="filter stopband edge, Hz")
-    p.add_argument("--filter", choices=("fir", "butterworth"), default="fir")
+    p.add_argument("--filter", choices=("fir", "butterworth"), default="fir",
+                   help="the zero-phase low-pass filter of the equation-error start: fir "
+                        "(default: linear phase, applied forward and backward) or butterworth "
+                        "(IIR, forward-backward)")
     p.add_argument("--order", type=int, default=50, help="filter order")
     p.add_argument("--lab-frame", choices=LAB_FRAME_CHOICES, default=LAB_FRAME_CHOICES[0],
                    help="fit the measured lab frame against the rig file's (anchors and "
@@ -73,18 +77,18 @@ def run(args: argparse.Namespace) -> int:
     res = job.result
     print(f"calibrated {rigfile.rig.name}: {len(rigfile.captures)} captures, "
           f"{res.n_frames} frames ({job.method})")
-    print(f"  platform mass {res.platform.mass:.4f} +- {res.platform_mass_std:.4f} kg, COM "
+    print(f"  platform mass {pm(res.platform.mass, res.platform_mass_std, 4)} kg, COM "
           f"{np.array2string(res.platform.com * 1e3, precision=2)} mm")
     for i, s in enumerate(rigfile.rig.springs):
-        print(f"  {s.name}: k = {res.stiffness[i]:.1f} +- {res.stiffness_std[i]:.1f} N/m, "
-              f"L0 = {res.free_length[i]:.5f} +- {res.free_length_std[i]:.5f} m, "
-              f"c = {res.damping[i]:.2f} +- {res.damping_std[i]:.2f} N s/m")
+        print(f"  {s.name}: k = {pm(res.stiffness[i], res.stiffness_std[i], 1)} N/m, "
+              f"L0 = {pm(res.free_length[i], res.free_length_std[i], 5)} m, "
+              f"c = {pm(res.damping[i], res.damping_std[i], 2)} N s/m")
     frame = job.refinement.frame if job.refinement is not None else None
     if frame is not None:
         sd = np.sqrt(np.clip(np.diag(job.refinement.frame_covariance), 0, None))
         print(f"  lab frame fitted: turned {np.array2string(np.degrees(frame[:3]), precision=5)}"
-              f" +- {np.array2string(np.degrees(sd[:3]), precision=5)} deg, shifted "
-              f"{np.array2string(1e3 * frame[3:], precision=4)} +- "
+              f" ± {np.array2string(np.degrees(sd[:3]), precision=5)} deg, shifted "
+              f"{np.array2string(1e3 * frame[3:], precision=4)} ± "
               f"{np.array2string(1e3 * sd[3:], precision=4)} mm from the rig file's; anchors "
               "and gravity written in the measured frame")
     for h in res.holdout:

@@ -139,8 +139,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {image_size[0]}x{image_size[1]}, {len(views)} views "
           f"({len(skipped)} without the board, {len(repeats)} repeating another view), "
           f"RMS reprojection {result.rms_px:.3f} px")
-    print(f"  fx {cam.matrix[0, 0]:.2f} +- {std.get('fx', float('nan')):.2f} px, "
-          f"fy {cam.matrix[1, 1]:.2f} +- {std.get('fy', float('nan')):.2f} px, "
+    print(f"  fx {cam.matrix[0, 0]:.2f} ± {std.get('fx', float('nan')):.2f} px, "
+          f"fy {cam.matrix[1, 1]:.2f} ± {std.get('fy', float('nan')):.2f} px, "
           f"cx {cam.matrix[0, 2]:.2f}, cy {cam.matrix[1, 2]:.2f}; "
           f"distortion {', '.join(f'{d:.4g}' for d in cam.distortion)}")
     print(f"  coverage {result.coverage:.0%} of the image (8x8 grid); worst view "
@@ -181,6 +181,9 @@ def _print(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch ``rigtool camera ACTION``."""
+    from rigtool.extras import require_extra
+
+    require_extra("camera")
     if args.camera_command == "calibrate":
         return _calibrate(args)
     return _print(args)

@@ -1,7 +1,7 @@
 """``rigtool convert CAPTURE -o OUT.csv [--units U] [--format FMT] [--force]``.
 
 Reads any supported export (format detected from the content) and writes it again, by
-default as the plain CSV of SPEC.md: ``time`` (s, from 0 at the first frame) and
+default as the plain CSV (docs/reference/captures.md): ``time`` (s, from 0 at the first frame) and
 ``<marker>_x,<marker>_y,<marker>_z`` in metres, empty where a marker is missing.
 ``--units`` gives the length units of an input that does not state them; ``--format``
 chooses another output format (``--out-units`` its length units, default mm). Never writes

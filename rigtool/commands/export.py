@@ -1,9 +1,11 @@
-"""``rigtool export RESULTS [-o DIR]``: the model files of a results directory, written again.
+"""``rigtool export RESULTS [-o DIR] [--force]``: the model files of a results directory,
+written again.
 
 Reads ``RESULTS/report.json`` (its per-link parameters, tree, gravity, inputs) and writes the
 MuJoCo, OpenSim and URDF models (rigtool.report.exports.write_models) with the base link free
 or fixed to the world, with or without viewing ellipsoids; no fit is run again. Writing into
-RESULTS itself replaces its model files and updates report.json's ``model_files`` block.
+RESULTS itself (with ``--force``: it holds the run's) replaces its model files and updates
+report.json's ``model_files`` block; existing model files are replaced only with ``--force``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                               "(holds report.json)")
     p.add_argument("-o", "--output", type=Path, default=None,
                    help="directory for the model files (default: RESULTS itself)")
+    p.add_argument("--force", action="store_true",
+                   help="replace model files already in the output directory (RESULTS "
+                        "itself holds those of the run)")
     add_model_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read report.json, write the three models, print their paths."""
-    from rigtool.report.exports import write_models
+    from rigtool.report.exports import MODEL_FILES, write_models
 
     report = args.results / "report.json"
     if not report.is_file():
@@ -41,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or "summary" not in doc:
         raise InputError("not a rigtool report.json (no summary block)", path=report)
     out_dir = args.output or args.results
+    present = [name for name, _, _ in MODEL_FILES if (out_dir / name).exists()]
+    if present and not args.force:
+        raise InputError(f"model files exist ({', '.join(present)}); pass --force to replace "
+                         "them, or -o another directory", path=out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths, block = write_models(doc, out_dir, base=args.model_base,
                                 geometry=not args.no_model_geometry)

@@ -3,7 +3,7 @@
 Prints the format, frame rate, frame count and duration, the first frame number (as the file
 numbers it), the units as written in the file, the markers in file order and, per marker, the
 frames without a position (count, number of gaps, longest gap). ``--json`` prints one JSON
-object with the keys SPEC.md lists (``format``, ``rate_hz``, ``n_frames``, ``first_frame``,
+object with the keys (``format``, ``rate_hz``, ``n_frames``, ``first_frame``,
 ``units``, ``markers``, ``missing``) plus ``duration_s``, ``source``, ``sha256`` and ``notes``:
 what the reader had to reconcile to read the file (a C3D header and parameters that disagree,
 a frame range that wraps, Vicon sections or columns skipped), printed as ``note:`` lines in

@@ -55,8 +55,12 @@ def run(args: argparse.Namespace) -> int:
           + ", ".join(f"{f:.2f}" for f in modes_hz) + " Hz")
     if not conflicts:
         print("clear: no mode meets breathing, the heartbeat, soft tissue or the support")
-    for k in conflicts:
-        print(f"- {k.effect}: {k.detail}\n    {k.advice}")
+    # one advice per kind of conflict, after the modes it concerns
+    for advice in dict.fromkeys(k.advice for k in conflicts):
+        for k in conflicts:
+            if k.advice == advice:
+                print(f"- {k.effect}: {k.detail}")
+        print(f"  what to do: {advice}")
     top, lines = spring_line_limits(rigfile.rig, plat, load)
     lightest = min(lines, key=lambda d: d["max_mass_kg"])
     hanging = plat.mass + args.mass

@@ -59,18 +59,21 @@ def summary_text(doc: dict) -> str:
     """The report's summary for the terminal: the object, its segments (or the whole object
     per posture), Phi_s and the relative-motion terms, and one line per check."""
     from rigtool.identify.relative.bounds import describe_interval
+    from rigtool.report.content_summary import source_words
     s = doc["summary"]
     lines = [s["object"]]
     for seg in s["segments"]:
-        src = seg["source"]
-        lines.append(f"  {seg['link']}: {seg['mass']:.3f} +- {seg['mass_std']:.3f} kg, COM ["
-                     + ", ".join(f"{1e3 * v:.1f}" for v in seg["com"]) + "] mm, principal "
-                     "moments [" + ", ".join(f"{v:.4f}" for v in seg["principal_moments"])
-                     + f"] kg m^2 (mass {src['mass']}, COM {src['com']}, inertia "
-                     f"{src['inertia']})")
+        moments, moments_std = seg["principal_moments"], seg.get("principal_moments_std")
+        lines.append(f"  {seg['link']}: {seg['mass']:.3f} ± {seg['mass_std']:.3f} kg, COM ["
+                     + ", ".join(f"{1e3 * v:.1f}" for v in seg["com"]) + "] ± ["
+                     + ", ".join(f"{1e3 * v:.1f}" for v in seg["com_std"]) + "] mm, principal "
+                     "moments [" + ", ".join(f"{v:.4f}" for v in moments) + "]"
+                     + ("" if moments_std is None else
+                        " ± [" + ", ".join(f"{v:.4f}" for v in moments_std) + "]")
+                     + f" kg m^2 ({source_words(seg['source'])})")
     for p in doc["postures"]:
         lines.append(f"  {p['name']}: COM [" + ", ".join(f"{1e3 * v:.2f}" for v in p["com"])
-                     + f"] mm (+- {1e3 * max(p['com_std']):.2g}), I_com diag ["
+                     + f"] mm (± {1e3 * max(p['com_std']):.2g} at most), I_com diag ["
                      + ", ".join(f"{p['inertia_com'][k][k]:.4f}" for k in range(3))
                      + f"] kg m^2 ({p['method']})")
     if "subset" in doc:
@@ -80,7 +83,7 @@ def summary_text(doc: dict) -> str:
     if "relative_motion" in doc:
         rel = doc["relative_motion"]
         lines.append(f"  relative motion ({rel['method']}): " + ", ".join(
-            f"{k} = {v:.5f} +- {rel['std'][k]:.2g} kg m^2 (feasible interval "
+            f"{k} = {v:.5f} ± {rel['std'][k]:.2g} kg m^2 (feasible interval "
             f"{describe_interval(*rel['bounds'][k])})" for k, v in rel["resolved"].items()))
     marks = {"ok": "ok     ", "caution": "CAUTION", "problem": "PROBLEM",
              "not checked": "-      "}

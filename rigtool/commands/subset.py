@@ -1,5 +1,5 @@
 """``rigtool subset POSTURES.toml [-o OUT.json]``: Phi_s from overall properties measured
-elsewhere (SPEC "postures.toml").
+elsewhere (the postures file, docs/reference/files/postures-file.md).
 
 Prints a table (name, value, standard error), the rank and condition number, and names any
 combination the postures cannot identify with the posture to add. ``-o`` writes the JSON
@@ -20,17 +20,21 @@ from rigtool.identify.subset.postures_file import load_postures
 from rigtool.identify.subset.fit import DEFAULT_RTOL, WEIGHTINGS, fit_subset
 from rigtool.robot.postures_file import is_robot_postures
 
-HELP = "Phi_s (paper 002) from overall properties of several postures measured elsewhere"
+HELP = ("Phi_s, the parameter combinations locked postures identify, from the overall "
+        "properties of several postures measured elsewhere")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``rigtool subset``."""
-    parser.add_argument("postures", type=Path, help="postures.toml (SPEC form)")
+    parser.add_argument("postures", type=Path,
+                        help="postures file (TOML: docs/reference/files/postures-file.md; "
+                             "an example: captures/two-link/postures.toml)")
     parser.add_argument("-o", "--output", type=Path, default=None,
                         help="write the subset block as JSON here (default: print only)")
     parser.add_argument("--weighting", choices=WEIGHTINGS, default="auto",
                         help="auto: weight rows by the given standard errors (or a unit-free "
-                             "default); plain: unit weights, as paper 002's E_v1")
+                             "default); plain: unit weights, as Homma and Yamaura's evaluation "
+                             "function E_v1")
     parser.add_argument("--rtol", type=float, default=DEFAULT_RTOL,
                         help=f"relative singular-value tolerance for an identified direction "
                              f"(default {DEFAULT_RTOL:g})")

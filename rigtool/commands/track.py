@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the inputs, track, and print what was measured."""
+    from rigtool.extras import require_extra
+
+    require_extra("camera")
     from rigtool.camera.capture_files import read_lab_frame
     from rigtool.camera.model import load_camera
     from rigtool.camera.tags import load_tags

@@ -1,4 +1,5 @@
-"""Reading the hand-written files: the rig file and the session manifest (SPEC.md).
+"""Reading the hand-written files: the rig file and the session manifest
+(docs/reference/files/).
 
 Both are TOML. Loading validates every field through :mod:`rigtool.validate`, resolves
 capture paths relative to the file, and returns plain dataclasses; a bad file raises one

@@ -1,5 +1,6 @@
-"""The rig file (SPEC.md): springs, platform, gravity and locked degrees of freedom, and the
-calibration captures with their reference bodies; :func:`load_rig` validates every field.
+"""The rig file (docs/reference/files/rig-file.md): springs, platform, gravity and locked degrees
+of freedom, and the calibration captures with their reference bodies; :func:`load_rig`
+validates every field.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def rig_gravity_and_locks(rig_t: dict, *, path: Path) -> tuple[np.ndarray, list[
 
 
 def load_rig(path: str | Path) -> RigFile:
-    """Read and validate a rig file (SPEC "The rig file")."""
+    """Read and validate a rig file (docs/reference/files/rig-file.md)."""
     path = Path(path)
     raw = read_toml(path)
     check_keys(raw, RIG, path=path, what="rig file")

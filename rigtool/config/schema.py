@@ -251,7 +251,7 @@ _SESSION_T = Table("the session's name, rig and mass", (
         choices=SOFT_TISSUE_MODELS, default="auto"),
 ))
 
-_FILTER = Table("the zero-phase filter before differentiation (paper 002's defaults)", (
+_FILTER = Table("the zero-phase filter before differentiation (Homma and Yamaura's defaults)", (
     Key("method", "string", "forward-backward FIR or Butterworth",
         choices=("fir", "butterworth"), default="fir"),
     Key("order", "integer", "filter order", default="50 (fir), 4 (butterworth)"),
@@ -375,7 +375,9 @@ _OVERALL = (
     Key("inertia_com", "array", "3x3 inertia tensor about the centre of mass, kg m^2",
         required=True),
     Key("com_std", "any", "standard errors of the COM, m (one number or three)"),
-    Key("inertia_std", "any", "standard error of the inertia, kg m^2 (one number or a 3x3)"),
+    Key("inertia_com_std", "any", "standard error of the inertia about the COM, kg m^2 (one "
+        "number or a 3x3; report.json's name, so a posture of report.json can be copied)"),
+    Key("inertia_std", "any", "the same as inertia_com_std (give one of the two)"),
 )
 
 _OVERALL_POSTURE = Table("one posture's overall properties, in the base link's frame",
@@ -384,7 +386,7 @@ _OVERALL_POSTURE = Table("one posture's overall properties, in the base link's f
         value_kind="array"),
 ))
 
-#: the postures file of ``rigtool subset`` (SPEC "Overall properties measured elsewhere")
+#: the postures file of ``rigtool subset`` (overall properties measured elsewhere)
 POSTURES = Table("overall properties measured elsewhere (postures.toml)", (
     Key("total_mass", "number", "the object's mass, kg", required=True),
     Key("links", "tables", "the tree", required=True, table=_OVERALL_LINK),

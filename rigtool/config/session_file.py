@@ -1,6 +1,6 @@
-"""The session manifest (SPEC.md): the object's tree of links and their markers, the locked
-postures, the relative-motion capture, priors, filter settings; :func:`load_session`
-validates every field and resolves capture paths relative to the manifest.
+"""The session manifest (docs/reference/files/session-manifest.md): the object's tree of links and
+their markers, the locked postures, the relative-motion capture, priors, filter settings;
+:func:`load_session` validates every field and resolves capture paths relative to the manifest.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class FilterSettings:
 
 @dataclass(frozen=True)
 class LinkFrameSpec:
-    """A link frame built from a static capture (SPEC ``[links.frame]``)."""
+    """A link frame built from a static capture (``[links.frame]``)."""
 
     static_capture: Path
     origin: str | list[str]
@@ -153,7 +153,7 @@ class Session:
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
-    """Read and validate a session manifest (SPEC "The session manifest").
+    """Read and validate a session manifest (docs/reference/files/session-manifest.md).
 
     ``rig``: a rig file used instead of the one the manifest names (``--rig`` of ``rigtool
     run`` and ``rigtool batch``: rerun against a recalibrated rig without editing manifests).

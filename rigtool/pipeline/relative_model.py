@@ -147,12 +147,14 @@ def _tried_sentence(t: dict) -> str:
     if t["residual_mm"] >= 0.5 * DIVERGED_MM:
         return (f"the {t['model']} model's simulation diverged{within} (it does not describe "
                 "this capture)")
-    verdict = (" (reached)" if t["reached_noise"] else
+    verdict = (f" (within {REACHED_NOISE_FACTOR:g}x the noise: it describes this capture)"
+               if t["reached_noise"] else
                f" (more than {REACHED_NOISE_FACTOR:g}x: it does not describe this capture)")
     agreement = t.get("start_agreement") or {"agrees": True}
     if t["reached_noise"] and not agreement["agrees"]:
         apart = np.sqrt(agreement["chi2"] / agreement["dof"])
-        verdict = (f" (reached), but its Phi_B is {apart:.1f}x the two fits' standard errors "
+        verdict = (f" (within {REACHED_NOISE_FACTOR:g}x the noise), but its Phi_B is "
+                   f"{apart:.1f}x the two fits' standard errors "
                    "from the equation-error estimate on average "
                    f"(chi-square {agreement['chi2']:.0f} on {agreement['dof']}): its residual "
                    "holds a disturbance it takes for marker noise, a force on the platform "

@@ -45,12 +45,15 @@ class RunOptions:
 def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     """The fit options both ``rigtool run`` and ``rigtool batch`` take."""
     p.add_argument("--spring-model", choices=SPRING_MODELS, default="exact",
-                   help="spring wrench from the measured geometry (default) or paper 002's "
-                        "linear stiffness-matrix model")
+                   help="exact: the spring wrench from the measured geometry (default); "
+                        "linear: the stiffness-matrix model of Homma and Yamaura's "
+                        "free-vibration method")
     p.add_argument("--weighting", choices=WEIGHTINGS, default="dual-metric",
-                   help="row weighting of the posture fits: paper 004's unit-independent dual "
-                        "metric (default; most accurate in benchmarks/posture.py), 1/sigma per "
-                        "wrench component, or none")
+                   help="row weighting of the posture fits: noise: 1/sigma per wrench "
+                        "component; plain: none (N and N m as they come); dual-metric "
+                        "(default; the most accurate in benchmarks/posture.py): the "
+                        "unit-independent dual metric of Yang and Hatton's coordinate-"
+                        "independent identification")
     add_method_argument(p, "the posture fits")
     p.add_argument("--no-compensation", action="store_true",
                    help="plain equation error (no errors-in-variables correction)")

@@ -194,9 +194,9 @@ def support_behind_tissue(session: Session, outcomes: list[PostureOutcome]) -> b
 
 def _chance_note(own: dict, together: dict) -> str:
     """What a posture whose tissue element the others did not bear out says."""
-    return (f"soft tissue: this posture's element at 6 Hz ({own['mass_kg']:.2f} +- "
+    return (f"soft tissue: this posture's element at 6 Hz ({own['mass_kg']:.2f} ± "
             f"{own['mass_std_kg']:.2f} kg) is not borne out by the postures together "
-            f"({together['mass_kg']:.2f} +- {together['mass_std_kg']:.2f} kg over "
+            f"({together['mass_kg']:.2f} ± {together['mass_std_kg']:.2f} kg over "
             f"{together['postures']}): taken for chance, the posture is fitted without it")
 
 

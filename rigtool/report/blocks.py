@@ -45,9 +45,11 @@ class Para:
 
 @dataclass(frozen=True)
 class Bullets:
-    """A list of items."""
+    """A list of items; ``levels`` (one check level per item, or empty) marks each item with
+    its check's light."""
 
     items: list[str]
+    levels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -218,10 +218,12 @@ def segments_check(out: SessionOutcome) -> Check:
     item = {"status": seg.status,
             "max_residual_z": None if z is None else float(np.max(np.abs(z)))}
     source = [ls.source["mass"] for ls in seg.links.values()]
-    words = {"measured": "measured", "both": "from measurement and prior",
+    words = {"measured": "fixed by the vibration alone",
+             "both": "from the vibration and the prior together",
              "prior": "from the prior alone"}
-    flags = "link masses " + ", ".join(f"{source.count(k)} {w}" for k, w in words.items()
-                                       if source.count(k))
+    counts = [(source.count(k), w) for k, w in words.items() if source.count(k)]
+    flags = "; ".join(f"{'every link mass' if n == len(source) else f'{n} link masses'} {w}"
+                      for n, w in counts)
     if seg.status != "optimal":
         return Check("segments", title, "problem", f"solver status {seg.status}",
                      "The per-link parameters did not converge and are not reliable.",

@@ -3,8 +3,8 @@ relative motion and Phi_B, the segments in full, the comparison with a truth fil
 inputs; each with its figures.
 
 Built from report.json (``doc``) and the figures written (rigtool.report.figures). Units in
-the column headers: COM in mm, inertia in kg m^2, MS in kg m, errors against a truth in SPEC
-(SI) units.
+the column headers: COM in mm, inertia in kg m^2, MS in kg m, errors against a truth in SI
+units.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ def truth_section(doc: dict) -> Section | None:
             for t in tc["summary"]]
     return Section("truth", f"Against the truth ({tc['file']})", [
         Para(f"`{tc['file']}` sits next to the session manifest: every estimate minus its true "
-             "value, in SPEC units (m, kg, kg m, kg m², N/m, N s/m), and in the report's own "
+             "value, in SI units (m, kg, kg m, kg m², N/m, N s/m), and in the report's own "
              "standard errors. report.json's truth_comparison.entries lists every entry."),
         Table(cols, rows)])
 

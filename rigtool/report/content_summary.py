@@ -12,8 +12,21 @@ from rigtool.report.blocks import Bullets, Col, Para, Section, Table
 LEVEL_MARK = {"ok": "🟢", "caution": "🟠", "problem": "🔴", "not checked": "⚪"}
 VERDICT = {"ok": "All checks pass", "caution": "Usable, with cautions",
            "problem": "A problem needs attention", "not checked": "Nothing could be checked"}
-SOURCE_NOTE = ("Source: measured (the vibration fixes it), prior (the measurement is silent), "
-               "both, or mixed (segments.csv flags every entry).")
+SOURCE_NOTE = ("Source: where each number came from: the vibration (it fixes the number "
+               "alone), the prior (the vibration is silent), the vibration and the prior "
+               "together, or mixed (entries differ; segments.csv flags every entry).")
+#: a source flag of report.json (``measured``, ``prior``, ``both``, ``mixed``) in words
+SOURCE_WORDS = {"measured": "vibration", "prior": "prior", "both": "vibration and prior",
+                "mixed": "mixed"}
+
+
+def source_words(src: dict) -> str:
+    """A segment's ``source`` flags (``mass``, ``com``, ``inertia``) in words: one phrase
+    when the three agree (``mass, COM, inertia: vibration and prior``), else one each."""
+    words = [SOURCE_WORDS.get(src[k], src[k]) for k in ("mass", "com", "inertia")]
+    if len(set(words)) == 1:
+        return f"mass, COM, inertia: {words[0]}"
+    return "; ".join(f"{name}: {w}" for name, w in zip(("mass", "COM", "inertia"), words))
 
 
 def _pm(v, s, scale: float = 1.0, digits: int = 2) -> str:
@@ -28,14 +41,14 @@ def segments_table(summary: dict) -> Table:
     """Per link: mass, COM, principal moments, source flags."""
     cols = [Col("link", numeric=False), Col("mass", "kg"), Col("COM x", "mm"),
             Col("COM y", "mm"), Col("COM z", "mm"), Col("I₁", "kg m²"), Col("I₂", "kg m²"),
-            Col("I₃", "kg m²"), Col("source: mass / COM / inertia", numeric=False)]
+            Col("I₃", "kg m²"), Col("source", numeric=False)]
     rows = []
     for s in summary["segments"]:
-        src = s["source"]
+        pm_std = s.get("principal_moments_std") or [None] * 3
         rows.append([s["link"], _pm(s["mass"], s["mass_std"], digits=3)]
                     + [_pm(s["com"][k], s["com_std"][k], 1e3, 1) for k in range(3)]
-                    + [f"{m:.4f}" for m in s["principal_moments"]]
-                    + [f"{src['mass']} / {src['com']} / {src['inertia']}"])
+                    + [_pm(m, sd, digits=4) for m, sd in zip(s["principal_moments"], pm_std)]
+                    + [source_words(s["source"])])
     return Table(cols, rows, "Each link's own mass, COM (link frame) and principal moments "
                  "about its COM, ± one standard error. " + SOURCE_NOTE)
 
@@ -85,13 +98,13 @@ def checks_section(doc: dict) -> Section:
     """Every check in full: finding, meaning, what to do."""
     items = []
     for c in doc["checks"]:
-        text = f"{LEVEL_MARK[c['level']]} **{c['title']}** ({c['level']}): {c['finding']}."
+        text = f"**{c['title']}** ({c['level']}): {c['finding']}."
         if c["meaning"]:
             text += f" {c['meaning']}"
         if c["action"]:
             text += f" What to do: {c['action']}"
         items.append(text)
-    blocks: list = [Bullets(items)]
+    blocks: list = [Bullets(items, tuple(c["level"] for c in doc["checks"]))]
     if doc["warnings"]:
         blocks += [Para("Warnings (the checks above that are not green, as report.json "
                         "lists them):"), Bullets(list(doc["warnings"]))]
@@ -100,4 +113,4 @@ def checks_section(doc: dict) -> Section:
     return Section("checks", "Checks", blocks)
 
 
-__all__ = ["summary_section", "checks_section", "LEVEL_MARK"]
+__all__ = ["summary_section", "checks_section", "LEVEL_MARK", "SOURCE_WORDS", "source_words"]

@@ -26,18 +26,24 @@ def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
     return path
 
 
+def parameter_unit(name: str) -> str:
+    """The unit of a Phi_s or Phi_B entry by its name: ``kg m`` for a first moment
+    (``link.MS_x``), ``kg m^2`` for the second moments (``link.J_xy``, ``sum.J_yy``)."""
+    return "kg m" if ".MS_" in name else "kg m^2"
+
+
 def write_tables(out: SessionOutcome, out_dir: Path) -> list[Path]:
     """Every CSV table of a session outcome; returns the paths written."""
     written = []
     if out.subset is not None:
-        written.append(write_csv(out_dir / "subset.csv", ["name", "value", "std"],
-                                 [[n, float(v), float(s)] for n, v, s in
+        written.append(write_csv(out_dir / "subset.csv", ["name", "value", "std", "unit"],
+                                 [[n, float(v), float(s), parameter_unit(n)] for n, v, s in
                                   zip(out.subset.names, out.subset.values, out.subset.std)]))
     if out.relative is not None:
         rel = out.relative
         written.append(write_csv(
             out_dir / "minimal_parameters.csv", ["name", "value", "std", "unit"],
-            [[n, float(v), float(sd), "kg m" if ".MS_" in n else "kg m^2"]
+            [[n, float(v), float(sd), parameter_unit(n)]
              for n, v, sd in zip(rel.names, rel.values, rel.std_phi_b)]))
     if out.segments is not None:
         rows = []

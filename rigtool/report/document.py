@@ -1,5 +1,5 @@
-"""report.json: everything the session produced, as plain JSON (SPEC "What `rigtool run`
-writes", with the extra keys of docs/spec-additions.md).
+"""report.json: everything the session produced, as plain JSON (docs/reference/report-json.md
+and docs/spec-additions.md list its keys).
 
 Order of the top-level keys: what the report answers first (``summary``, ``checks``,
 ``warnings``), then the detail (postures, subset, relative motion, segments), then the truth

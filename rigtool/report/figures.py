@@ -65,7 +65,8 @@ def posture_figures(postures: Sequence[PostureOutcome]) -> list[tuple[Figure, tu
         motion = motion_panel(p)
         if motion is not None:
             out.append((Figure(f"posture_{name}_motion.png",
-                               f"{name}: filtered platform motion (paper 002 Fig. 5).",
+                               f"{name}: filtered platform motion (as Fig. 5 of Homma "
+                               "and Yamaura's free-vibration method).",
                                "postures"), (motion_figure, motion)))
         out.append((Figure(f"posture_{name}_wrench.png",
                            f"{name}: equation-error fit (the output-error fit's start): spring "
@@ -157,8 +158,9 @@ def write_figures(out: SessionOutcome, doc: dict, out_dir: Path,
     if out.relative is not None:
         jobs.append((relative_figure, relative_panel(out.relative)))
         figs.append(Figure("relative_motion.png",
-                           "Relative motion: both sides of eq. 16 over the capture (paper 002 "
-                           "Fig. 6) with the reported Φ_B.", "relative"))
+                           "Relative motion: both sides of the relative-motion equation over "
+                           "the capture (as Fig. 6 of Homma and Yamaura's free-vibration "
+                           "method) with the reported Φ_B.", "relative"))
     same = (early is not None and len(early.postures) == len(out.postures)
             and all(a is b for a, b in zip(early.postures, out.postures)))
     drawn = early.files if same else {}

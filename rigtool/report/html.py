@@ -35,7 +35,9 @@ p.verdict-problem{border-left-color:var(--problem)}
 table{border-collapse:collapse;font-size:13px;margin:6px 0 4px;background:#fff}
 th,td{border:1px solid var(--rule);padding:3px 7px;vertical-align:top}
 th{background:#eef0f2;font-weight:600;text-align:left}
-th.num,td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th.num,td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num .nw{white-space:nowrap}
+div.table{max-width:100%;overflow-x:auto}
 th .unit{font-weight:400;color:#5f6368;white-space:nowrap}
 p.caption,figcaption{font-size:12.5px;color:#5f6368;margin:2px 0 12px;max-width:900px}
 .light{display:inline-block;width:.85em;height:.85em;border-radius:50%;margin-right:6px;
@@ -45,7 +47,8 @@ p.caption,figcaption{font-size:12.5px;color:#5f6368;margin:2px 0 12px;max-width:
 table.checks td:first-child,table.checks td:nth-child(2){white-space:nowrap}
 table.checks tr.problem td{background:#fce8e6}table.checks tr.caution td{background:#fef7e0}
 figure{margin:12px 0 18px}figure img{max-width:100%;height:auto;border:1px solid #eee}
-code{font-size:12px;background:#f1f3f4;padding:0 3px;border-radius:3px;word-break:break-all}
+code{font-size:12px;background:#f1f3f4;padding:0 3px;border-radius:3px;overflow-wrap:anywhere}
+figcaption code{white-space:nowrap}
 nav#toc{font-size:13.5px;margin:10px 0 0}nav#toc ol{margin:4px 0;padding-left:22px}
 nav#toc a{color:#1a73e8;text-decoration:none}
 @media (min-width:1500px){nav#toc{position:fixed;top:16px;left:16px;width:230px;margin:0}}
@@ -72,6 +75,12 @@ def inline(text: str) -> str:
     return "".join(out)
 
 
+def _number(text: str) -> str:
+    """A numeric cell: ``value ± std`` may wrap before the ``±``, never inside a number."""
+    return " ".join(f'<span class="nw">{inline(part)}</span>'
+                    for part in re.split(r" (?=± )", str(text)))
+
+
 def _table(t: Table) -> str:
     head = "".join(
         f'<th class="{"num" if c.numeric else "txt"}">{_html.escape(c.header)}'
@@ -81,8 +90,10 @@ def _table(t: Table) -> str:
     for row in t.rows:
         cells = []
         for c, v in zip(t.columns, row):
-            cls = "num" if c.numeric else "txt"
-            cells.append(f'<td class="{cls}">{inline(v)}</td>')
+            if c.numeric:
+                cells.append(f'<td class="num">{_number(v)}</td>')
+            else:
+                cells.append(f'<td class="txt">{inline(v)}</td>')
         tr_cls = ""
         if t.kind == "checks":
             level = str(row[0])
@@ -92,8 +103,9 @@ def _table(t: Table) -> str:
             tr_cls = f' class="{css}"'
         rows.append(f"<tr{tr_cls}>" + "".join(cells) + "</tr>")
     cls = f' class="{t.kind}"' if t.kind else ""
-    out = f"<table{cls}><thead><tr>{head}</tr></thead><tbody>" + "".join(rows) + \
-        "</tbody></table>"
+    # a table wider than the page scrolls inside its box, never the page
+    out = f'<div class="table"><table{cls}><thead><tr>{head}</tr></thead><tbody>' + \
+        "".join(rows) + "</tbody></table></div>"
     if t.caption:
         out += f'<p class="caption">{inline(t.caption)}</p>'
     return out
@@ -128,8 +140,10 @@ def render_html(doc: Document, out_dir: Path) -> str:
             elif isinstance(b, Table):
                 parts.append(_table(b))
             elif isinstance(b, Bullets):
-                parts.append("<ul>" + "".join(f"<li>{inline(i)}</li>" for i in b.items)
-                             + "</ul>")
+                lights = ([f'<span class="light {lv.replace(" ", "-")}"></span>'
+                           for lv in b.levels] or [""] * len(b.items))
+                parts.append("<ul>" + "".join(f"<li>{m}{inline(i)}</li>"
+                                              for m, i in zip(lights, b.items)) + "</ul>")
             elif isinstance(b, FileLinks):
                 parts.append("<ul>" + "".join(
                     f'<li><a href="{_html.escape(f, quote=True)}"><code>{_html.escape(f)}'

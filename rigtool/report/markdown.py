@@ -42,7 +42,8 @@ def render_markdown(doc: Document) -> str:
             elif isinstance(b, Table):
                 lines += table_markdown(b) + [""]
             elif isinstance(b, Bullets):
-                lines += [f"- {i}" for i in b.items] + [""]
+                marks = [LEVEL_MARK.get(lv, "") + " " for lv in b.levels] or [""] * len(b.items)
+                lines += [f"- {m}{i}" for m, i in zip(marks, b.items)] + [""]
             elif isinstance(b, FileLinks):
                 lines += [f"- [`{f}`]({f}): {t}" for f, t in b.items] + [""]
             elif isinstance(b, Fig):

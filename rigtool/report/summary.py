@@ -3,7 +3,7 @@ moments, where each came from), the method of every stage, and the checks' verdi
 
 Everything here is read from report.json's own blocks (``postures``, ``segments``,
 ``relative_motion``, ``checks``...), so the summary never says a number the detail does not.
-Conventions: segment COM and inertia in the link's frame (SPEC "Link frames"), inertia about
+Conventions: segment COM and inertia in the link's frame, inertia about
 the COM; principal moments ascending with their axes as columns; SI units.
 """
 
@@ -41,7 +41,9 @@ def segment_rows(doc: dict) -> list[dict]:
                                                      (0, 1))]
         rows.append({"link": name, "mass": ls["mass"], "mass_std": ls["mass_std"],
                      "com": ls["com"], "com_std": ls["com_std"],
-                     "principal_moments": moments, "principal_axes": axes,
+                     "principal_moments": moments,
+                     "principal_moments_std": ls.get("principal_moments_std"),
+                     "principal_axes": axes,
                      "source": {"mass": src["mass"], "com": _flag(src["com"]),
                                 "inertia": _flag(iu)},
                      "prior": ls.get("prior", "")})

@@ -1,7 +1,7 @@
 """The estimate against a known truth: ``truth.json`` next to the session manifest (as
 ``rigtool simulate`` writes it, or by hand for a rig validated with a known object).
 
-Every error is ``estimate - truth`` in SPEC units (m, kg, kg m, kg m^2, N/m, N s/m), per
+Every error is ``estimate - truth`` in SI units (m, kg, kg m, kg m^2, N/m, N s/m), per
 entry, and in standard errors (``z``, the report's own standard error of that entry; None
 where it has none). The comparison reads report.json's blocks, so anyone can recompute it
 from report.json and truth.json alone. Each row of :func:`truth_rows` gives, for one group
@@ -22,7 +22,7 @@ import numpy as np
 
 from rigtool.errors import InputError
 
-_IU = ((0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1))       # SPEC six order
+_IU = ((0, 0), (1, 1), (2, 2), (1, 2), (2, 0), (0, 1))       # the six entries' order of report.json
 _SIX = ("xx", "yy", "zz", "yz", "zx", "xy")
 
 

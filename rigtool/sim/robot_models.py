@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rigtool.errors import InputError
+from rigtool.extras import MissingExtraError
 
 #: name -> (URDF path inside the package's robots folder, base link, held joints)
 EXAMPLE_ROBOTS = {
@@ -32,8 +33,8 @@ def example_robot_urdf(name: str) -> Path:
     try:
         files = metadata.files("example-robot-data") or []
     except metadata.PackageNotFoundError:
-        raise InputError("example-robot-data is not installed (pip install "
-                         "example-robot-data)") from None
+        raise MissingExtraError("the published robots (Panda, UR5) need example-robot-data, "
+                                "which is not installed: pip install 'rigtool[robot]'") from None
     for f in files:
         if str(f).endswith("robots/" + rel):
             return Path(f.locate()).resolve()

@@ -263,13 +263,14 @@ def session_truth(sc: Scenario) -> dict:
                                   "released": {k: _l(v) for k, v in r.released.items()},
                                   "start_rotations": {k: _l(v)
                                                       for k, v in r.start_rotations.items()},
-                                  "joint_damping": r.joint_damping,
-                                  "drive": {k: {"amplitude_deg": _l(np.rad2deg(d.amplitude_rad)),
-                                                "frequency_hz": _l(d.frequency_hz),
-                                                "phase_deg": _l(np.rad2deg(d.phase_rad)),
-                                                "stiffness_nm_per_rad": d.stiffness_nm_per_rad,
-                                                "damping_nms_per_rad": d.damping_nms_per_rad}
-                                            for k, d in r.drive.items()}}
+                                  "joint_damping": r.joint_damping}
+        if r.drive:                    # a driven swing only: a free one's truth has no drive
+            out["relative_motion"]["drive"] = {
+                k: {"amplitude_deg": _l(np.rad2deg(d.amplitude_rad)),
+                    "frequency_hz": _l(d.frequency_hz), "phase_deg": _l(np.rad2deg(d.phase_rad)),
+                    "stiffness_nm_per_rad": d.stiffness_nm_per_rad,
+                    "damping_nms_per_rad": d.damping_nms_per_rad}
+                for k, d in r.drive.items()}
     return out
 
 

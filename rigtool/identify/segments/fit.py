@@ -75,6 +75,10 @@ class LinkSegment:
         and ``M0`` alone with posterior/prior std below ``MEASURED_RATIO``; left free by
         them with the ratio above ``PRIOR_RATIO``; otherwise both).
     prior_source : str
+    principal_moments_std : ndarray (3,) or None
+        Standard errors of the principal moments about the COM (ascending, as
+        ``numpy.linalg.eigh`` orders them), kg m^2: first order in the six inertia entries'
+        full posterior covariance (``d lambda_k = v_k^T dI v_k``).
     """
 
     name: str
@@ -88,6 +92,7 @@ class LinkSegment:
     prior_std: dict
     source: dict
     prior_source: str
+    principal_moments_std: np.ndarray | None = None
 
     def to_json(self) -> dict:
         """JSON-ready dict (lists, SI units)."""
@@ -100,7 +105,9 @@ class LinkSegment:
                               "inertia_com": np.asarray(self.prior_std["inertia_com"]).tolist()},
                 "source": {"mass": self.source["mass"], "com": list(self.source["com"]),
                            "inertia_com": [list(r) for r in self.source["inertia_com"]]},
-                "prior": self.prior_source}
+                "prior": self.prior_source,
+                **({} if self.principal_moments_std is None else
+                   {"principal_moments_std": np.asarray(self.principal_moments_std).tolist()})}
 
 
 @dataclass
@@ -343,6 +350,31 @@ def _jacobian(pi: np.ndarray) -> np.ndarray:
     return jac
 
 
+def principal_moments_std(inertia_com: np.ndarray, cov6: np.ndarray) -> np.ndarray:
+    """Standard errors of the principal moments of ``inertia_com`` (3x3, kg m^2).
+
+    Parameters
+    ----------
+    inertia_com : ndarray (3, 3)
+        The inertia about the COM.
+    cov6 : ndarray (6, 6)
+        Covariance of its six entries in the order ``xx, xy, xz, yy, yz, zz``
+        (:func:`rigtool.inertia.inertia_vector`).
+
+    Returns
+    -------
+    ndarray (3,)
+        One standard error per principal moment, ascending as ``numpy.linalg.eigh`` orders
+        them; first order (``d lambda_k = v_k^T dI v_k``), so a repeated moment's is that of
+        the pair's mean.
+    """
+    _, v = np.linalg.eigh(0.5 * (inertia_com + inertia_com.T))
+    # gradient of lambda_k with respect to the six entries (off-diagonals count twice)
+    grad = np.stack([v[0] ** 2, 2 * v[0] * v[1], 2 * v[0] * v[2], v[1] ** 2,
+                     2 * v[1] * v[2], v[2] ** 2])                        # (6, 3)
+    return np.sqrt(np.maximum(np.einsum("ik,ij,jk->k", grad, cov6, grad), 0.0))
+
+
 def _sym6(v: np.ndarray) -> np.ndarray:
     return inertia_matrix(np.asarray(v))
 
@@ -351,7 +383,8 @@ def _link_result(name: str, pi: np.ndarray, post: np.ndarray, prior_cov: np.ndar
                  prior: Prior, null_s: np.ndarray, scale: np.ndarray) -> LinkSegment:
     params = InertialParams(pi)
     jac = _jacobian(pi)
-    post_std = np.sqrt(np.maximum(np.diag(jac @ post @ jac.T), 0.0))
+    post_cov = jac @ post @ jac.T
+    post_std = np.sqrt(np.maximum(np.diag(post_cov), 0.0))
     prior_std = np.sqrt(np.maximum(np.diag(jac @ prior_cov @ jac.T), 0.0))
     ratio = post_std / np.maximum(prior_std, 1e-300)
     # A quantity is fixed by the measurement alone when its gradient has no component
@@ -372,7 +405,8 @@ def _link_result(name: str, pi: np.ndarray, post: np.ndarray, prior_cov: np.ndar
                    "inertia_com": _sym6(prior_std[4:])},
         source={"mass": str(flags[0]), "com": [str(f) for f in flags[1:4]],
                 "inertia_com": flag3.tolist()},
-        prior_source=prior.source)
+        prior_source=prior.source,
+        principal_moments_std=principal_moments_std(params.inertia_com, post_cov[4:, 4:]))
 
 
 # re-exported: the priors live in rigtool.identify.segments.priors

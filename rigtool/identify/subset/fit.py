@@ -5,7 +5,8 @@ Conventions
 - Every quantity is in the base link's frame; SI units (kg, m, kg m, kg m^2).
 - Per posture the *target* is the 9-vector ``y = [h_x, h_y, h_z, J0_xx, J0_yy, J0_zz,
   J0_yz, J0_zx, J0_xy]``: the first moment ``h = M0 s_t`` (kg m) and the inertia about the
-  base-link origin ``J0 = I_com + M0 [s_t x]^T [s_t x]`` (kg m^2), six entries in SPEC order.
+  base-link origin ``J0 = I_com + M0 [s_t x]^T [s_t x]`` (kg m^2), six entries in report.json's
+  order.
 - ``y`` is linear in the minimal parameters ``Phi_B`` (eq. 5-6, :func:`regressor_phi_b`)
   and, exactly, in the subset ``Phi_s`` (:func:`regressor_phi_s`): writing
   ``J_j = J_yy,j 1 + (J_xx-J_yy) E_xx + (J_zz-J_yy) E_zz + off-diagonal``, the first term
@@ -119,7 +120,7 @@ class SubsetResult:
         One per identified direction, in the form robot-identification tools report base
         parameters: a pivot entry (chosen by QR with column pivoting on the identified row
         space, column-equilibrated) plus multiples of the entries it cannot be told from.
-        Each is ``{"name", "expression": {entry: coefficient}, "value", "std"}`` in SPEC
+        Each is ``{"name", "expression": {entry: coefficient}, "value", "std"}`` in SI
         units; ``value`` and ``std`` follow from the estimate and its covariance, which are
         unique on the identified space. Empty when the entries' own values are reported
         (full rank) or when the singular directions were not kept.
@@ -130,7 +131,7 @@ class SubsetResult:
         scale = self.column_scale
         # identified functions of the equilibrated entries z = scale * x: the rows of
         # v_id; reduced to one pivot each (QR with column pivoting picks the best-
-        # conditioned pivots), then written on the entries x in SPEC units
+        # conditioned pivots), then written on the entries x in SI units
         v_id = self.singular_vectors[:self.rank]
         _, r, perm = scipy.linalg.qr(v_id, pivoting=True)
         rref = scipy.linalg.solve_triangular(r[:, :self.rank], r)   # [r, P], permuted
@@ -152,7 +153,7 @@ class SubsetResult:
         return out
 
     def to_json(self) -> dict:
-        """The SPEC ``subset`` block (names, values, std, rank, condition_number) plus extras;
+        """report.json's ``subset`` block (names, values, std, rank, condition_number) plus extras;
         NaN and infinity become ``null``."""
         def num(x):
             x = float(x)
@@ -187,16 +188,30 @@ class SubsetResult:
         return json.dumps(self.to_json(), indent=2)
 
     def table(self) -> str:
-        """Readable table: name, value, standard error."""
+        """Readable table: name, value, standard error, and with the consistent variant the
+        Phi_s its physically consistent link parameters give (column ``consistent``)."""
         width = max(len(n) for n in self.names)
-        lines = [f"{'parameter':<{width}}  {'value':>12}  {'std':>10}"]
-        for n, v, s in zip(self.names, self.values, self.std):
+        cons = self.consistent_values
+        lines = [f"{'parameter':<{width}}  {'value':>12}  {'std':>10}"
+                 + ("" if cons is None else f"  {'consistent':>12}")]
+        for k, (n, v, s) in enumerate(zip(self.names, self.values, self.std)):
             vs = f"{v:12.5f}" if math.isfinite(v) else f"{'--':>12}"
             ss = f"{s:10.5f}" if math.isfinite(s) else f"{'--':>10}"
-            lines.append(f"{n:<{width}}  {vs}  {ss}")
+            cs = "" if cons is None else (f"  {cons[k]:12.5f}" if math.isfinite(cons[k])
+                                          else f"  {'--':>12}")
+            lines.append(f"{n:<{width}}  {vs}  {ss}{cs}")
         lines.append(f"rank {self.rank} of {len(self.names)}, condition number "
                      f"{self.condition_number:.4g}, {self.n_postures} postures, "
                      f"reduced chi^2 {self.reduced_chi2:.3g} ({self.weights} weights)")
+        if cons is not None:
+            shift = np.abs(np.asarray(cons) - self.values) / np.where(self.std > 0, self.std,
+                                                                       np.inf)
+            moved = np.nanmax(shift) if np.any(np.isfinite(shift)) else float("nan")
+            lines.append("consistent: the Phi_s of per-link parameters fitted under the "
+                         "physical-consistency constraints (pseudo-inertia positive definite); "
+                         + (f"it moves at most {moved:.2g} standard errors from the fit"
+                            + (" (the constraints are not active)" if moved < 0.01 else "")
+                            if math.isfinite(moved) else "not comparable"))
         return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""Reader of the SPEC "postures.toml" form: overall properties measured elsewhere.
+"""Reader of the postures file of ``rigtool subset``: overall properties measured elsewhere
+(docs/reference/files/postures-file.md; an example: captures/two-link/postures.toml).
 
 ::
 
@@ -6,7 +7,8 @@
     [[links]]            name, parent ("platform" for the first), joint = "spherical",
                          joint_center = [x, y, z] (parent frame, m; required for non-base links)
     [[postures]]         name, com (m), inertia_com (kg m^2, about the COM), optional
-                         com_std (m; 3 numbers or one), inertia_std (kg m^2; one number or 3x3),
+                         com_std (m; 3 numbers or one), inertia_com_std (kg m^2; one number
+                         or 3x3; report.json's name, ``inertia_std`` the same),
                          rotations = { link = 3x3 } for every non-base link (link -> base axes)
 
 Everything is in the base link's frame. Every problem raises :class:`ConfigError` naming the
@@ -140,13 +142,17 @@ def overall_fields(t: dict, i: int, seen: set[str], *, path: Path
     inertia = as_symmetric_inertia(require(t, "inertia_com", field=f, path=path),
                                    field=f"{f}.inertia_com", path=path)
     com_std = _std3(t["com_std"], field=f"{f}.com_std", path=path) if "com_std" in t else None
-    i_std = (_inertia_std(t["inertia_std"], field=f"{f}.inertia_std", path=path)
-             if "inertia_std" in t else None)
+    if "inertia_com_std" in t and "inertia_std" in t:
+        raise ConfigError("give the inertia's standard error once: inertia_com_std (as "
+                          "report.json names it) or inertia_std, not both", path=path,
+                          field=f"{f}.inertia_std")
+    key = "inertia_com_std" if "inertia_com_std" in t else "inertia_std"
+    i_std = _inertia_std(t[key], field=f"{f}.{key}", path=path) if key in t else None
     return name, com, com_std, inertia, i_std
 
 
 def load_postures(path: str | Path) -> PosturesFile:
-    """Parse and validate a postures.toml (SPEC "Overall properties measured elsewhere")."""
+    """Parse and validate a postures file (overall properties measured elsewhere)."""
     path = Path(path)
     raw = read_toml(path)
     check_keys(raw, POSTURES, path=path, what="postures file")
