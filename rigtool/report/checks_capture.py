@@ -357,7 +357,10 @@ def mass_check(out: SessionOutcome) -> Check:
     if not bad:
         return Check("mass", title, "ok", f"{base}: within the {tol:.3f} kg tolerance "
                      f"({MASS_COVERAGE:g} combined standard uncertainties)"
-                     + (f"; {scale_finding(scale)}" if scale is not None else ""),
+                     # a scale as calibrated is said in report.json's force_scale only:
+                     # this finding stands in the report's first screen
+                     + (f"; {scale_finding(scale)}"
+                        if scale is not None and scale.get("not_applied_because") else ""),
                      items=items)
     diff = np.mean([i["difference_kg"] for i in bad])
     return Check(
@@ -378,13 +381,15 @@ def scale_finding(scale: dict) -> str:
     standard errors and, when it is applied, what it may come from."""
     d, sd = 100 * scale["delta"], 100 * scale["std"]
     z = scale["delta"] / scale["std"] if scale["std"] > 0 else float("inf")
-    text = (f"the springs' force scale on the day {d:+.4f} ± {sd:.4f} % "
-            f"({abs(z):.1f} standard errors from the calibration's)")
+    text = f"the springs' force scale on the day {d:+.4f} ± {sd:.4f} %"
     if scale.get("not_applied_because"):
-        return text + f", not applied: {scale['not_applied_because']}"
+        return text + (f" ({abs(z):.1f} standard errors from the calibration's), not "
+                       f"applied: {scale['not_applied_because']}")
     if not scale.get("applied"):
-        return text + ", consistent with it: the calibrated springs are used as they are"
-    return text
+        # kept short: on a rig that holds its calibration this clause is in every report's
+        # first screen
+        return text + ", as calibrated"
+    return text + f" ({abs(z):.1f} standard errors from the calibration's)"
 
 
 def scale_applied_check(title: str, base: str, scale: dict, items: list[dict]) -> Check:
