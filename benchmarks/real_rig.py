@@ -56,7 +56,7 @@ def _run(args: list[str], cwd: Path) -> int:
     return proc.returncode
 
 
-def _scale_stiffness(path: Path, factor: float) -> None:
+def scale_stiffness(path: Path, factor: float) -> None:
     """Every ``[[springs]]`` stiffness of a calibrated rig file times ``factor``."""
     text = path.read_text()
     head, sep, tail = text.partition("[[reference_bodies]]")
@@ -88,9 +88,9 @@ def _row(name: str, work: Path) -> dict:
     cal_status = _run(["calibrate", "calibration/paper-rig.toml", "--force"], work)
     calibrated = rigdir / "paper-rig.calibrated.toml"
     if name == "stiffness":
-        _scale_stiffness(calibrated, 1.0012)
+        scale_stiffness(calibrated, 1.0012)
     elif name == "warm":
-        _scale_stiffness(calibrated, 1.0 / (1.0 + 5.0 * SHEAR_MODULUS_PER_K))
+        scale_stiffness(calibrated, 1.0 / (1.0 + 5.0 * SHEAR_MODULUS_PER_K))
     run_status = _run(["run", "captures/two-link/session.toml"], work)
     doc = json.loads((work / "captures" / "two-link" / "results" / "report.json").read_text())
     return _figures(doc) | {"calibrate_status": cal_status, "run_status": run_status}

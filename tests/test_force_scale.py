@@ -5,7 +5,6 @@ is applied with its standard error carried."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.real_rig import scale_stiffness
 from rigtool.identify.posture.force_scale import (APPLY_AT_SE, carry_scale_uncertainty,
                                                   posture_scale, scaled_rig,
                                                   session_force_scale)
@@ -103,14 +103,6 @@ def test_carry_scale_uncertainty_adds_the_shift_at_one_standard_error(posture1):
     np.testing.assert_allclose(extra_com, np.abs(g[:3]) / res.mass, rtol=0.05, atol=1e-9)
 
 
-def _stiffer(path: Path, factor: float) -> None:
-    text = path.read_text()
-    head, sep, tail = text.partition("[[reference_bodies]]")
-    head = re.sub(r"^stiffness = ([0-9.eE+-]+)$",
-                  lambda m: f"stiffness = {float(m.group(1)) * factor!r}", head, flags=re.M)
-    path.write_text(head + sep + tail)
-
-
 def test_the_demo_on_springs_softer_than_calibrated_is_accurate_again(tmp_path):
     """The demo against the simulator's true calibration with every stiffness raised by
     0.12 % (a day 5 K warmer than the calibration's): the session measures the scale, fits
@@ -126,7 +118,7 @@ def test_the_demo_on_springs_softer_than_calibrated_is_accurate_again(tmp_path):
     rig = tmp_path / "calibration" / "paper-rig.calibrated.toml"
     write_true_calibration(ROOT / "calibration" / "paper-rig.toml",
                            ROOT / "calibration" / "paper-rig.truth.json", rig)
-    _stiffer(rig, 1.0012)
+    scale_stiffness(rig, 1.0012)
     out = tmp_path / "results"
     assert main(["run", str(tmp_path / "captures" / "two-link" / "session.toml"),
                  "-o", str(out)]) == 0

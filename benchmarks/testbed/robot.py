@@ -145,31 +145,6 @@ def _joint_csv(path: Path, time_s: np.ndarray, names: list[str], q: np.ndarray) 
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-def driven(model: mujoco.MjModel, qpos0, qvel0, target, *, rate_hz, duration_s, substeps=10):
-    """Like :func:`simulate.simulate`, with the position actuators' targets ``target(t)``
-    (an array per actuator) set at every integration step."""
-    model.opt.timestep = 1.0 / (rate_hz * substeps)
-    data = mujoco.MjData(model)
-    data.qpos[:] = qpos0
-    data.qvel[:] = qvel0
-    n = int(round(duration_s * rate_hz))
-    names = [model.site(i).name for i in range(model.nsite)]
-    keep = [i for i, s in enumerate(names) if not s.startswith(("anchor:", "attach:"))]
-    xyz = np.empty((n, len(keep), 3))
-    qp = np.empty((n, model.nq))
-    h = model.opt.timestep
-    for k in range(n):
-        mujoco.mj_kinematics(model, data)
-        xyz[k] = data.site_xpos[keep]
-        qp[k] = data.qpos
-        for s in range(substeps):
-            data.ctrl[:] = target(k / rate_hz + s * h)
-            mujoco.mj_step(model, data)
-    if not np.all(np.isfinite(xyz)) or sim.unstable(data):
-        raise FloatingPointError("the MuJoCo simulation diverged")
-    return np.arange(n) / rate_hz, [names[i] for i in keep], xyz, qp
-
-
 def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_postures=9,
                       duration_s=20.0, motion_s=14.0, rate_hz=120.0, noise_m=1e-4,
                       encoder_noise_rad=1e-5, push=None, session: str | None = None) -> dict:
@@ -240,10 +215,11 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, out: Path, rng, *, n_po
             ramp = min(1.0, t / 1.0) * min(1.0, max(0.0, (motion_s - t) / 1.0))
             return ramp * np.sum(amp * (np.sin(2 * np.pi * freq * t + ph) - np.sin(ph)), axis=1)
 
-        t, names, xyz, qp = driven(model, q_full, np.zeros(model.nv), target,
-                                   rate_hz=rate_hz, duration_s=motion_s)
-        write_vicon_csv(sess / "motion.csv", rate_hz, names,
-                        sim.add_noise(xyz, noise_m, rng))
+        tr = sim.simulate(model, q_full, np.zeros(model.nv), rate_hz=rate_hz,
+                          duration_s=motion_s, control=target)
+        t, qp = tr.time_s, tr.qpos
+        write_vicon_csv(sess / "motion.csv", rate_hz, tr.names,
+                        sim.add_noise(tr.markers_lab_m, noise_m, rng))
         adr = [model.joint(ln).qposadr[0] for ln in robot.joints]
         enc = qp[:, adr] + np.array([q_mid[n] for n in jnames])[None]
         enc += rng.normal(0.0, encoder_noise_rad, enc.shape)

@@ -338,7 +338,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
     force_scale = measured_force_scale(outcomes, total_mass, rigfile)
     if force_scale is not None and force_scale["applied"]:
         progress(f"the springs' force scale on the day is {force_scale['scale']:.5f} "
-                 f"(+- {force_scale['std']:.5f}): every posture fitted again with it")
+                 f"(± {force_scale['std']:.5f}): every posture fitted again with it")
         rigfile = replace(rigfile, rig=scaled_rig(rigfile.rig, force_scale["scale"]))
         before = outcomes
         fitted_as, outcomes, chance_notes = fit_all(rigfile)
