@@ -123,6 +123,11 @@ def _posture_entry(p: PostureOutcome) -> dict:
                             {"kind": "covariance", "file": oe.noise_source,
                              "noise_scale": r(oe.noise_scale, 4)}),
             "standard_errors": _standard_errors(oe, r)}
+        if oe.boundary is not None:
+            b = oe.boundary
+            entry["output_error"]["consistency_boundary"] = {
+                "axis_base": r(b.axis, 4), "second_moment_kgm2": r(b.second_moment_kgm2),
+                "std_kgm2": r(b.std_kgm2, 3), "upper_kgm2": r(b.upper_kgm2, 3)}
         entry["equation_error"] = {"com": r(ee.com), "com_std": r(ee.com_std, 3),
                                    "inertia_com": r(ee.inertia_com),
                                    "inertia_com_std": r(ee.inertia_com_std, 3),

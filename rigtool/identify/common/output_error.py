@@ -15,7 +15,6 @@ from rigtool.engine.lm import WARM_LAMBDA, Normal, levenberg_marquardt
 from rigtool.errors import InputError
 from rigtool.identify.common.platform_motion import relative_frames
 from rigtool.identify.posture.equation_error import transform_matrix
-from rigtool.identify.posture.problem import z_to_params
 from rigtool.kinematics.rotation_mean import mean_rotation, wander_covariance
 from rigtool.mocap import MarkerData
 
@@ -68,16 +67,18 @@ def base_pose_covariance(platform_rotation: np.ndarray, platform_position_m: np.
 
 def object_in_base_frame(v: np.ndarray, base_rotation: np.ndarray, base_position_m: np.ndarray,
                          tmat_fit: np.ndarray, mass_kg: float) -> np.ndarray:
-    """The object's ``pi`` (10) in the base-link frame from ``v = [z (9), dt (3), delta (3)]``.
+    """The object's ``pi`` (10) in the base-link frame from ``v = [pi[1:] (9), dt (3), delta
+    (3)]``.
 
-    ``z`` is the fit's object parameterisation in the frame that ``tmat_fit`` carries to the
-    platform frame (:func:`z_to_params`); the base link's pose on the platform is ``R =
-    R_b exp([delta x])``, ``t = t_b + dt`` about ``(base_rotation, base_position_m)``. Its
-    derivative at ``dt = delta = 0`` carries the covariance of ``[z, pose]`` to the reported
-    body."""
+    ``pi[1:]`` are the object's standard parameters (first moment, inertia about the origin)
+    in the frame that ``tmat_fit`` carries to the platform frame, its mass ``mass_kg``; the
+    base link's pose on the platform is ``R = R_b exp([delta x])``, ``t = t_b + dt`` about
+    ``(base_rotation, base_position_m)``. Its derivative at ``dt = delta = 0`` carries the
+    covariance of ``[pi[1:], pose]`` to the reported body (linear in ``pi``: the derivative
+    holds on the consistency boundary too)."""
     rot = base_rotation @ Rotation.from_rotvec(v[12:15]).as_matrix()
     tinv = np.linalg.inv(transform_matrix(rot, base_position_m + v[9:12]))
-    return tinv @ (tmat_fit @ z_to_params(v[:9], mass_kg))
+    return tinv @ (tmat_fit @ np.concatenate([[mass_kg], v[:9]]))
 
 
 def window_frames(data: MarkerData, window: tuple[float, float] | None, what: str,

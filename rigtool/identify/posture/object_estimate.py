@@ -1,6 +1,7 @@
-"""The posture output-error fit's object in the base-link frame: the fitted object (platform
-frame, unknowns ``z``) carried by the base link's pose on the platform, with the covariance of
-both propagated to its inertial parameters and to its COM and inertia about the COM.
+"""The posture output-error fit's object in the base-link frame: the fitted object (its standard
+parameters in the fit's frame) carried by the base link's pose on the platform, with the
+covariance of both propagated to its inertial parameters and to its COM and inertia about the
+COM.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rigtool.identify.common.output_error import central_jacobian, object_in_base_frame
+from rigtool.identify.posture.equation_error import transform_matrix
 from rigtool.identify.common.propagate import propagate
 from rigtool.inertia import InertialParams, com_and_inertia
 
@@ -40,7 +42,7 @@ class ObjectEstimate:
     props_std_noise: np.ndarray
 
 
-def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
+def object_estimate(pi9_fit: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
                     base_rotation: np.ndarray, base_position_m: np.ndarray, tmat: np.ndarray,
                     total_mass_kg: float, pose_idx: np.ndarray | None,
                     base_pose_cov: np.ndarray | None,
@@ -49,10 +51,12 @@ def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
 
     Parameters
     ----------
-    z : ndarray (9,)
-        The fit's object unknowns.
+    pi9_fit : ndarray (9,)
+        The fitted object's standard parameters ``pi[1:]`` (the frame ``tmat`` carries to
+        the platform frame; its mass ``total_mass_kg``).
     cov_all, cov_noise : ndarray
-        Covariance of the fit's unknowns (all contributions; the noise's share).
+        Covariance of the fit's unknowns (all contributions; the noise's share), the
+        object's first nine in the coordinates ``pi9_fit``.
     base_rotation, base_position_m : ndarray
         The base link's pose on the platform, ``R = R_b exp([delta x])``, ``t = t_b + dt``.
     tmat : ndarray
@@ -89,9 +93,13 @@ def object_estimate(z: np.ndarray, cov_all: np.ndarray, cov_noise: np.ndarray,
             out[9:, 9:] = np.asarray(base_pose_cov, float)
         return out
 
-    v_hat = np.concatenate([z, np.zeros(6)])
+    v_hat = np.concatenate([pi9_fit, np.zeros(6)])
     pi_hat = in_base(v_hat)
-    g = central_jacobian(lambda v: in_base(v)[1:], v_hat, step=1e-7)
+    # linear in the parameters (their block exact), through the pose by central differences
+    g_pi = np.linalg.solve(transform_matrix(base_rotation, base_position_m), tmat)[1:, 1:]
+    g_pose = central_jacobian(lambda pose: in_base(np.concatenate([pi9_fit, pose]))[1:],
+                              np.zeros(6), step=1e-7)
+    g = np.hstack([g_pi, g_pose])
     cov9 = g @ pose_block(cov_all) @ g.T
     cov9_noise = g @ pose_block(cov_noise) @ g.T
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rigtool.engine.markers import predicted_markers
+from rigtool.identify.posture.boundary import Boundary
 from rigtool.identify.posture.equation_error import PostureResult
 from rigtool.identify.posture.vibration_mass import VibrationMass
 from rigtool.inertia import InertialParams
@@ -89,6 +90,9 @@ class OutputErrorResult:
     # the breath's measurement noise, carried by its probes: their number and its share of
     # the COM's and inertia's standard errors (base-link frame); None without a breath
     breath_input: dict | None = None
+    # the body on the physical-consistency boundary (a flat body as the capture sees it):
+    # its flat axis and the one-sided bound the data put on it; None inside
+    boundary: "Boundary | None" = None
 
     def as_posture_result(self) -> PostureResult:
         """The start's :class:`PostureResult` with this fit's numbers (a drop-in for the

@@ -89,11 +89,13 @@ from rigtool.identify.posture.cluster_covariance import (SERIAL_GATE, SERIAL_WIN
                                                         serial_inflation,
                                                         resolve_standard_errors,
                                                         too_few_clusters)
+from rigtool.identify.posture.boundary import boundary_of, boundary_warning, leave_boundary
 from rigtool.identify.posture.object_estimate import object_estimate
 from rigtool.identify.posture.oe_result import (OutputErrorResult, PlatformMarkerFit,
                                                platform_marker_fit)
 from rigtool.identify.posture.problem import PostureProblem, fold_frame_columns, object_to_z
 from rigtool.identify.posture.vibration_mass import mass_theta_direction, vibration_mass
+from rigtool.engine.params import body_params
 from rigtool.inertia import PI9_TO_SUBSET_ORDER, InertialParams
 from rigtool.engine.whiten import MarkerCovariance, whitening_factors
 from rigtool.kinematics.pose import fit_pose
@@ -299,6 +301,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             break
     if (base_markers or object_markers) and att is None:
         x = attach(x)                         # a window too short for an earlier horizon
+
+    def refit(x0):
+        nonlocal iterations
+        sol = solve_stage(prob, x0, ftol=ftol)
+        iterations += sol.n_cost + sol.n_normal
+        stage_log.append((prob.n_frames * dt, sol.n_cost, sol.n_normal))
+        return sol.x
+
+    x, _ = leave_boundary(prob, x, refit)
     polished = polish_stage(prob, x, final_substeps_of(substeps, final_substeps), ftol=ftol,
                             label=label, warnings=warnings)
     if polished is not None:
@@ -328,9 +339,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
     # whether the residual is serially correlated
     judge_serial = standard_errors == "auto" and se_model == "independent"
     breath_probes = _breath_probe_states(prob, x, breath)
-    ne = prob.normal(x, extra_theta=extra_dirs,
-                     scores=se_model in ("frame", "serial") or judge_serial,
-                     frame_columns=frame_move is not None, extra_states=breath_probes)
+    # the object's columns in its standard parameters: the information the data carry, which
+    # does not vanish with the log-Cholesky map's Jacobian on the consistency boundary
+    prob.physical_columns = True
+    try:
+        ne = prob.normal(x, extra_theta=extra_dirs,
+                         scores=se_model in ("frame", "serial") or judge_serial,
+                         frame_columns=frame_move is not None, extra_states=breath_probes)
+    finally:
+        prob.physical_columns = False
     n_cal, m_col = len(members), n_x + len(members)
     if frame_move is not None:
         ne = fold_frame_columns(ne, n_x, n_cal, frame_move)
@@ -370,7 +387,9 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
             lag_frames=int(round(SERIAL_WINDOW_S * data.rate_hz)))
         # a residual correlated beyond what the breath's noise explains (which correlates
         # it too): the serial-robust covariance holds both and replaces them
-        inflation = serial_inflation(serial.cov, cov_noise + cov_breath, 9)
+        # judged in the fit's own unknowns (COM and log-Cholesky factor), as it was chosen
+        inflation = serial_inflation(*_object_in_z(x[:9], total_mass_kg, serial.cov,
+                                                   cov_noise + cov_breath), 9)
         if se_model == "serial" or inflation > SERIAL_GATE:
             se_model, robust, cov_noise = "serial", serial, serial.cov
             cov_breath = np.zeros_like(cov_noise)
@@ -397,12 +416,16 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         t_b = np.asarray(base_position_platform, float)
         pose_idx = None
 
-    est = object_estimate(x[:9], cov_all, cov_noise, r_b, t_b, prob.tmat, total_mass_kg,
+    pi9_fit = body_params(x[:9], total_mass_kg)[0][1:]
+    est = object_estimate(pi9_fit, cov_all, cov_noise, r_b, t_b, prob.tmat, total_mass_kg,
                           pose_idx, base_pose_cov, base_pose_wander_cov)
     params, cov9, pcov = est.params, est.cov9, est.props_cov
+    boundary = boundary_of(params.inertia_com, pcov)
+    if boundary is not None:
+        warnings.append(boundary_warning(label, boundary))
     breath_input = None
     if breath_probes is not None:
-        share = object_estimate(x[:9], cov_breath, cov_breath, r_b, t_b, prob.tmat,
+        share = object_estimate(pi9_fit, cov_breath, cov_breath, r_b, t_b, prob.tmat,
                                 total_mass_kg, pose_idx, None).props_std
         breath_input = {"probes": int(breath_probes.shape[2]), "com_std": share[:3],
                         "inertia_com_std": share[3:].reshape(3, 3)}
@@ -458,8 +481,23 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
         se_rel_precision=(float("nan") if robust is None else
                           0.5 * float(robust.variance_rel_std[:9].max())),
         se_serial_inflation=inflation,
-        breath=breath_fit, breath_input=breath_input,
+        breath=breath_fit, breath_input=breath_input, boundary=boundary,
     )
+
+
+def _object_in_z(z: np.ndarray, mass_kg: float, *covs: np.ndarray) -> list[np.ndarray]:
+    """The object's 9x9 block of each covariance (standard parameters ``pi[1:]``) carried to
+    the fit's unknowns ``z`` (``D^-1 C D^-T``, ``D = d pi[1:] / d z``); the blocks as they are
+    where ``D`` is singular (a body exactly on the consistency boundary)."""
+    d9 = body_params(z, mass_kg)[1][1:, :]
+    out = []
+    for c in covs:
+        block = np.asarray(c, float)[:9, :9]
+        try:
+            out.append(np.linalg.solve(d9, np.linalg.solve(d9, block).T))
+        except np.linalg.LinAlgError:
+            out.append(block)
+    return out
 
 
 def _breath_probe_states(prob: PostureProblem, x: np.ndarray,

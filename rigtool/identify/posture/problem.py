@@ -34,6 +34,12 @@ from rigtool.identify.posture.attached_markers import (joint_information, nuisan
 from rigtool.rig import Rig
 
 _TRIL = np.tril_indices(3)
+_DIAG6 = np.flatnonzero(_TRIL[0] == _TRIL[1])
+#: A trial step above this log of a Cholesky diagonal (second moments of e^600 kg m^2) is
+#: refused as an infinite cost before it is simulated: the search along a direction the
+#: log-Cholesky map makes flat (a body next to the consistency boundary) would otherwise
+#: overflow ``exp`` on the way to being refused.
+LOG_DIAGONAL_LIMIT = 300.0
 
 
 def object_to_z(com_m: np.ndarray, inertia_com: np.ndarray, *,
@@ -125,6 +131,11 @@ class PostureProblem:
     n_breath: int = 0
     t0_s: float = 0.0
     beta0: np.ndarray | None = None
+    # the object's columns with respect to its standard parameters ``pi[1:]`` (fit frame, the
+    # mass held) instead of ``z``: the coordinates of the covariance and of the step off the
+    # consistency boundary, where the log-Cholesky map's Jacobian vanishes and ``z``'s
+    # columns with it (whoever sets it resets it)
+    physical_columns: bool = False
     _inputs_cache: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -192,7 +203,7 @@ class PostureProblem:
         d_theta = np.zeros((theta.size, n))
         i = 0
         if self.fit_object:
-            d_theta[:10, :9] = self.tmat @ dpi_dz
+            d_theta[:10, :9] = self.tmat[:, 1:] if self.physical_columns else self.tmat @ dpi_dz
             i = 9
         y0, dy0_ds = initial_state(st, self.rot_ref)
         d_y0 = np.zeros((STATE, n))
@@ -290,8 +301,11 @@ class PostureProblem:
 
     def cost(self, x: np.ndarray) -> float:
         """``r^T r`` (mm^2) at ``x`` from one primal simulation (inf where the motion leaves
-        the model)."""
+        the model, or where a trial step takes the object's log-Cholesky diagonal above
+        :data:`LOG_DIAGONAL_LIMIT`)."""
         full = self._full(x)
+        if full[3:9][_DIAG6].max() > LOG_DIAGONAL_LIMIT:
+            return np.inf
         fit_object, self.fit_object = self.fit_object, True
         try:
             theta, _, y0, _ = self.inputs(full)
