@@ -329,7 +329,10 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
                 "high_kg": hi["object_mass_kg"], "difference_kg": diff, "std_kg": std,
                 "weighed_kg": float(out.total_mass_kg)}
         items.append(item)
-        if abs(diff) > TISSUE_SIGMAS * std and abs(diff) > TISSUE_FRACTION * out.total_mass_kg:
+        # tissue below its frequency adds apparent mass in the upper modes, never takes it
+        # away: a lighter upper band is the noise's (errors in variables: the band's
+        # acceleration is the most noise-amplified regressor) or the rig's, not tissue
+        if diff > TISSUE_SIGMAS * std and diff > TISSUE_FRACTION * out.total_mass_kg:
             found.append(item)
     modelled = {p.result.name: p.soft_tissue for p in out.postures
                 if getattr(p, "soft_tissue", None)}
