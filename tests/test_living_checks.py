@@ -322,3 +322,44 @@ def test_a_lighter_upper_band_is_not_tissue():
         return SimpleNamespace(postures=[posture], tree=None, total_mass_kg=80.8)
     assert soft_tissue_check(outcome(99.8)).level == "ok"
     assert soft_tissue_check(outcome(111.8)).level == "problem"
+
+
+def _residual(rate, seconds, lines_hz, amp_mm, seed=0, noise_mm=0.1, markers=4):
+    t = np.arange(0, seconds, 1 / rate)
+    rng = np.random.default_rng(seed)
+    r = rng.normal(0.0, noise_mm, (t.size, markers, 3))
+    for k, f in enumerate(lines_hz):
+        r[:, :, 1] += (amp_mm / (k + 1)) * np.sin(2 * np.pi * f * t + k)[:, None]
+    return r
+
+
+def test_residual_rhythm_names_a_breath_away_from_the_modes():
+    from rigtool.kinematics.living_signs import residual_rhythm
+    modes = np.array([0.36, 0.45, 0.6, 2.1, 3.2, 3.8])
+    breath = residual_rhythm(_residual(100, 20, [0.22, 0.44, 0.66], 0.5), 100, modes)
+    assert breath["axis"] == 1 and abs(breath["frequency_hz"] - 0.22) < 0.05
+    assert breath["band_fraction"] > 0.8 and breath["clear_of_modes"]
+    # a rig's model error rings at a mode: not clear of the modes
+    rig = residual_rhythm(_residual(100, 20, [0.45], 0.5), 100, modes)
+    assert not rig["clear_of_modes"]
+    # white noise alone has no rhythm
+    white = residual_rhythm(_residual(100, 20, [], 0.0), 100, modes)
+    assert white["band_fraction"] < 0.1
+
+
+def test_breathing_is_named_from_the_residual_when_no_marker_follows_it():
+    def outcome(rhythm):
+        posture = SimpleNamespace(result=SimpleNamespace(name="p1"), living_signs={
+            "apparent_mass": [], "rhythm": {}, "residual_rhythm": rhythm,
+            "base_on_platform": {"rms_mm": np.zeros(3), "r2": np.zeros(3),
+                                 "frequency_hz": np.full(3, np.nan)},
+            "rate_hz": 100.0}, marker_scatter_mm={}, marker_noise_mm=0.1)
+        return SimpleNamespace(postures=[posture], tree=None, total_mass_kg=80.8)
+    breath = {"axis": 1, "frequency_hz": 0.23, "band_fraction": 0.9, "rms_mm": 0.45,
+              "clear_of_modes": True, "n_markers": 4}
+    check = breathing_check(outcome(breath))
+    assert check.level == "problem" and "14/min" in check.finding
+    assert "breathing_markers" in check.action
+    assert breathing_check(outcome({**breath, "clear_of_modes": False})).level == "ok"
+    assert breathing_check(outcome({**breath, "rms_mm": 0.1})).level == "ok"
+    assert breathing_check(outcome({})).level == "ok"

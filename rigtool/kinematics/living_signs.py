@@ -23,7 +23,7 @@ import numpy as np
 from scipy.integrate import trapezoid
 from scipy.signal import butter, savgol_filter, sosfiltfilt, sosfreqz
 
-__all__ = ["marker_rhythm", "base_on_platform", "apparent_mass_by_band", "band_fraction",
+__all__ = ["marker_rhythm", "residual_rhythm", "base_on_platform", "apparent_mass_by_band", "band_fraction",
            "support_axes", "follows_support", "base_pose_noise_m", "SUPPORT_MOTION", "SUPPORT_R2"]
 
 #: where a capture's position noise is measured (Hz; nothing of the rig vibrates there)
@@ -107,6 +107,47 @@ def marker_rhythm(rotation: np.ndarray, position_m: np.ndarray, valid: np.ndarra
                     "band_fraction": band_fraction(x, rate_hz, f0) if np.isfinite(f0)
                     else float("nan")})
     return out
+
+
+def residual_rhythm(residual_mm: np.ndarray, rate_hz: float, modes_hz: np.ndarray) -> dict:
+    """The breathing rhythm in a posture fit's residual, where no marker follows the breath.
+
+    A breath moves mass inside the trunk: the platform answers with a forced motion at the
+    breathing rate and its harmonics, which a rigid model cannot follow and leaves in its
+    residual as narrow lines, away from the rig's own modes (a model error of the rig leaves
+    its residual at the modes' frequencies, where the vibration is). Of the platform markers'
+    mean residual ``residual_mm [T, K, 3]`` (lab, mm; NaN where unseen), the axis with most
+    of its variance at one rhythm of :data:`BREATH_BAND_HZ` and its harmonics
+    (:func:`band_fraction`) is reported.
+
+    Returns
+    -------
+    dict
+        ``axis`` (0-2, lab), ``frequency_hz``, ``band_fraction``, ``rms_mm`` (that axis's
+        series), ``clear_of_modes`` (the rhythm farther from every mode of ``modes_hz``
+        than its band's half-width) and ``n_markers``; empty when too few frames.
+    """
+    r = np.asarray(residual_mm, float)
+    series = np.nanmean(r, axis=1)
+    seen = np.all(np.isfinite(series), axis=1)
+    if seen.sum() < 128:
+        return {}
+    series = np.where(seen[:, None], series, np.nanmean(series, axis=0))
+    f = np.fft.rfftfreq(len(series), 1.0 / rate_hz)
+    band = (f >= BREATH_BAND_HZ[0]) & (f <= BREATH_BAND_HZ[1])
+    best = {}
+    for axis in range(3):
+        x = series[:, axis] - series[:, axis].mean()
+        spec = np.abs(np.fft.rfft(x * np.hanning(x.size))) ** 2
+        f0 = float(f[band][np.argmax(spec[band])])
+        share = band_fraction(x, rate_hz, f0)
+        if not best or share > best["band_fraction"]:
+            half = max(0.15 * f0, 2.0 / (len(x) / rate_hz))
+            best = {"axis": axis, "frequency_hz": f0, "band_fraction": share,
+                    "rms_mm": float(np.std(x)),
+                    "clear_of_modes": bool(np.all(np.abs(np.asarray(modes_hz) - f0) > half)),
+                    "n_markers": int(r.shape[1])}
+    return best
 
 
 def _second_derivative(x: np.ndarray, rate_hz: float, window_s: float = 0.15) -> np.ndarray:

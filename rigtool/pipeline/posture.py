@@ -39,6 +39,7 @@ from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajec
 from rigtool.identify.subset.fit import PostureOverall
 from rigtool.engine.whiten import MarkerCovariance
 from rigtool.kinematics.living_signs import (apparent_mass_by_band, base_on_platform,
+                                             residual_rhythm,
                                              follows_support, marker_rhythm)
 from rigtool.kinematics.length_scale import scale_note, to_layout_scale
 from rigtool.kinematics.marker_scatter import marker_scatter_mm
@@ -387,6 +388,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     warnings += [f"{name}: {other_lab}"] if other_lab else []
     signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb,
                          on_platform, support)
+    if refinement is not None and refinement.platform_markers is not None:
+        signs["residual_rhythm"] = fit_residual_rhythm(rig, refinement, r_pb, t_pb)
     breathing = (breathing_model(breath_note, res.breath, r_pb, t_pb)
                  if session.breathing_markers else {})
     support_model = support_motion_model(support) if support is not None else {}
@@ -578,6 +581,18 @@ def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
             b["object_mass_kg"] = b["mass_kg"] - plat.mass
     return {"rhythm": rhythm, "base_on_platform": on_platform, "apparent_mass": bands,
             "rate_hz": rate}
+
+
+def fit_residual_rhythm(rig, refinement: OutputErrorResult, r_pb: np.ndarray,
+                        t_pb: np.ndarray) -> dict:
+    """The breathing rhythm in an output-error posture fit's platform-marker residual
+    (:func:`rigtool.kinematics.living_signs.residual_rhythm`), judged against the rig's modes
+    with the fitted body on it."""
+    pm = refinement.platform_markers
+    load = InertialParams(transform_params(refinement.params.pi, r_pb, t_pb))
+    modes_hz = rig_modes_hz(rig, rig.platform.params, load.inside_consistent_set())
+    rate = float(1.0 / np.median(np.diff(pm.time_s)))
+    return residual_rhythm(1e3 * (pm.measured_m - pm.simulated_m), rate, modes_hz)
 
 
 def scale_standard_errors(p: PostureOutcome, factor: float) -> None:

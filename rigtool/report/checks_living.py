@@ -114,8 +114,7 @@ def _rhythm_check(out: SessionOutcome) -> Check:
     if not _signs(out):
         return Check("breathing", title, "not checked", "no posture measured")
     if not hits:
-        return Check("breathing", title, "ok", "no object marker moves with a breathing "
-                     "rhythm (6-40/min)", items=items)
+        return _residual_breath_check(out, title, items)
     rates = [i["rate_per_min"] for i in items]
     parts = [f"{name} on {link} ({max(h['rms_mm'] for h in v):.1f} mm)"
              for (link, name), v in hits.items()]
@@ -140,6 +139,47 @@ def _rhythm_check(out: SessionOutcome) -> Check:
         "pelvis, for the link's pose), or record each posture holding the breath at the end "
         "of a quiet exhale, and prefer a rig whose pendulum modes stay clear of the breathing "
         "rate and its first harmonics (rigtool.protocol.check_rig_modes).", items)
+
+
+def _residual_breath_check(out: SessionOutcome, title: str, items: list[dict]) -> Check:
+    """Breathing named from the posture fits' residual when no marker follows the breath:
+    the platform markers' residual with most of its variance at one rhythm of 6-40/min and
+    its harmonics, away from the rig's modes, well above the markers' noise."""
+    found = []
+    for p, s in _signs(out):
+        r = s.get("residual_rhythm") or {}
+        if not r:
+            continue
+        noise = p.marker_noise_mm / np.sqrt(max(r["n_markers"], 1))
+        item = {"posture": p.result.name, "rate_per_min": 60.0 * r["frequency_hz"],
+                "share": r["band_fraction"], "residual_mm": r["rms_mm"],
+                "clear_of_modes": r["clear_of_modes"], "lab_axis": "xyz"[r["axis"]]}
+        items.append(item)
+        if (r["band_fraction"] >= RHYTHM_SHARE and r["clear_of_modes"]
+                and r["rms_mm"] > RHYTHM_MOTION * noise):
+            found.append(item)
+    if not found:
+        return Check("breathing", title, "ok", "no object marker moves with a breathing "
+                     "rhythm (6-40/min), nor does the fits' residual", items=items)
+    rates = [i["rate_per_min"] for i in found]
+    span = (f"{min(rates):.0f}" if round(min(rates)) == round(max(rates))
+            else f"{min(rates):.0f}-{max(rates):.0f}")
+    return Check(
+        "breathing", title, "problem",
+        f"the posture fits' residual moves with a rhythm of {span}/min in "
+        f"{listing([i['posture'] for i in found])} ({min(i['residual_mm'] for i in found):.2f}-"
+        f"{max(i['residual_mm'] for i in found):.2f} mm along lab "
+        f"{listing(sorted({i['lab_axis'] for i in found}))}, "
+        f"{100 * min(i['share'] for i in found):.0f} % or more of its variance at that rhythm "
+        "and its harmonics, away from the rig's modes); no marker follows the breath",
+        "The body breathes: the breath moves mass inside the trunk, and the platform answers "
+        "at the breathing rate and its harmonics, which the rigid model cannot follow (a "
+        "model error of the rig would leave its residual at the rig's modes instead). Every "
+        "posture's COM and inertia carry an error their standard errors do not hold.",
+        "Put markers on the chest and the abdominal wall and name them as the trunk's "
+        "breathing_markers in the manifest (the posture fits then take the measured breath "
+        "into account), or record each posture holding the breath at the end of a quiet "
+        "exhale.", found)
 
 
 def _residual_share(p, f0_hz: float, rate_hz: float) -> float:
@@ -167,7 +207,7 @@ def _base_wander_words(out: SessionOutcome) -> str:
 def skin_check(out: SessionOutcome) -> Check:
     """A link's markers scattering well above the platform's rigid markers."""
     title = "Skin markers"
-    breathing = {(i["link"], i["marker"]) for i in _rhythm_check(out).items}
+    breathing = {(i["link"], i["marker"]) for i in _rhythm_check(out).items if "marker" in i}
     items, parts = [], []
     for p in out.postures:
         scatter = p.marker_scatter_mm
