@@ -12,10 +12,11 @@ from rigtool.config.rig_file import (CalibrationCapture, ReferenceBody, RigFile,
                                      rig_gravity_and_locks)
 from rigtool.config.session_file import (POSTURE_STANDARD_ERRORS, RELATIVE_MOTION_MODELS,
                                          CaptureRef, FilterSettings, LinkFrameSpec,
-                                         LinkPriorSpec, Session, _link_prior, load_session)
+                                         LinkPriorSpec, RigCheckRef, Session, _link_prior,
+                                         load_session)
 from rigtool.config.toml_fields import read_toml, sha256_of
 
 __all__ = ["sha256_of", "read_toml", "ReferenceBody", "CalibrationCapture", "RigFile",
            "rig_gravity_and_locks", "load_rig", "FilterSettings", "LinkFrameSpec",
            "CaptureRef", "RELATIVE_MOTION_MODELS", "POSTURE_STANDARD_ERRORS", "LinkPriorSpec",
-           "Session", "load_session", "_link_prior"]
+           "Session", "RigCheckRef", "load_session", "_link_prior"]

@@ -293,6 +293,15 @@ _ROBOT = Table("a robot described by its URDF (instead of [[links]])", (
         "the base link needs 3 or more", value_kind="table"),
 ))
 
+_RIG_CHECK = Table("a check of the rig on the day: a short capture of reference bodies from "
+                   "the rig file before the session, compared with the calibration", (
+    Key("capture", "string", "the capture (path relative to the manifest)", required=True),
+    Key("load", "array", "the rig file's reference bodies on the platform (names)",
+        required=True),
+    _WINDOW,
+    _UNITS,
+))
+
 #: the session manifest (SPEC "The session manifest")
 SESSION = Table("the session manifest (captures/SESSION/session.toml)", (
     Key("session", "table", "the session", required=True, table=_SESSION_T),
@@ -302,6 +311,8 @@ SESSION = Table("the session manifest (captures/SESSION/session.toml)", (
     Key("robot", "table", "a robot from its URDF (instead of [[links]])", table=_ROBOT),
     Key("postures", "tables", "the locked postures", table=_POSTURE),
     Key("relative_motion", "table", "the relative-motion capture", table=_RELATIVE),
+    Key("rig_checks", "tables", "reference-body captures of the day: whether the rig is "
+        "still the one calibrated, and its force scale", table=_RIG_CHECK),
 ))
 
 # --------------------------------------------------------------------------- rig file

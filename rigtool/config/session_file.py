@@ -150,6 +150,20 @@ class Session:
     #: .tissue_fit.tissue_evidence), "measured" (always: one tissue element in every
     #: posture fit) or "rigid" (never)
     soft_tissue: str = "auto"
+    #: reference-body captures of the day ([[rig_checks]]): each a capture of bodies the
+    #: rig file describes, identified with the calibrated rig before the postures
+    rig_checks: tuple[RigCheckRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class RigCheckRef:
+    """A check of the rig on the day (``[[rig_checks]]``): a capture of the rig file's
+    reference bodies ``load`` on the platform."""
+
+    capture: Path
+    load: tuple[str, ...]
+    window: tuple[float, float] | None = None
+    units: str | None = None
 
 
 def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
@@ -298,9 +312,21 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
                          _window(rt.get("window"), field="relative_motion.window", path=path),
                          _units(rt, field="relative_motion", path=path),
                          _motion_model(rt.get("motion", "auto"), path=path))
+    checks = []
+    for i, rc in enumerate(raw.get("rig_checks", [])):
+        f = f"rig_checks[{i}]"
+        load = require(rc, "load", field=f, path=path)
+        if not (isinstance(load, list) and load and all(isinstance(v, str) for v in load)):
+            raise ConfigError('expected a list of the rig file\'s reference bodies such as '
+                              '["block-a"]', path=path, field=f"{f}.load", found=load)
+        checks.append(RigCheckRef(
+            path.parent / as_str(require(rc, "capture", field=f, path=path),
+                                 field=f"{f}.capture", path=path),
+            tuple(load), _window(rc.get("window"), field=f"{f}.window", path=path),
+            _units(rc, field=f, path=path)))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
                    tuple(postures), rel, raw, priors, sex, mass_std, robot, breathing,
-                   support, soft_tissue)
+                   support, soft_tissue, tuple(checks))
 
 
 def _breathing_markers(value, markers: dict, *, field: str, path: Path) -> list[str]:

@@ -25,7 +25,7 @@ from rigtool.identify.common.output_error import final_substeps_of
 from rigtool.errors import ConfigError, InputError
 from rigtool.identify.calibration.equation_error import CalibrationResult, HoldoutCheck, calibrate_motion
 from rigtool.calibration_uncertainty import covariance_table
-from rigtool.identify.posture.output_error import refine_posture
+from rigtool.identify.posture.output_error import OutputErrorResult, refine_posture
 from rigtool.identify.calibration.output_error import (CalibrationRefinement, OECapture,
                                                        refine_calibration)
 from rigtool.identify.posture.equation_error import fit_posture
@@ -245,35 +245,9 @@ def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: lis
     fitted_stretch = [mean_stretch_mm(rig, cap) for c, cap in zip(rigfile.captures, caps)
                       if not c.holdout] or [np.nan]
     for c, cap, data in zip(rigfile.captures, caps, datas):
-        if not c.holdout:
-            continue
-        known = cap.load
-        post = fit_posture(rig, ref.platform, cap, base_rotation_platform=np.eye(3),
-                           base_position_platform=np.zeros(3), total_mass_kg=known.mass,
-                           weighting="dual-metric" if not rig.locked_dofs else "noise")
-        oe = refine_posture(rig, ref.platform, data,
-                            base_rotation_platform=np.eye(3), base_position_platform=np.zeros(3),
-                            total_mass_kg=known.mass, start=post, window=c.window,
-                            name=cap.name, calibration_std=cal_std)
-        i_max = float(np.linalg.eigvalsh(known.inertia_com)[-1])
-        vm = oe.mass_from_vibration
-        scale = (posture_scale(vm.value_kg, vm.std_noise_kg, vm.std_calibration_kg,
-                               known.mass, ref.platform.mass) if vm is not None else None)
-        signature = HoldoutSignature(
-            cap.name, max_error_z(oe.com, known.com, oe.inertia_com, known.inertia_com,
-                                  oe.com_std, oe.inertia_com_std),
-            force_scale=np.nan if scale is None else scale["delta"],
-            force_scale_std=(np.nan if scale is None
-                             else float(np.hypot(scale["std_noise"], scale["std_calibration"]))),
-            stretch_mm=mean_stretch_mm(rig, cap),
-            fitted_stretch_mm=(min(fitted_stretch), max(fitted_stretch)))
-        checks.append(HoldoutCheck(
-            capture=cap.name, mass_error_kg=0.0,
-            com_error_m=float(np.linalg.norm(oe.com - known.com)),
-            inertia_error_rel=float(np.abs(oe.inertia_com - known.inertia_com).max() / i_max),
-            identified=oe.params, known=known, com_std_m=oe.com_std,
-            inertia_std_rel=float(oe.inertia_com_std.max() / i_max),
-            inertia_com_std=oe.inertia_com_std, signature=signature))
+        if c.holdout:
+            checks.append(identify_holdout(rig, ref.platform, cap, data, c.window, cal_std,
+                                           (min(fitted_stretch), max(fitted_stretch)))[0])
     refined = replace(
         ee, stiffness=ref.rig.stiffness, stiffness_std=ref.stiffness_std,
         free_length=ref.rig.free_length, free_length_std=ref.free_length_std,
@@ -282,6 +256,44 @@ def refine_with_holdouts(rigfile: RigFile, caps: list[CaptureMotion], datas: lis
         platform_inertia_std=ref.platform_inertia_std, holdout=checks,
         warnings=list(ee.warnings) + list(ref.warnings))
     return refined, ref
+
+
+def identify_holdout(rig, platform: InertialParams, cap: CaptureMotion, data: MarkerData,
+                     window: tuple[float, float] | None, cal_std: dict | None,
+                     fitted_stretch_mm: tuple[float, float]
+                     ) -> tuple[HoldoutCheck, OutputErrorResult]:
+    """A reference body's capture identified as a posture is (its mass known: the
+    equation-error fit, then its output-error refinement) with the calibrated ``rig`` and
+    ``platform``, against its known values: the :class:`HoldoutCheck` with its
+    :class:`HoldoutSignature` (``fitted_stretch_mm``: the calibration captures' smallest and
+    largest mean stretch, NaN when unknown), and the refinement."""
+    known = cap.load
+    post = fit_posture(rig, platform, cap, base_rotation_platform=np.eye(3),
+                       base_position_platform=np.zeros(3), total_mass_kg=known.mass,
+                       weighting="dual-metric" if not rig.locked_dofs else "noise")
+    oe = refine_posture(rig, platform, data,
+                        base_rotation_platform=np.eye(3), base_position_platform=np.zeros(3),
+                        total_mass_kg=known.mass, start=post, window=window,
+                        name=cap.name, calibration_std=cal_std)
+    i_max = float(np.linalg.eigvalsh(known.inertia_com)[-1])
+    vm = oe.mass_from_vibration
+    scale = (posture_scale(vm.value_kg, vm.std_noise_kg, vm.std_calibration_kg,
+                           known.mass, platform.mass) if vm is not None else None)
+    signature = HoldoutSignature(
+        cap.name, max_error_z(oe.com, known.com, oe.inertia_com, known.inertia_com,
+                              oe.com_std, oe.inertia_com_std),
+        force_scale=np.nan if scale is None else scale["delta"],
+        force_scale_std=(np.nan if scale is None
+                         else float(np.hypot(scale["std_noise"], scale["std_calibration"]))),
+        stretch_mm=mean_stretch_mm(rig, cap), fitted_stretch_mm=fitted_stretch_mm)
+    check = HoldoutCheck(
+        capture=cap.name, mass_error_kg=0.0,
+        com_error_m=float(np.linalg.norm(oe.com - known.com)),
+        inertia_error_rel=float(np.abs(oe.inertia_com - known.inertia_com).max() / i_max),
+        identified=oe.params, known=known, com_std_m=oe.com_std,
+        inertia_std_rel=float(oe.inertia_com_std.max() / i_max),
+        inertia_com_std=oe.inertia_com_std, signature=signature)
+    return check, oe
 
 
 def _matrix(a: np.ndarray, digits: int = 9) -> list:

@@ -42,7 +42,7 @@ def session_inputs(session: Session) -> list[dict]:
     (as report.json has always listed them), then the weighing file and static captures
     when the manifest names them, a robot's URDF and joint-angle files (the postures', then
     the motion's), then the posture captures' marker covariance files
-    (``rigtool track``'s side files) when there is one.
+    (``rigtool track``'s side files) when there is one, then the rig checks' captures.
 
     Returns
     -------
@@ -70,6 +70,8 @@ def session_inputs(session: Session) -> list[dict]:
         cov = covariance_file_of(ref)
         if cov is not None:
             files.append((_rel(cov, root), cov))
+    files += [(_rel(ref.capture, root), ref.capture)               # the rig's checks
+              for ref in getattr(session, "rig_checks", ())]
     seen, out = set(), []
     for shown, path in files:
         if shown not in seen:           # a static capture may also be a posture capture

@@ -39,6 +39,7 @@ from rigtool.errors import ConfigError
 from rigtool.pipeline.inputs import session_inputs
 from rigtool.identify.calibration.verdict import HOLDOUT_Z_LIMIT
 from rigtool.identify.posture.force_scale import SHARED_KEY as SCALE_SHARED_KEY
+from rigtool.pipeline.rig_check import DayCheck, check_rig_on_the_day, judged_with_scale
 from rigtool.identify.posture.force_scale import (carry_scale_uncertainty, posture_scale,
                                                   scale_moved, scaled_rig,
                                                   session_force_scale)
@@ -99,6 +100,9 @@ class SessionOutcome:
     #: (:func:`measured_force_scale`); ``applied``: the rig's stiffnesses were scaled by it
     #: and every posture fitted again (``after``: what the refitted postures measure)
     force_scale: dict | None = None
+    #: the reference-body captures of the day ([[rig_checks]]): the rig against its
+    #: calibration (rigtool.pipeline.rig_check)
+    rig_checks: list[DayCheck] = field(default_factory=list)
 
     @property
     def partial(self) -> bool:
@@ -334,15 +338,22 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         return fitted_as, outcomes, settle_tissue(fitted_as, outcomes, total_mass, refit,
                                                   progress)
 
+    day_checks = check_rig_on_the_day(session, rigfile, session.filter, progress=progress)
+    day_scales = [(c.name, c.scale) for c in day_checks if c.scale is not None]
     fitted_as, outcomes, chance_notes = fit_all(rigfile)
-    force_scale = measured_force_scale(outcomes, total_mass, rigfile)
+    force_scale = measured_force_scale(outcomes, total_mass, rigfile, day_scales)
     if force_scale is not None and force_scale["applied"]:
         progress(f"the springs' force scale on the day is {force_scale['scale']:.5f} "
                  f"(± {force_scale['std']:.5f}): every posture fitted again with it")
         rigfile = replace(rigfile, rig=scaled_rig(rigfile.rig, force_scale["scale"]))
         before = outcomes
         fitted_as, outcomes, chance_notes = fit_all(rigfile)
-        force_scale["after"] = measured_force_scale(outcomes, total_mass, rigfile)
+        # the checks' bodies against the scaled rig: their scale less the one applied
+        shifted = [(n, {**s, "delta": (1.0 + s["delta"]) / force_scale["scale"] - 1.0})
+                   for n, s in day_scales]
+        force_scale["after"] = measured_force_scale(outcomes, total_mass, rigfile, shifted)
+        day_checks = judged_with_scale(day_checks, session, rigfile, session.filter,
+                                       force_scale["scale"])
         for o, b in zip(outcomes, before):
             # what the scale moved this posture by, per unit of it: the fits themselves
             shift = (o.result.params.pi[1:] - b.result.params.pi[1:]) / force_scale["delta"]
@@ -446,19 +457,24 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                           relative_model=relative_model,
                           total_mass_std_kg=mass_std, total_mass_std_source=mass_std_source,
                           not_identified=not_identified, robot=robot,
-                          relative_breath=relative_breath, force_scale=force_scale)
+                          relative_breath=relative_breath, force_scale=force_scale,
+                          rig_checks=day_checks)
 
 
 def measured_force_scale(outcomes: list[PostureOutcome], total_mass_kg: float,
-                         rigfile: RigFile) -> dict | None:
+                         rigfile: RigFile, day_scales: list[tuple[str, dict]] = ()
+                         ) -> dict | None:
     """The session's force scale from its postures' masses from vibration
     (rigtool.identify.posture.force_scale): the output-error figure where a posture was
-    refined, else the equation-error one (its noise alone). None when no posture gave one
-    or the platform's mass is not calibrated."""
+    refined, else the equation-error one (its noise alone), with the rig checks' of the day
+    (``day_scales``: name and :func:`posture_scale`, reference bodies of known mass). None
+    when no posture gave one or the platform's mass is not calibrated."""
     platform = rigfile.rig.platform.params
     if platform is None:
         return None
-    scales, names, methods = [], [], set()
+    scales = [s for _, s in day_scales]
+    names = [f"rig check {n}" for n, _ in day_scales]
+    methods = {"output-error"} if day_scales else set()
     for o in outcomes:
         vm = None if o.refinement is None else o.refinement.mass_from_vibration
         if vm is not None:

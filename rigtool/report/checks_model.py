@@ -198,6 +198,32 @@ def calibration_check(out: SessionOutcome, now: _dt.datetime | None = None) -> C
                           "positions).")
             if h.get("likely_cause"):
                 meaning.insert(1, f"Likely cause ({h.get('capture')}): {h['likely_cause']}.")
+    day = list(getattr(out, "rig_checks", []) or [])
+    if day and level == "caution" and age is not None and age > CALIBRATION_AGE_DAYS:
+        # checked on the day: its age alone no longer asks for a check
+        level, meaning, action = "ok", [], []
+    for d in day:
+        j = d.to_json()
+        items.append({"rig_check": j["capture"], **j})
+        judged = ("" if j["judged_with_force_scale"] is None else
+                  f" with the session's force scale {j['judged_with_force_scale']:.5f} applied")
+        text = (f"on the day, {j['capture']} ({', '.join(j['load'])}){judged}: COM error "
+                f"{j['com_error_mm']:.2f} mm, inertia error {100 * j['inertia_error_rel']:.2f} %")
+        if j["max_error_z"] is not None:
+            text += f" ({j['max_error_z']:.1f} standard errors at most)"
+        if "force_scale" in j:
+            fs = j["force_scale"]
+            text += (f", force scale {100 * fs['delta']:+.3f} ± {100 * fs['std']:.3f} % "
+                     "(in the session's)")
+        parts.append(text)
+        if j["holds"] is False:
+            level = "problem"
+            meaning.insert(0, f"On the day the calibrated rig misjudges a body of known "
+                           f"inertia ({j['capture']}) by over {HOLDOUT_Z_LIMIT:g} standard "
+                           "errors: the rig is no longer the one calibrated, and every number "
+                           f"of this report inherits it. Likely cause: {j['likely_cause']}.")
+            action.insert(0, "Recalibrate the rig (`rigtool calibrate`), with reference "
+                          "loads spanning the subject's, before measuring again.")
     if not holdouts:
         parts.append("no held-out capture (add one with holdout = true to test the "
                      "calibration on a known body)")

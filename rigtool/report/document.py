@@ -266,6 +266,8 @@ def report_dict(out: SessionOutcome, *, now: _dt.datetime | None = None) -> dict
         not_run.append("segments")
     if getattr(out, "robot", None) is not None:
         doc["robot"] = r(out.robot.to_json())
+    if getattr(out, "rig_checks", None):
+        doc["rig_checks"] = r([c.to_json() for c in out.rig_checks])
     if getattr(out, "force_scale", None) is not None:
         # the springs' force scale on the day the weighed mass measured, and whether the
         # postures were fitted again with it (rigtool.identify.posture.force_scale)

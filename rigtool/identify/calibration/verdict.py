@@ -79,6 +79,11 @@ class HoldoutSignature:
             scale = (f"its springs give {100 * self.force_scale:+.3f} ± "
                      f"{100 * self.force_scale_std:.3f} % of the force per displacement the "
                      "fitted captures' do")
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                return (f"{scale} (the calibration captures' stretch not known here): a "
+                        "stiffness that changes with the stretch (progressive springs) if "
+                        "this load stretches them otherwise, else a temperature change "
+                        "(steel -0.024 % per kelvin) or the cameras calibrated again")
             if np.isfinite(self.stretch_mm) and not lo - 0.5 <= self.stretch_mm <= hi + 0.5:
                 return (f"{scale}, at a stretch ({self.stretch_mm:.1f} mm) outside theirs "
                         f"({lo:.1f}-{hi:.1f} mm): a stiffness that changes with the stretch "
