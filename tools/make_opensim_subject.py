@@ -35,19 +35,32 @@ ROOT = Path(__file__).resolve().parents[1]
 #: body -> (parent, joint type, joint place in the parent [m], parent-frame orientation
 #: [rad], child-frame place in the body [m], mass [kg], COM [m], length [m])
 BODIES = {
-    "pelvis": (None, "FreeJoint", (0, 0, 0), (0, 0, 0), (0, 0, 0), 11.0, (0.0, -0.02, 0.0), 0.20),
-    "torso": ("pelvis", "WeldJoint", (0, 0.10, 0), (0, 0, 0), (0, 0, 0), 27.0, (0.0, 0.24, 0.0), 0.50),
-    "head": ("torso", "WeldJoint", (0, 0.50, 0), (0, 0, 0), (0, 0, 0), 5.0, (0.0, 0.10, 0.0), 0.22),
-    "humerus_r": ("torso", "BallJoint", (0, 0.42, 0.19), (0, 0, 0.1), (0, 0, 0), 2.1, (0.0, -0.14, 0.0), 0.30),
-    "forearm_r": ("humerus_r", "PinJoint", (0, -0.30, 0), (0, 0, 0), (0, 0.005, 0), 1.6, (0.0, -0.13, 0.0), 0.27),
-    "humerus_l": ("torso", "BallJoint", (0, 0.42, -0.19), (0, 0, -0.1), (0, 0, 0), 2.1, (0.0, -0.14, 0.0), 0.30),
-    "forearm_l": ("humerus_l", "PinJoint", (0, -0.30, 0), (0, 0, 0), (0, 0.005, 0), 1.6, (0.0, -0.13, 0.0), 0.27),
-    "femur_r": ("pelvis", "BallJoint", (-0.05, -0.07, 0.09), (0, 0, 0), (0, 0, 0), 9.0, (0.0, -0.18, 0.0), 0.42),
-    "tibia_r": ("femur_r", "PinJoint", (0, -0.42, 0), (0, 0, 0.05), (0, 0.01, 0), 3.6, (0.0, -0.18, 0.0), 0.42),
-    "foot_r": ("tibia_r", "WeldJoint", (0, -0.43, 0), (0, 0.2, 0), (0, 0, 0), 1.1, (0.08, -0.03, 0.0), 0.22),
-    "femur_l": ("pelvis", "BallJoint", (-0.05, -0.07, -0.09), (0, 0, 0), (0, 0, 0), 9.0, (0.0, -0.18, 0.0), 0.42),
-    "tibia_l": ("femur_l", "PinJoint", (0, -0.42, 0), (0, 0, -0.05), (0, 0.01, 0), 3.6, (0.0, -0.18, 0.0), 0.42),
-    "foot_l": ("tibia_l", "WeldJoint", (0, -0.43, 0), (0, -0.2, 0), (0, 0, 0), 1.1, (0.08, -0.03, 0.0), 0.22),
+    "pelvis": (None, "FreeJoint", (0, 0, 0), (0, 0, 0), (0, 0, 0),
+               11.0, (0.0, -0.02, 0.0), 0.20),
+    "torso": ("pelvis", "WeldJoint", (0, 0.10, 0), (0, 0, 0), (0, 0, 0),
+              27.0, (0.0, 0.24, 0.0), 0.50),
+    "head": ("torso", "WeldJoint", (0, 0.50, 0), (0, 0, 0), (0, 0, 0),
+             5.0, (0.0, 0.10, 0.0), 0.22),
+    "humerus_r": ("torso", "BallJoint", (0, 0.42, 0.19), (0, 0, 0.1), (0, 0, 0),
+                  2.1, (0.0, -0.14, 0.0), 0.30),
+    "forearm_r": ("humerus_r", "PinJoint", (0, -0.30, 0), (0, 0, 0), (0, 0.005, 0),
+                  1.6, (0.0, -0.13, 0.0), 0.27),
+    "humerus_l": ("torso", "BallJoint", (0, 0.42, -0.19), (0, 0, -0.1), (0, 0, 0),
+                  2.1, (0.0, -0.14, 0.0), 0.30),
+    "forearm_l": ("humerus_l", "PinJoint", (0, -0.30, 0), (0, 0, 0), (0, 0.005, 0),
+                  1.6, (0.0, -0.13, 0.0), 0.27),
+    "femur_r": ("pelvis", "BallJoint", (-0.05, -0.07, 0.09), (0, 0, 0), (0, 0, 0),
+                9.0, (0.0, -0.18, 0.0), 0.42),
+    "tibia_r": ("femur_r", "PinJoint", (0, -0.42, 0), (0, 0, 0.05), (0, 0.01, 0),
+                3.6, (0.0, -0.18, 0.0), 0.42),
+    "foot_r": ("tibia_r", "WeldJoint", (0, -0.43, 0), (0, 0.2, 0), (0, 0, 0),
+               1.1, (0.08, -0.03, 0.0), 0.22),
+    "femur_l": ("pelvis", "BallJoint", (-0.05, -0.07, -0.09), (0, 0, 0), (0, 0, 0),
+                9.0, (0.0, -0.18, 0.0), 0.42),
+    "tibia_l": ("femur_l", "PinJoint", (0, -0.42, 0), (0, 0, -0.05), (0, 0.01, 0),
+                3.6, (0.0, -0.18, 0.0), 0.42),
+    "foot_l": ("tibia_l", "WeldJoint", (0, -0.43, 0), (0, -0.2, 0), (0, 0, 0),
+               1.1, (0.08, -0.03, 0.0), 0.22),
 }
 
 #: markers per body: fractions of its length along -y with sideways offsets (m)
@@ -110,8 +123,10 @@ def _toml_vec(v) -> str:
     return "[" + ", ".join(f"{float(x):.10g}" for x in v) + "]"
 
 
-def scenario_text(osim_path: Path, *, postures: int = 14, seed: int = 7) -> str:
-    """The scenario of the model (module docstring)."""
+def scenario_text(osim_path: Path, *, postures: int = 14, seed: int = 7,
+                  posture_s: float = 15.0, swing_s: float = 12.0) -> str:
+    """The scenario of the model (module docstring): ``postures`` of ``posture_s`` each
+    and a swing of ``swing_s`` (its first and last second left out of the fit)."""
     from rigtool.osim.links import osim_tree
     from rigtool.osim.model_file import read_osim
 
@@ -122,7 +137,8 @@ def scenario_text(osim_path: Path, *, postures: int = 14, seed: int = 7) -> str:
              "", "[scenario]", 'name = "opensim-subject"',
              f'extends = "{(ROOT / "scenarios" / "two_link_paper002.toml").as_posix()}"',
              f"seed = {seed}", 'drop = ["calibration_captures"]', "",
-             "[capture]", "rate_hz = 100.0", "duration_s = 15.0", "noise_sigma_mm = 0.1", "",
+             "[capture]", "rate_hz = 100.0", f"duration_s = {posture_s:g}",
+             "noise_sigma_mm = 0.1", "",
              "[object]", 'session = "opensim-subject"', 'subject = "subj"',
              f'opensim = "{osim_path.name}"',
              # OpenSim's y (up the body) along the platform's z: the limbs hang below
@@ -156,17 +172,20 @@ def scenario_text(osim_path: Path, *, postures: int = 14, seed: int = 7) -> str:
                for k, n in enumerate(moving)}
     lines += ["[relative_motion]", 'name = "swing"', 'posture = "hanging"',
               "release = { " + ", ".join(f"{n} = {_toml_vec(v)}" for n, v in release.items())
-              + " }", "joint_damping = 0.1", "duration_s = 12.0", "window = [1.0, 11.0]", ""]
+              + " }", "joint_damping = 0.1", f"duration_s = {swing_s:g}",
+              f"window = [1.0, {swing_s - 1.0:g}]", ""]
     return "\n".join(lines)
 
 
-def write_subject(out_dir: Path, *, postures: int = 14, seed: int = 7) -> tuple[Path, Path]:
-    """Write ``subject.osim`` and ``opensim_subject.toml`` into ``out_dir``."""
+def write_subject(out_dir: Path, *, postures: int = 14, seed: int = 7, posture_s: float = 15.0,
+                  swing_s: float = 12.0) -> tuple[Path, Path]:
+    """Write ``subject.osim`` and ``opensim_subject.toml`` into ``out_dir``
+    (:func:`scenario_text`'s settings)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     osim_path = build_model(out_dir / "subject.osim")
     scenario = out_dir / "opensim_subject.toml"
-    scenario.write_text(scenario_text(osim_path, postures=postures, seed=seed),
-                        encoding="utf-8")
+    scenario.write_text(scenario_text(osim_path, postures=postures, seed=seed,
+                                      posture_s=posture_s, swing_s=swing_s), encoding="utf-8")
     return osim_path, scenario
 
 

@@ -18,6 +18,7 @@ bodies mass 0 (the comment says so).
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 import xml.parsers.expat
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from rigtool.errors import InputError
 from rigtool.inertia import InertialParams
 from rigtool.osim.links import OsimTree
 from rigtool.report.model_description import source_line
-from rigtool.report.model_xml import num, vec
+from rigtool.report.model_xml import comment, num, vec
 
 #: the personalised model's file name in the results directory
 FILE_NAME = "personalised.osim"
@@ -83,9 +84,8 @@ def _body_spans(data: bytes) -> dict[str, dict]:
 
 
 def _comment(text: str) -> str:
-    while "--" in text:
-        text = text.replace("--", "- -")
-    return "<!-- " + text.rstrip("-") + " -->"
+    """An XML comment's text (rigtool.report.model_xml.comment, serialised)."""
+    return ET.tostring(comment(text), encoding="unicode")
 
 
 def body_values(tree: OsimTree, segments: dict[str, dict]) -> list[BodyValues]:
