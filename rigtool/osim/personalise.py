@@ -10,10 +10,12 @@ sha256.
 
 Per body (rigtool.osim.links): a link made of one body gets the link's estimate moved from
 the link frame (origin at the joint centre) to the body frame. A link of several bodies
-(WeldJoints) is one rigid body to the measurement: the bodies welded to it keep the model's
-values and the link's own body receives the estimate minus theirs; when that remainder is
-not a physically possible body, the own body receives the whole estimate and the welded
-bodies mass 0 (the comment says so).
+(WeldJoints) is one rigid body to the measurement, which cannot say how its mass splits
+between them: the estimate is shared in the model's proportions, each body's pseudo-inertia
+``J_b`` (the model's, in the link frame) becoming ``A J_b A`` with the one symmetric ``A``
+that takes the model's link onto the measured one (:func:`shared_congruence`). Every body
+stays physically possible, they sum to the estimate exactly, and a measurement equal to
+the model (or the model scaled) gives the model's bodies back (scaled alike).
 """
 
 from __future__ import annotations
@@ -88,6 +90,30 @@ def _comment(text: str) -> str:
     return ET.tostring(comment(text), encoding="unicode")
 
 
+def _sqrt_psd(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The symmetric square root of a positive semidefinite matrix and its (pseudo-)inverse."""
+    w, v = np.linalg.eigh(0.5 * (m + m.T))
+    w = np.clip(w, 0.0, None)
+    root = np.sqrt(w)
+    inv = np.where(root > 1e-12 * root.max(), 1.0 / np.where(root > 0, root, 1.0), 0.0)
+    return (v * root) @ v.T, (v * inv) @ v.T
+
+
+def shared_congruence(prior: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """The symmetric 4x4 ``A`` with ``A P A = M`` for pseudo-inertias ``P`` (the model's
+    link, positive definite) and ``M`` (the measured link): the matrix geometric mean
+    ``P^-1/2 (P^1/2 M P^1/2)^1/2 P^-1/2``.
+
+    Each welded body's pseudo-inertia ``J_b`` becomes ``A J_b A``: positive semidefinite
+    (a physically possible body) whatever ``M`` is, the bodies sum to the measured link
+    exactly, ``A`` is the identity when the measurement is the model and ``sqrt(k)`` times
+    it when the measurement is the model scaled by ``k``.
+    """
+    root, inv = _sqrt_psd(prior)
+    middle, _ = _sqrt_psd(root @ measured @ root)
+    return inv @ middle @ inv
+
+
 def body_values(tree: OsimTree, segments: dict[str, dict]) -> list[BodyValues]:
     """Each model body's new mass properties from the links' estimates.
 
@@ -128,27 +154,13 @@ def body_values(tree: OsimTree, segments: dict[str, dict]) -> list[BodyValues]:
         if not welded:
             out.append(BodyValues(own, link.name, to_body(measured, own), "measured", line))
             continue
-        rest = measured
-        for b in welded:
-            rest = InertialParams(rest.pi - model_in_link(b).pi)
-        if rest.mass > 0 and rest.is_physically_consistent(tol=1e-12):
-            out.append(BodyValues(own, link.name, to_body(rest, own),
-                                  f"measured: link '{link.name}' minus the model's values of "
-                                  f"the bodies welded to it ({', '.join(welded)})", line))
-            for b in welded:
-                ob = model.bodies[b]
-                out.append(BodyValues(b, link.name, InertialParams.from_com(
-                    ob.mass, ob.mass_center, ob.inertia), f"welded to '{own}': the model's "
-                    f"values kept (the measurement sees link '{link.name}' as one body)", line))
-        else:
-            out.append(BodyValues(own, link.name, to_body(measured, own),
-                                  f"measured: the whole of link '{link.name}' (the estimate "
-                                  "minus the welded bodies' model values is not a physically "
-                                  "possible body)", line))
-            for b in welded:
-                out.append(BodyValues(b, link.name, InertialParams(np.zeros(10)),
-                                      f"welded to '{own}': mass 0, its share carried by "
-                                      f"'{own}'", line))
+        share = shared_congruence(link.prior.pseudo_inertia(), measured.pseudo_inertia())
+        for b in link.bodies:
+            part = InertialParams.from_pseudo_inertia(
+                share @ model_in_link(b).pseudo_inertia() @ share.T)
+            how = (f"measured: its share of link '{link.name}' (bodies "
+                   f"{', '.join(link.bodies)} welded together), in the model's proportions")
+            out.append(BodyValues(b, link.name, to_body(part, b), how, line))
     return out
 
 
@@ -262,5 +274,5 @@ def write_personalised(tree: OsimTree, doc: dict, out_path: str | Path, *,
             "bodies": bodies}
 
 
-__all__ = ["FILE_NAME", "BodyValues", "body_values", "personalised_text",
+__all__ = ["FILE_NAME", "BodyValues", "shared_congruence", "body_values", "personalised_text",
            "write_personalised"]
