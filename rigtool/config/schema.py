@@ -302,13 +302,31 @@ _RIG_CHECK = Table("a check of the rig on the day: a short capture of reference 
     _UNITS,
 ))
 
+_OPENSIM = Table("a person described by an OpenSim model (instead of [[links]]): its bodies "
+                 "and joints are the links, its MarkerSet their markers, its bodies' mass "
+                 "properties the prior; `rigtool run` writes it back with the measured ones "
+                 "(personalised.osim)", (
+    Key("model", "string", "the OpenSim 4 model, .osim (path relative to the manifest); its "
+        "joints: WeldJoint (fused), BallJoint, GimbalJoint, PinJoint, UniversalJoint, "
+        "CustomJoint that only turns (the rotation joints taken as spherical); any joint to "
+        "ground", required=True),
+    Key("mass_rel_std", "number", "the prior's relative standard uncertainty of each body's "
+        "mass", default="0.2"),
+    Key("com_std", "number", "the prior's standard uncertainty of each COM coordinate, m",
+        default="0.02"),
+    Key("inertia_rel_std", "number", "the prior's relative standard uncertainty of each "
+        "inertia tensor", default="0.3"),
+))
+
 #: the session manifest (SPEC "The session manifest")
 SESSION = Table("the session manifest (captures/SESSION/session.toml)", (
     Key("session", "table", "the session", required=True, table=_SESSION_T),
     Key("filter", "table", "filter settings", table=_FILTER),
-    Key("links", "tables", "the object's links, base link first (required unless [robot])",
-        table=_LINK),
+    Key("links", "tables", "the object's links, base link first (required unless [robot] "
+        "or [opensim])", table=_LINK),
     Key("robot", "table", "a robot from its URDF (instead of [[links]])", table=_ROBOT),
+    Key("opensim", "table", "a person from an OpenSim model (instead of [[links]])",
+        table=_OPENSIM),
     Key("postures", "tables", "the locked postures", table=_POSTURE),
     Key("relative_motion", "table", "the relative-motion capture", table=_RELATIVE),
     Key("rig_checks", "tables", "reference-body captures of the day: whether the rig is "

@@ -5,13 +5,14 @@ their markers, the locked postures, the relative-motion capture, priors, filter 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from rigtool.config.schema import (POSTURE_STANDARD_ERRORS, RELATIVE_MOTION_MODELS,
                                    SESSION, SOFT_TISSUE_MODELS, SUPPORT_MODELS, check_keys)
+from rigtool.config.opensim_section import OpenSimSpec, opensim_section
 from rigtool.config.robot_section import RobotSpec, robot_section
 from rigtool.config.toml_fields import _markers, _units, _window, read_toml
 from rigtool.errors import ConfigError
@@ -82,6 +83,9 @@ class LinkPriorSpec:
     mass_std: float | None = None
     com_std: float | None = None
     inertia_rel_std: float | None = None
+    #: where CAD-like values come from, as the report names the prior (None: the manifest's
+    #: [links.prior])
+    source: str | None = None
 
 
 def _link_prior(lt: dict, *, field: str, path: Path) -> LinkPriorSpec | None:
@@ -150,6 +154,8 @@ class Session:
     #: .tissue_fit.tissue_evidence), "measured" (always: one tissue element in every
     #: posture fit) or "rigid" (never)
     soft_tissue: str = "auto"
+    #: [opensim]: an OpenSim model instead of [[links]] (rigtool.config.opensim_section)
+    opensim: "OpenSimSpec | None" = None
     #: reference-body captures of the day ([[rig_checks]]): each a capture of bodies the
     #: rig file describes, identified with the calibrated rig before the postures
     rig_checks: tuple[RigCheckRef, ...] = ()
@@ -221,7 +227,13 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
         raise ConfigError('soft_tissue = "measured" models a living body\'s wobbling tissue; '
                           'a robot session takes "auto" or "rigid"', path=path,
                           field="session.soft_tissue", found=soft_tissue)
-    links_t = raw.get("links") if robot is None else robot.links_tables()
+    opensim = opensim_section(raw, path) if "opensim" in raw else None
+    if robot is not None:
+        links_t = robot.links_tables()
+    elif opensim is not None:
+        links_t = opensim.links_tables()
+    else:
+        links_t = raw.get("links")
     if not isinstance(links_t, list) or not links_t:
         raise ConfigError("expected at least one [[links]] table", path=path, field="links")
     links, frames, priors, breathing = [], {}, {}, {}
@@ -268,6 +280,8 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
         if prior is not None:
             priors[lname] = prior
     tree = Tree(tuple(links))
+    if opensim is not None:
+        priors = {k: replace(v, source=opensim.prior_source(k)) for k, v in priors.items()}
     sex = None
     if "subject" in s:
         subj = s["subject"]
@@ -326,7 +340,7 @@ def load_session(path: str | Path, *, rig: str | Path | None = None) -> Session:
             _units(rc, field=f, path=path)))
     return Session(path, name, rig_path, total_mass, mass_path, filt, tree, frames,
                    tuple(postures), rel, raw, priors, sex, mass_std, robot, breathing,
-                   support, soft_tissue, tuple(checks))
+                   support, soft_tissue, opensim=opensim, rig_checks=tuple(checks))
 
 
 def _breathing_markers(value, markers: dict, *, field: str, path: Path) -> list[str]:

@@ -41,8 +41,9 @@ def session_inputs(session: Session) -> list[dict]:
     Order: the manifest, the rig file, the relative-motion capture, the posture captures
     (as report.json has always listed them), then the weighing file and static captures
     when the manifest names them, a robot's URDF and joint-angle files (the postures', then
-    the motion's), then the posture captures' marker covariance files
-    (``rigtool track``'s side files) when there is one, then the rig checks' captures.
+    the motion's), an OpenSim model ([opensim]), then the posture captures' marker
+    covariance files (``rigtool track``'s side files) when there is one, then the rig
+    checks' captures.
 
     Returns
     -------
@@ -66,6 +67,9 @@ def session_inputs(session: Session) -> list[dict]:
         files += [(_rel(p, root), p) for p in robot.joint_angles.values()]
         if robot.relative_joint_angles is not None:     # the motion's encoders
             files.append((_rel(robot.relative_joint_angles, root), robot.relative_joint_angles))
+    opensim = getattr(session, "opensim", None)
+    if opensim is not None:                       # the OpenSim model of the person
+        files.append((_rel(opensim.model, root), opensim.model))
     for ref in session.postures:                 # a camera capture's marker covariance
         cov = covariance_file_of(ref)
         if cov is not None:

@@ -422,6 +422,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         if movement is not None:
             relative = movement.carried_back(relative, tree)
     segments, notes = None, chance_notes + list(window_notes)
+    if session.opensim is not None:
+        notes += session.opensim.notes
     if relative is not None:
         segments, note = _segments(session, tree, relative, total_mass)
         notes += [note] if note else []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rigtool.report.blocks import Document
 from rigtool.report.content_detail import (closing_sections, joint_centres_section,
-                                           models_section, partial_section, postures_section,
+                                           models_section, opensim_section, partial_section, postures_section,
                                            relative_section, segments_section, subset_section,
                                            truth_section)
 from rigtool.report.content_robot import robot_section
@@ -24,7 +24,7 @@ def build_document(doc: dict, figures) -> Document:
                 postures_section(doc, figures),
                 joint_centres_section(doc), subset_section(doc, figures),
                 relative_section(doc, figures), segments_section(doc, figures),
-                robot_section(doc), models_section(doc),
+                robot_section(doc), models_section(doc), opensim_section(doc),
                 truth_section(doc)] + closing_sections(doc)
     return Document(f"rigtool report: {doc['session']}", subtitle,
                     [s for s in sections if s is not None])

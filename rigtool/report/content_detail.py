@@ -9,6 +9,8 @@ units.
 
 from __future__ import annotations
 
+import numpy as np
+
 from rigtool.identify.relative.bounds import describe_interval
 from rigtool.identify.relative.oe_result import floor_words
 from rigtool.report.blocks import Bullets, Col, Fig, FileLinks, Para, Section, Sub, Table
@@ -223,6 +225,30 @@ def models_section(doc: dict) -> Section | None:
                    for f in mf["files"]])])
 
 
+def opensim_section(doc: dict) -> Section | None:
+    """The personalised OpenSim model: per body what was written and where it came from."""
+    om = doc.get("opensim")
+    if not om:
+        return None
+    cols = [Col("body", numeric=False), Col("link", numeric=False), Col("model mass", "kg"),
+            Col("mass", "kg"), Col("COM moved", "mm"), Col("written", numeric=False),
+            Col("sources", numeric=False)]
+    rows = []
+    for b in om["bodies"]:
+        moved = 1e3 * float(np.linalg.norm(np.subtract(b["mass_center"],
+                                                        b["model"]["mass_center"])))
+        rows.append([b["body"], b["link"], f"{b['model']['mass']:.4g}", f"{b['mass']:.4g}",
+                     f"{moved:.1f}", b["written"], b["source"].split("; prior:")[0]])
+    return Section("opensim", "Personalised OpenSim model", [
+        Para(f"`{om['file']}` is `{om['model']}` with each body's mass, mass_center and "
+             "inertia replaced by the measured ones (every other element as in the input); a "
+             "comment per body says what was measured and what came from the prior, the "
+             "input model's values. report.json's opensim block has every number."),
+        FileLinks([(om["file"], "OpenSim 4 model (loads with opensim.Model)")]),
+        Table(cols, rows, "sources: per quantity of the body's link, from the vibration "
+              "(measured), the input model (prior) or both.")])
+
+
 def truth_section(doc: dict) -> Section | None:
     tc = doc.get("truth_comparison")
     if not tc:
@@ -273,5 +299,5 @@ def closing_sections(doc: dict) -> list[Section]:
 
 
 __all__ = ["postures_section", "joint_centres_section", "subset_section", "relative_section",
-           "segments_section", "models_section", "truth_section", "partial_section",
-           "closing_sections"]
+           "segments_section", "models_section", "opensim_section", "truth_section",
+           "partial_section", "closing_sections"]

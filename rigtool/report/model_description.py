@@ -218,7 +218,7 @@ _SOURCE_WORDS = {"measured": "measured", "prior": "from the prior",
                  "both": "measured and prior"}
 
 
-def _source_line(seg: dict) -> str:
+def source_line(seg: dict) -> str:
     """``mass: measured; COM: measured and prior; inertia: mixed (...)`` from the segment's
     source flags (rigtool.identify.segments.fit), and its prior."""
     src = seg.get("source", {})
@@ -277,7 +277,7 @@ def model_from_report(doc: dict, *, base: str = "free") -> ModelDescription:
         links.append(ModelLink(names[l["name"]], l["name"],
                                None if l["parent"] == "platform" else names[l["parent"]],
                                joint, float(seg["mass"]), np.asarray(seg["com"], float),
-                               np.asarray(seg["inertia_com"], float), _source_line(seg)))
+                               np.asarray(seg["inertia_com"], float), source_line(seg)))
     gravity = doc.get("rig", {}).get("gravity") or [0.0, 0.0, -9.80665]
     prov = [f"written by rigtool {doc.get('rigtool_version', '?')} from the results of session "
             f"'{doc.get('session', '?')}'",
@@ -293,4 +293,5 @@ def model_from_report(doc: dict, *, base: str = "free") -> ModelDescription:
 
 
 __all__ = ["JOINT_TYPES", "BASE_MOUNTS", "ModelJoint", "ModelLink", "ModelDescription",
-           "safe_names", "equivalent_ellipsoid", "quaternion_wxyz", "model_from_report"]
+           "safe_names", "equivalent_ellipsoid", "quaternion_wxyz", "model_from_report",
+           "source_line"]

@@ -48,6 +48,9 @@ def write_report(out: SessionOutcome, out_dir: Path, *,
         models, doc["model_files"] = write_models(doc, out_dir, base=model_base,
                                                   geometry=model_geometry)
         written += models
+    opensim = getattr(out.session, "opensim", None)
+    if opensim is not None and out.segments is not None:
+        written.append(write_opensim_model(opensim, doc, out_dir))
     if getattr(out, "robot", None) is not None:
         written += write_robot_files(out.robot, out_dir)
         if out.robot.consistent is not None:
@@ -63,6 +66,18 @@ def write_report(out: SessionOutcome, out_dir: Path, *,
     written += [out_dir / "report.json", out_dir / "report.md", out_dir / "report.html"]
     written += [out_dir / f.file for f in figures]
     return written
+
+
+def write_opensim_model(opensim, doc: dict, out_dir: Path) -> Path:
+    """An [opensim] session's personalised model (the user's .osim with the measured mass
+    properties, rigtool.osim.personalise); sets report.json's ``opensim`` block."""
+    from rigtool.osim.personalise import FILE_NAME, write_personalised
+
+    shown = next((i["path"] for i in doc.get("inputs", [])
+                  if Path(i["path"]).name == opensim.model.name), str(opensim.model))
+    path = out_dir / FILE_NAME
+    doc["opensim"] = write_personalised(opensim.tree, doc, path, model_shown=shown)
+    return path
 
 
 #: Length of the advised joint trajectory written for the robot's controller, s
@@ -118,4 +133,5 @@ def write_robot_models(doc: dict, robot, out_dir: Path, *, base: str, geometry: 
     return paths, block
 
 
-__all__ = ["write_report", "report_dict", "write_robot_files", "write_robot_models"]
+__all__ = ["write_report", "report_dict", "write_robot_files", "write_robot_models",
+           "write_opensim_model"]

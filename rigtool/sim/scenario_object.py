@@ -56,7 +56,13 @@ def _object(t: dict, *, path: Path) -> ObjectSpec:
         tree = Tree(tuple(links))
     except ConfigError as exc:
         raise ConfigError(exc.message, path=path, field=f"object.{exc.field}") from None
-    return ObjectSpec(session, subject, tree, base_r, base_p, priors)
+    opensim = None
+    if "opensim" in t:
+        opensim = path.parent / as_str(t["opensim"], field="object.opensim", path=path)
+        if not opensim.is_file():
+            raise ConfigError("the OpenSim model does not exist", path=path,
+                              field="object.opensim", found=str(opensim))
+    return ObjectSpec(session, subject, tree, base_r, base_p, priors, opensim)
 
 
 def _posture_rotations(t: dict, tree: Tree, *, field: str, path: Path) -> dict[str, np.ndarray]:

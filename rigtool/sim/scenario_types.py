@@ -109,6 +109,8 @@ class ObjectSpec:
     base_rotation_platform: np.ndarray
     base_position_platform_m: np.ndarray
     manifest_priors: dict = field(default_factory=dict)   # link -> prior keys for the manifest
+    #: an OpenSim model the manifest names instead of [[links]] (copied next to it)
+    opensim: Path | None = None
 
     @property
     def total_mass(self) -> float:

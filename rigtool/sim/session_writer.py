@@ -201,8 +201,12 @@ def session_dict(sc: Scenario) -> dict:
         postures.append(t)
     out = {"session": {"name": obj.session,
                        "rig": f"../../calibration/{sc.rig.name}.calibrated.toml",
-                       "total_mass": obj.total_mass},
-           "links": links, "postures": postures}
+                       "total_mass": obj.total_mass}}
+    if obj.opensim is not None:          # the model stands in for the links
+        out["opensim"] = {"model": obj.opensim.name}
+    else:
+        out["links"] = links
+    out["postures"] = postures
     if sc.relative is not None:
         r = {"capture": jobs[sc.relative.name].relpath.name}
         if sc.relative.settings.window is not None:
@@ -321,6 +325,8 @@ def write_bundle(sc: Scenario, out_dir: str | Path, /, *, seed: int | None = Non
     if sc.obj is not None:
         sess = Path("captures") / sc.obj.session
         targets += [sess / "session.toml", sess / "truth.json"]
+        if sc.obj.opensim is not None:
+            targets.append(sess / sc.obj.opensim.name)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError("expected an output directory, found a file", path=out_dir)
     existing = [t for t in targets if (out_dir / t).exists()]
@@ -381,6 +387,9 @@ def write_bundle(sc: Scenario, out_dir: str | Path, /, *, seed: int | None = Non
         sess_dir.mkdir(parents=True, exist_ok=True)
         (sess_dir / "session.toml").write_text(dumps(session_dict(sc), header=header),
                                                encoding="utf-8")
+        if sc.obj.opensim is not None:
+            (sess_dir / sc.obj.opensim.name).write_bytes(sc.obj.opensim.read_bytes())
+            result.files.append(Path("captures") / sc.obj.session / sc.obj.opensim.name)
         truth = {"rigtool_version": __version__, "scenario": sc.path.name, "seed": seed,
                  **_rig_truth(sc), **session_truth(sc), "captures": truths["session"]}
         if sc.living is not None:

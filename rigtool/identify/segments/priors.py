@@ -181,7 +181,7 @@ def priors_from_specs(tree: Tree, specs: dict, *, body_mass_kg: float,
                 spec.com_std if spec.com_std is not None else CAD_COM_STD_M,
                 np.asarray(spec.inertia_com, float),
                 spec.inertia_rel_std if spec.inertia_rel_std is not None
-                else CAD_INERTIA_REL_STD, "CAD ([links.prior])")
+                else CAD_INERTIA_REL_STD, getattr(spec, "source", None) or "CAD ([links.prior])")
             continue
         seg = getattr(spec, "segment", None) if spec is not None else None
         seg = seg or anthro.segment_for_name(link.name)
