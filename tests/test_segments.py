@@ -331,3 +331,36 @@ def test_human_arm_with_table_priors():
     assert np.allclose(fa.inertia_origin, truth["forearm"].inertia_origin, atol=1e-7)
     for n in tree.names:
         assert res.links[n].params.is_physically_consistent(tol=1e-7)
+
+
+@pytest.mark.parametrize("rel_std", [1e-4, 1e-7])
+def test_a_precise_phi_b_leaves_the_mass_split_to_the_prior(rel_std):
+    """phi_B does not tell how a subtree's mass splits from its parent's, however precise it
+    is: the links' mass standard errors with a nearly exact phi_B (its covariance six or
+    more orders below the prior's, as a good capture's) must be those of an exact phi_B (the
+    null-space posterior), not collapse as the precision grows (they did: the information
+    form's pseudo-inverse dropped the directions phi_B leaves free, a person's trunk mass
+    0.09 kg against a prior of 4.3 kg)."""
+    body = {"trunk": InertialParams.from_com(38.0, np.array([0.0, -0.05, 0.25]),
+                                             np.diag([2.0, 1.8, 0.5])),
+            "upper_arm": InertialParams.from_com(2.1, np.array([0.0, 0.0, -0.14]),
+                                                 np.diag([0.013, 0.013, 0.003])),
+            "forearm": InertialParams.from_com(1.3, np.array([0.0, 0.0, -0.12]),
+                                               np.diag([0.007, 0.007, 0.001])),
+            "thigh": InertialParams.from_com(9.5, np.array([0.0, 0.0, -0.18]),
+                                             np.diag([0.15, 0.15, 0.03]))}
+    tree = Tree((
+        Link("trunk", "platform", None, body["trunk"]),
+        Link("upper_arm", "trunk", np.array([0.0, -0.20, 0.45]), body["upper_arm"]),
+        Link("forearm", "upper_arm", np.array([0.0, 0.0, -0.30]), body["forearm"]),
+        Link("thigh", "trunk", np.array([0.1, 0.0, -0.05]), body["thigh"])))
+    phi_b = _phi_b(tree)
+    priors = _perturbed_priors(tree, 3)
+    exact = estimate_segments(tree, phi_b, None, _total(tree), priors)
+    cov = np.diag((rel_std * np.maximum(np.abs(phi_b), 1e-3 * np.abs(phi_b).max())) ** 2)
+    noisy = estimate_segments(tree, phi_b, cov, _total(tree), priors)
+    for n in tree.names:
+        e, m = exact.links[n], noisy.links[n]
+        assert e.mass_std > 0.05 * e.prior_std["mass"]        # the prior's to decide
+        assert m.mass_std == pytest.approx(e.mass_std, rel=1e-2), n
+        np.testing.assert_allclose(m.com_std, e.com_std, rtol=2e-2, atol=1e-6)

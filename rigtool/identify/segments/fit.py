@@ -41,6 +41,7 @@ from rigtool.identify.common.consistency import SOLVER, consistency_constraints
 from rigtool.identify.segments.priors import (_PI_IDX, Prior, _check_prior, _prior_rows,
                                               prior_from_table, priors_from_specs)
 from rigtool.inertia import InertialParams, inertia_matrix, parallel_axis
+from rigtool.lsq import scaled_pinv
 from rigtool.tree import PHI_B_FIELDS, Tree
 
 # Columns of pi (m, h_x, h_y, h_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz) feeding the J entries
@@ -288,15 +289,10 @@ def estimate_segments(tree: Tree, phi_b_values: np.ndarray, phi_b_cov: np.ndarra
     resid = fit - phi_b
     resid_z = None if w is None else w @ resid
 
-    # Linear-Gaussian posterior (equality constraints by null-space projection).
-    h = p_blk.T @ p_blk
-    eq = [mass_row[None, :]]
-    if exact:
-        eq.append(a)
-    else:
-        h = h + a.T @ w.T @ w @ a
-    post = _constrained_cov(h, np.vstack(eq))
+    # Linear-Gaussian posterior: the prior updated by phi_B and M0 (exact: zero variance)
     prior_cov = _constrained_cov(p_blk.T @ p_blk, mass_row[None, :] * 0.0)
+    post = _posterior_cov(prior_cov, np.vstack([mass_row[None, :], a]),
+                          np.zeros((9 * n, 9 * n)) if exact else cov)
 
     # Directions of pi that phi_B and M0 leave free (scaled variables: balanced units).
     null_s = _null_basis(np.vstack([mass_row[None, :], a]) * scale[None, :])
@@ -329,6 +325,27 @@ def _constrained_cov(h: np.ndarray, c: np.ndarray) -> np.ndarray:
     else:
         nb = np.eye(h.shape[0])
     return nb @ np.linalg.pinv(nb.T @ h @ nb, rcond=1e-13, hermitian=True) @ nb.T
+
+
+def _posterior_cov(prior_cov: np.ndarray, rows: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """The prior's covariance updated by measurements ``rows @ pi`` (the first row exact:
+    the total mass; the others of covariance ``cov``): ``S_p - S_p R^T (R S_p R^T + C)^+
+    R S_p``, the Kalman form.
+
+    Why not the information form ``(P^T P + R^T C^-1 R)^-1``: phi_B's standard errors are
+    six to eight orders below the prior's, so the information matrix spans twelve orders
+    or more, and the directions phi_B leaves free (a subtree's mass against its parent's
+    first moment and inertia: the split of the mass between links) have the smallest
+    eigenvalues; a pseudo-inverse cut at a relative 1e-13 dropped them and reported their
+    variance as zero (a trunk's mass 0.09 kg against a prior of 4.3 kg, 12 standard errors
+    off on the independent test bed). The Kalman form inverts the prior predictive
+    covariance of the measurements, whose scale is the prior's."""
+    c_full = np.zeros((rows.shape[0], rows.shape[0]))
+    c_full[1:, 1:] = cov
+    pred = rows @ prior_cov @ rows.T + c_full
+    gain = prior_cov @ rows.T @ scaled_pinv(0.5 * (pred + pred.T))
+    post = prior_cov - gain @ rows @ prior_cov
+    return 0.5 * (post + post.T)
 
 
 def _derived(pi: np.ndarray) -> np.ndarray:
