@@ -285,7 +285,7 @@ def sized_rig(name: str):
     """The demo's rig and reference blocks sized for ``name`` (a Study without a subject,
     rig ``rig-<name>``): platform and blocks scaled with the arm's mass against the
     Panda's on the demo rig (benchmarks.testbed.draws.sized_rig_study), then the springs'
-    stiffness set so that the loaded rig's highest mode over five reference postures
+    stiffness set so that the loaded rig's highest mode over twelve reference postures
     (drawn from seed 0) is the demo rig's with its two-link object,
     ``DEMO_TOP_MODE_HZ`` (a small arm's inertia adds little to the platform's, so its
     rotational modes would sit above the 5 Hz filter passband)."""
@@ -297,7 +297,7 @@ def sized_rig(name: str):
     study = sized_rig_study(demo, mass, f"rig-{name}")
     rng = np.random.default_rng(0)
     top = 0.0
-    for _ in range(5):
+    for _ in range(12):
         _, model, q_eq = draw_posture(arm, study.rig, rng)
         top = max(top, float(sim.modes_hz(model, q_eq).max()))
     return sized_rig_study(demo, mass, f"rig-{name}",
