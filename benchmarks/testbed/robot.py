@@ -136,7 +136,9 @@ def _set_inertial(el: ET.Element, m: float, c: np.ndarray, t: np.ndarray) -> Non
 def prior_urdf(arm: Arm, rng, n_inconsistent: int = 0) -> tuple[ET.ElementTree, list[str]]:
     """The CAD prior: the handed-over URDF with each link's inertial perturbed (mass x
     U(0.85, 1.15), COM + U(-1, 1) cm per axis, principal moments x U(0.88, 1.12) about the
-    true axes), ``n_inconsistent`` of the links of more than 50 g (drawn) then given a
+    true axes; by their mean factor where the three would break the triangle inequality,
+    so that a link near its edge stays consistent), ``n_inconsistent`` of the links of more
+    than 50 g (drawn) then given a
     largest principal moment 5-40 % above the sum of the other two; visuals and collisions
     dropped. Returns the tree and the links made inconsistent."""
     from benchmarks.testbed.urdf import link_inertials
@@ -144,8 +146,11 @@ def prior_urdf(arm: Arm, rng, n_inconsistent: int = 0) -> tuple[ET.ElementTree, 
     tree = copy.deepcopy(arm.urdf)
     true = link_inertials(tree.getroot())
     heavy = [ln for ln, (m, _, _) in true.items() if m > 0.05]
-    broken = [heavy[k] for k in sorted(rng.choice(len(heavy), min(n_inconsistent, len(heavy)),
-                                                  replace=False))] if n_inconsistent else []
+    # the breaking drawn from a stream of its own: the other links' priors are the same
+    # with and without it
+    rng_break = np.random.default_rng(rng.integers(2**63))
+    broken = [heavy[k] for k in sorted(rng_break.choice(
+        len(heavy), min(n_inconsistent, len(heavy)), replace=False))] if n_inconsistent else []
     for lk in tree.getroot().findall("link"):
         for tag in ("visual", "collision"):
             for el in lk.findall(tag):
@@ -156,11 +161,15 @@ def prior_urdf(arm: Arm, rng, n_inconsistent: int = 0) -> tuple[ET.ElementTree, 
         m0, c0, i0 = true[lk.get("name")]
         m = m0 * rng.uniform(0.85, 1.15)
         c = c0 + rng.uniform(-0.01, 0.01, 3)
-        w, v = np.linalg.eigh(i0)
-        w = w * rng.uniform(0.88, 1.12, 3)
+        w0, v = np.linalg.eigh(i0)
+        w = w0 * rng.uniform(0.88, 1.12, 3)
+        if lk.get("name") not in broken and 2 * w.max() > w.sum():
+            # a link near the triangle's edge (the Panda's link 2, the Kinova's link 6):
+            # its moments scaled by their mean factor, which keeps the truth's shape
+            w = w0 * np.mean(w / np.where(w0 > 0, w0, 1.0))
         if lk.get("name") in broken:
             k = int(np.argmax(w))
-            w[k] = (w.sum() - w[k]) * rng.uniform(1.05, 1.4)
+            w[k] = (w.sum() - w[k]) * rng_break.uniform(1.05, 1.4)
         _set_inertial(i, m, c, v @ np.diag(w) @ v.T)
     return tree, broken
 
@@ -216,7 +225,8 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, calibrated_rig: Path, o
     base.markers_m = {k: np.array(v) for k, v in BASE_MARKERS.items()}
     sess = Path(out) / "captures" / (session or name)
     sess.mkdir(parents=True, exist_ok=True)
-    tree, broken = prior_urdf(arm, rng, n_inconsistent)
+    # the prior from a stream of its own: the captures are the same whatever the prior
+    tree, broken = prior_urdf(arm, np.random.default_rng(rng.integers(2**63)), n_inconsistent)
     prior_path = sess / f"{name}.prior.urdf"
     tree.write(prior_path)
     push = push or (np.array([0.012, -0.01, 0.008, 0.03, -0.025, 0.025]),
