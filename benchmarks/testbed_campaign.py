@@ -308,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  times: simulate + calibrate {t1 - t0:.0f} s, rigtool batch {t2 - t1:.0f} s "
           f"(exit {rc})")
     for s in res["sessions"]:
-        print(f"  {s['name']}: {s.get('robot', '')} {s['links']} links, {s['status']} (exit {s['exit_status']}), "
+        print(f"  {s['name']}: {s.get('robot', '')} {s['links']} links, {s['status']} "
+              f"(exit {s['exit_status']}), "
               f"within 2 SE {s.get('within_2se')}, worst |z| {s.get('worst_z')}, "
               f"checks {s.get('checks')}")
         if s.get("robot_vs_prior"):

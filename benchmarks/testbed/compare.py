@@ -191,6 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         if z.size:
             print(f"{g}: {z.size} numbers, within 2 SE {100 * np.mean(z < 2):.1f} %, "
                   f"worst |z| {z.max():.2f}")
+    tp = {p["name"]: p for p in truth.get("postures", [])}
+    com_mm, inertia_pct = [], []
+    for p in report.get("postures", []):
+        if p["name"] in tp:
+            t = tp[p["name"]]
+            com_mm.append(1e3 * np.linalg.norm(np.subtract(p["com"], t["com"])))
+            inertia_pct.append(100 * np.abs(np.subtract(p["inertia_com"], t["inertia_com"])).max()
+                               / np.linalg.eigvalsh(np.asarray(t["inertia_com"])).max())
+    if com_mm:
+        print(f"postures: COM within {max(com_mm):.3f} mm, inertia within "
+              f"{max(inertia_pct):.2f} % of the largest principal moment")
     print("non-green checks:", [f"{c['key']}:{c['level']}" for c in nongreen(report)] or "none")
     for k, v in worst.items():
         if isinstance(v, dict):
