@@ -272,7 +272,7 @@ def print_figures(family: str, fig: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", required=True, choices=FAMILIES + ("robots", "people-living"))
+    ap.add_argument("--family", required=True, choices=FAMILIES)
     ap.add_argument("--draws", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None)
