@@ -1,9 +1,11 @@
-"""Three draws of a test-bed campaign (people on the demo rig): no internal error, and every
-reported number within 5 of its standard errors or judged by a non-green check."""
+"""Three draws of test-bed campaigns: no internal error, and every reported number within 5
+of its standard errors or judged by a non-green check; for robots also robot.urdf nearer
+the truth than the CAD prior and summing to the weighed mass."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -21,3 +23,25 @@ def test_people_rigid_three_draws(tmp_path):
     assert fig["bad_input"] == []
     unnamed = [u for g in fig["groups"].values() for u in g["beyond_5se_unnamed"]]
     assert unnamed == []
+
+
+@pytest.mark.slow
+def test_robots_three_draws(tmp_path):
+    """Seed 3: an xArm7 whose prior has an inconsistent link, a Z1, an xArm7 (two sized
+    rigs). robot.urdf's links hold the weighed mass to within three of the scale's 0.1 %
+    standard errors."""
+    out = tmp_path / "campaign"
+    assert campaign.main(["--family", "robots", "--draws", "3", "--seed", "3",
+                          "--out", str(out)]) == 0
+    res = json.loads((out / "summary.json").read_text())
+    fig = res["figures"]
+    assert fig["internal_errors"] == []
+    assert fig["bad_input"] == []
+    unnamed = [u for g in fig["groups"].values() for u in g["beyond_5se_unnamed"]]
+    assert unnamed == []
+    assert fig["farther_than_prior"] == []
+    assert [s["robot"] for s in res["sessions"]] == ["xarm7", "z1", "xarm7"]
+    assert res["sessions"][0]["prior_inconsistent_links"] == 1
+    for s in res["sessions"]:
+        m = json.loads(Path(s["truth"]).read_text())["total_mass"]
+        assert abs(s["robot_vs_prior"]["robot_urdf_mass_kg"] - m) <= 3e-3 * m

@@ -124,7 +124,9 @@ def urdf_inertials(path) -> dict[str, tuple]:
 def robot_numbers(report: dict, truth: dict, results_dir=None) -> tuple[list[dict], dict]:
     """Rows of the robot's base parameters against the truth, and robot.urdf / the prior
     against the truth on the same combinations (largest error over the combination's
-    kind: mass in % of M, first moments in mm M, inertia in % of the largest moment)."""
+    kind: mass in % of M, first moments in mm M, inertia in % of the largest moment).
+    robot.urdf is read per body (its fixed links merged into the moving link) when the
+    truth names the base link."""
     bp = ((report.get("robot") or {}).get("base_parameters")) or {}
     if not bp:
         return [], {}
@@ -136,7 +138,10 @@ def robot_numbers(report: dict, truth: dict, results_dir=None) -> tuple[list[dic
     if results_dir is not None:
         from pathlib import Path
         p = Path(results_dir) / "robot.urdf"
-        if p.is_file():
+        if p.is_file() and truth.get("base_link"):
+            from benchmarks.testbed.urdf import body_inertials
+            ident = standard_parameters(body_inertials(p, truth["base_link"]))
+        elif p.is_file():
             ident = standard_parameters(urdf_inertials(p))
     m_tot = truth["total_mass"]
     i_max = max(np.linalg.eigvalsh(np.asarray(p["inertia_com"])).max()
@@ -160,3 +165,53 @@ def robot_numbers(report: dict, truth: dict, results_dir=None) -> tuple[list[dic
     if ident:
         worst["robot_urdf_mass_kg"] = sum(v for k, v in ident.items() if k.startswith("m_"))
     return rows, worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m benchmarks.testbed.compare RESULTS TRUTH``: a run's report
+    (RESULTS/report.json, RESULTS/robot.urdf) against the test bed's truth.json: per group
+    the share of numbers within 2 standard errors and the worst |z|, the non-green checks,
+    and for a robot the base combinations' largest errors (estimate / CAD prior /
+    robot.urdf) and robot.urdf's mass against the weighed one."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("truth", type=Path)
+    args = ap.parse_args(argv)
+    report = json.loads((args.results / "report.json").read_text())
+    truth = json.loads(args.truth.read_text())
+    rows = numbers(report, truth)
+    brows, worst = robot_numbers(report, truth, args.results)
+    rows += brows
+    for g in ("postures", "phi_s", "phi_b", "segments", "base_parameters"):
+        z = np.array([abs(r["z"]) for r in rows if r["group"] == g and r["z"] is not None])
+        if z.size:
+            print(f"{g}: {z.size} numbers, within 2 SE {100 * np.mean(z < 2):.1f} %, "
+                  f"worst |z| {z.max():.2f}")
+    tp = {p["name"]: p for p in truth.get("postures", [])}
+    com_mm, inertia_pct = [], []
+    for p in report.get("postures", []):
+        if p["name"] in tp:
+            t = tp[p["name"]]
+            com_mm.append(1e3 * np.linalg.norm(np.subtract(p["com"], t["com"])))
+            inertia_pct.append(100 * np.abs(np.subtract(p["inertia_com"], t["inertia_com"])).max()
+                               / np.linalg.eigvalsh(np.asarray(t["inertia_com"])).max())
+    if com_mm:
+        print(f"postures: COM within {max(com_mm):.3f} mm, inertia within "
+              f"{max(inertia_pct):.2f} % of the largest principal moment")
+    print("non-green checks:", [f"{c['key']}:{c['level']}" for c in nongreen(report)] or "none")
+    for k, v in worst.items():
+        if isinstance(v, dict):
+            print(f"{k}: largest error estimate {v['estimate']:.4g}, CAD prior {v['prior']:.4g},"
+                  f" robot.urdf {v['robot_urdf']:.4g}")
+    if "robot_urdf_mass_kg" in worst:
+        print(f"robot.urdf sums to {worst['robot_urdf_mass_kg']:.4f} kg; weighed "
+              f"{truth['total_mass']:.4f} kg")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

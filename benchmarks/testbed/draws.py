@@ -165,3 +165,32 @@ def person_study(rng, name: str, rig: Rig, blocks, calibration, *, n_segments=No
     rel = RelativeMotion("swing", "rest", release, 0.05, 12.0, (1.0, 11.0))
     spec = CaptureSpec(rate_hz=rate_hz, duration_s=duration_s, noise_sigma_m=noise_sigma_m)
     return Study(rig, blocks, calibration, sub, postures, rel, spec, seed)
+
+
+#: The arm the demo rig is sized for: its 25 kg platform carries a Franka Panda (17.45 kg)
+DEMO_ARM_KG = 17.452
+
+
+def sized_rig_study(demo: Study, arm_kg: float, name: str, *,
+                    stiffness_factor: float = 1.0) -> Study:
+    """The demo's rig sized for an arm of ``arm_kg``: the platform's mass and inertia, the
+    springs' stiffness and damping, and the reference blocks' masses and inertias all scaled
+    by ``s = arm_kg / DEMO_ARM_KG`` (geometry, free lengths and markers kept), the
+    stiffness by ``s * stiffness_factor``. With a factor of 1 the loaded rig's modes and
+    static stretch are the Panda's on the demo rig but for the arm's own shape; its
+    calibration captures are the demo's with the scaled blocks."""
+    s = arm_kg / DEMO_ARM_KG
+    pl = demo.rig.platform
+    platform = Body("platform", pl.mass_kg * s, pl.com_m, pl.inertia_com_kg_m2 * s,
+                    dict(pl.markers_m))
+    springs = [Spring(sp.name, sp.anchor_lab_m, sp.attachment_platform_m,
+                      sp.stiffness_n_m * s * stiffness_factor, sp.free_length_m,
+                      sp.damping_n_s_m * s)
+               for sp in demo.rig.springs]
+    rig = Rig(name, platform, springs, demo.rig.gravity_lab_m_s2)
+    blocks = {b.name: Body(b.name, b.mass_kg * s, b.com_m, b.inertia_com_kg_m2 * s,
+                           dict(b.markers_m)) for b in demo.reference_bodies}
+    cal = [CalibrationCapture(c.name, [(blocks[b.name], p, r) for b, p, r in c.loads],
+                              c.holdout) for c in demo.calibration]
+    return Study(rig, list(blocks.values()), cal, demo.subject, [], None, demo.capture,
+                 demo.seed)
