@@ -488,16 +488,15 @@ def refine_posture(rig: Rig, platform: InertialParams, data: MarkerData, *,
 def _object_in_z(z: np.ndarray, mass_kg: float, *covs: np.ndarray) -> list[np.ndarray]:
     """The object's 9x9 block of each covariance (standard parameters ``pi[1:]``) carried to
     the fit's unknowns ``z`` (``D^-1 C D^-T``, ``D = d pi[1:] / d z``); the blocks as they are
-    where ``D`` is singular (a body exactly on the consistency boundary)."""
+    where ``D`` is singular to working precision (a body on the consistency boundary)."""
     d9 = body_params(z, mass_kg)[1][1:, :]
-    out = []
-    for c in covs:
-        block = np.asarray(c, float)[:9, :9]
-        try:
-            out.append(np.linalg.solve(d9, np.linalg.solve(d9, block).T))
-        except np.linalg.LinAlgError:
-            out.append(block)
-    return out
+    blocks = [np.asarray(c, float)[:9, :9] for c in covs]
+    try:
+        with np.errstate(all="ignore"):
+            out = [np.linalg.solve(d9, np.linalg.solve(d9, b).T) for b in blocks]
+    except np.linalg.LinAlgError:
+        return blocks
+    return out if all(np.all(np.isfinite(o)) for o in out) else blocks
 
 
 def _breath_probe_states(prob: PostureProblem, x: np.ndarray,
