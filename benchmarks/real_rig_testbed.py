@@ -20,7 +20,9 @@ Rows (each off in every other row; :mod:`benchmarks.testbed.rigphysics`):
   of the 0.1 mm white noise;
 - ``warm``: every stiffness -0.12 % on the session's captures only;
 - ``camera``: the motion-capture length scale +0.05 % on the calibration's captures, -0.05 %
-  on the session's.
+  on the session's;
+- ``mass-session``, ``progressive-session``, ``hysteretic-session``, ``frame-session``: that
+  imperfection on the session's captures only (the calibration's rig ideal).
 
 The truth of the stiffness is the spring's static stiffness on the calibration's day.
 """
@@ -45,11 +47,18 @@ from benchmarks.testbed.rigphysics import RigPhysics  # noqa: E402
 from benchmarks.testbed.study import Study, write_study  # noqa: E402
 
 ROWS = ("ideal", "mass", "progressive", "hysteretic", "frame", "noise", "warm", "camera")
+PHYSICAL = ("mass", "progressive", "hysteretic", "frame")
 
 
-def row_study(name: str, *, seed: int = 2002) -> Study:
-    """The demo's study on the test bed with the imperfection of row ``name``."""
+def row_study(row: str, *, seed: int = 2002) -> Study:
+    """The demo's study on the test bed with the imperfection of row ``row``; ``NAME-session``
+    (mass, progressive, hysteretic, frame): that rig on the session's captures only, the
+    calibration's rig ideal (the session's model error alone, the calibration exact)."""
     study = demo_study(seed=seed)
+    name, _, where = row.partition("-")
+    if where not in ("", "session") or (where and name not in PHYSICAL):
+        raise SystemExit(f"unknown row {row!r} (rows: {', '.join(ROWS)}, or "
+                         f"{'/'.join(PHYSICAL)}-session)")
     if name == "mass":
         study.physics = RigPhysics(spring_mass_kg=0.40, spring_beads=4)
         # the lines' surge modes reach ~130 Hz: 40 RK4 steps a frame (omega h < 0.2)
@@ -67,7 +76,9 @@ def row_study(name: str, *, seed: int = 2002) -> Study:
     elif name == "camera":
         study.camera_scale = (1.0005, 0.9995)
     elif name != "ideal":
-        raise SystemExit(f"unknown row {name!r} (rows: {', '.join(ROWS)})")
+        raise SystemExit(f"unknown row {row!r} (rows: {', '.join(ROWS)})")
+    if where:
+        study.session_physics, study.physics = study.physics, RigPhysics()
     return study
 
 
