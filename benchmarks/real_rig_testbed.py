@@ -115,26 +115,33 @@ def measure(name: str, work: Path) -> dict:
                "run_status": run_status})
 
 
+HEADER = (f"{'row':19} {'k err %':>8} {'k |z|':>6} {'COM mm':>7} {'I %':>6} {'post 2SE':>8} "
+          f"{'PhiB |z|':>8} {'PhiB 2SE':>8} {'scale %':>16} applied exit  checks")
+
+
+def line(name: str, f: dict) -> str:
+    """One row of the table printed under :data:`HEADER`."""
+    return (f"{name:19} {f['k_error_pct']:+8.3f} {f['k_worst_z']:6.1f} "
+            f"{f['postures_com_mm']:7.3f} {f['postures_inertia_pct']:6.3f} "
+            f"{100 * f['postures_within_2se']:7.0f}% {f['phi_b_worst_z']:8.1f} "
+            f"{100 * f['phi_b_within_2se']:7.0f}% "
+            f"{f['force_scale_pct']:+8.4f}+-{f['force_scale_std_pct']:.4f} "
+            f"{'yes' if f['applied'] else 'no ':7} {f['calibrate_status']}/{f['run_status']}"
+            f"   {'; '.join(f['checks'])}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--json", type=Path, help="write every row's figures here")
     args = parser.parse_args(argv)
-    print(f"{'row':12} {'k err %':>8} {'k |z|':>6} {'COM mm':>7} {'I %':>6} {'post 2SE':>8} "
-          f"{'PhiB |z|':>8} {'PhiB 2SE':>8} {'scale %':>16} applied exit  checks")
+    print(HEADER)
     out = {}
     for name in args.rows.split(","):
         with tempfile.TemporaryDirectory(prefix=f"real-rig-testbed-{name}-") as tmp:
             f = measure(name, Path(tmp))
         out[name] = f
-        print(f"{name:12} {f['k_error_pct']:+8.3f} {f['k_worst_z']:6.1f} "
-              f"{f['postures_com_mm']:7.3f} {f['postures_inertia_pct']:6.3f} "
-              f"{100 * f['postures_within_2se']:7.0f}% {f['phi_b_worst_z']:8.1f} "
-              f"{100 * f['phi_b_within_2se']:7.0f}% "
-              f"{f['force_scale_pct']:+8.4f}+-{f['force_scale_std_pct']:.4f} "
-              f"{'yes' if f['applied'] else 'no ':7} {f['calibrate_status']}/{f['run_status']}"
-              f"   {'; '.join(f['checks'])}",
-              flush=True)
+        print(line(name, f), flush=True)
         if args.json:
             args.json.write_text(json.dumps(out, indent=1))
     return 0
