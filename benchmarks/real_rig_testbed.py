@@ -7,7 +7,10 @@ worst Phi_B error in standard errors, the share of the postures' and Phi_B's num
 exit statuses of calibrate and run (4: the calibration failed its held-out test), and the
 checks that were not green.
 
-    python3 benchmarks/real_rig_testbed.py [--rows ideal,mass,...] [--json OUT.json]
+    python3 benchmarks/real_rig_testbed.py [--rows ideal,mass,...] [--json OUT.json] [--keep DIR]
+
+``--keep DIR``: each row's lab folder kept under DIR/ROW (``rigtool calibrate
+calibration/paper-rig.toml`` there prints the calibration's verdict and its likely cause).
 
 Rows (each off in every other row; :mod:`benchmarks.testbed.rigphysics`):
 
@@ -134,12 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--json", type=Path, help="write every row's figures here")
+    parser.add_argument("--keep", type=Path,
+                        help="keep each row's lab folder under KEEP/ROW (else a temporary one)")
     args = parser.parse_args(argv)
     print(HEADER)
     out = {}
     for name in args.rows.split(","):
-        with tempfile.TemporaryDirectory(prefix=f"real-rig-testbed-{name}-") as tmp:
-            f = measure(name, Path(tmp))
+        if args.keep:
+            f = measure(name, args.keep / name)
+        else:
+            with tempfile.TemporaryDirectory(prefix=f"real-rig-testbed-{name}-") as tmp:
+                f = measure(name, Path(tmp))
         out[name] = f
         print(line(name, f), flush=True)
         if args.json:
