@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from benchmarks.testbed import rigphysics
+
 
 @dataclass
 class Spring:
@@ -109,7 +111,8 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
          subject: Subject | None = None, rotations: dict[str, np.ndarray] | None = None,
          released: dict[str, float] | None = None, timestep_s: float = 1e-3,
          integrator: str = "RK4", spring_damping: bool = True,
-         internal: list[dict] | None = None) -> str:
+         internal: list[dict] | None = None,
+         physics: rigphysics.RigPhysics | None = None) -> str:
     """The MJCF of the rig carrying ``loads`` (body, position, rotation in the platform
     frame; welded) and/or ``subject`` in a posture.
 
@@ -121,7 +124,12 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
     ``internal``: masses inside a link on a slide joint driven along a prescribed path by a
     position actuator (``link``, ``mass``, ``point`` its mean place in the link frame,
     ``axis``, servo ``kp`` and ``kv``): breathing's abdominal contents.
+
+    ``physics``: the rig's imperfections (:mod:`benchmarks.testbed.rigphysics`; the ideal
+    rig when absent). Its bodies (frame, spring beads) follow the platform in the tree, so
+    the platform's free joint stays the first joint.
     """
+    physics = physics or rigphysics.RigPhysics()
     internal = internal or []
     rotations = rotations or {}
     released = released or {}
@@ -129,13 +137,19 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
     plat = rig.platform
     parts = [f'<mujoco model="testbed"><compiler angle="radian" autolimits="true"/>'
              f'<option timestep="{timestep_s:.17g}" integrator="{integrator}" gravity="{g}">'
-             f'<flag contact="disable" energy="enable"/></option><worldbody>']
-    for s in rig.springs:
-        parts.append(f'<site name="anchor:{s.name}" pos="{_fmt(s.anchor_lab_m)}"/>')
+             f'<flag contact="disable" energy="enable"/></option>']
+    if physics.progressive:
+        parts.append('<size nuser_actuator="2"/>')
+    parts.append("<worldbody>")
+    if physics.frame_mass_kg <= 0:
+        for s in rig.springs:
+            parts.append(f'<site name="anchor:{s.name}" pos="{_fmt(s.anchor_lab_m)}"/>')
     parts.append(f'<body name="platform" pos="0 0 0"><freejoint name="platform"/>'
                  f'{_inertial(plat)}{_sites("rig", plat)}')
     for s in rig.springs:
         parts.append(f'<site name="attach:{s.name}" pos="{_fmt(s.attachment_platform_m)}"/>')
+        if physics.segments > 1:
+            parts.append(rigphysics.spring_end(physics, s.name, s.attachment_platform_m))
     for body, pos, rot in loads:
         parts.append(f'<body name="load:{body.name}" pos="{_fmt(pos)}" quat="{_quat(rot)}">'
                      f'{_inertial(body)}{_sites(body.name, body)}</body>')
@@ -166,16 +180,27 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
 
         for base in children["platform"]:
             emit(base, subject.base_position_platform_m, subject.base_rotation_platform)
-    parts.append("</body></worldbody><tendon>")
+    parts.append("</body>")
+    if physics.frame_mass_kg > 0:
+        parts.append(rigphysics.frame_body(physics, {s.name: s.anchor_lab_m
+                                                     for s in rig.springs}))
+    if physics.segments > 1:
+        start = np.array([0.0, 0.0, 1.2])           # equilibrium()'s starting pose
+        for s in rig.springs:
+            parts.append(rigphysics.bead_bodies(physics, s.name, s.anchor_lab_m,
+                                                start + s.attachment_platform_m))
+    parts.append("</worldbody><tendon>")
+    rig_acts = []
     for s in rig.springs:
         c = s.damping_n_s_m if spring_damping else 0.0
-        parts.append(f'<spatial name="{s.name}" stiffness="{s.stiffness_n_m:.17g}" '
-                     f'springlength="{s.free_length_m:.17g}" damping="{c:.17g}">'
-                     f'<site site="anchor:{s.name}"/><site site="attach:{s.name}"/></spatial>')
+        tendons, acts = rigphysics.spring_tendons(physics, s.name, s.stiffness_n_m,
+                                                  s.free_length_m, c)
+        parts.append(tendons)
+        rig_acts.append(acts)
     parts.append("</tendon>")
-    if internal:
+    if internal or any(rig_acts):
         parts.append("<actuator>" + "".join(
             f'<position joint="internal{k}" kp="{im["kp"]:.17g}" kv="{im["kv"]:.17g}"/>'
-            for k, im in enumerate(internal)) + "</actuator>")
+            for k, im in enumerate(internal)) + "".join(rig_acts) + "</actuator>")
     parts.append("</mujoco>")
     return "".join(parts)

@@ -17,6 +17,8 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
+from benchmarks.testbed.rigphysics import carry_beads, progressive_potential, state_forces
+
 
 @dataclass
 class Trajectory:
@@ -52,36 +54,43 @@ def set_platform_pose(qpos: np.ndarray, p_lab_m: np.ndarray, rot: np.ndarray) ->
 
 def equilibrium(model: mujoco.MjModel, qpos0: np.ndarray | None = None, *,
                 max_tilt_deg: float = 30.0) -> np.ndarray:
-    """The platform's static equilibrium: the free joint's pose at which the accelerations
-    of its six degrees of freedom vanish at rest (every other coordinate held).
+    """The rig's static equilibrium: the pose of the platform's free joint (and the state of
+    every other joint of the rig's own, a frame's or a spring's beads) at which every
+    acceleration vanishes at rest, hysteretic elements relaxed.
 
     Solved by Levenberg-Marquardt on qacc(q) with q = q0 (+) dq (MuJoCo's integratePos);
     converged when |qacc| < 1e-12 m/s^2 (rad/s^2), a static residual force of ~1e-10 N.
     """
+    with state_forces(model) as forces:
+        if forces is not None:
+            forces.relaxed = True
+        return _equilibrium(model, qpos0, max_tilt_deg)
+
+
+def _equilibrium(model, qpos0, max_tilt_deg):
     data = mujoco.MjData(model)
     q0 = np.array(model.qpos0 if qpos0 is None else qpos0, float)
     if qpos0 is None:
         q0[2] = 1.2
 
-    def q_of(dq6):
-        dq = np.zeros(model.nv)
-        dq[:6] = dq6
+    def q_of(dq):
         q = q0.copy()
-        mujoco.mj_integratePos(model, q, dq, 1.0)
+        mujoco.mj_integratePos(model, q, np.asarray(dq, float), 1.0)
         return q
 
-    def resid(dq6):
-        data.qpos[:] = q_of(dq6)
+    def resid(dq):
+        data.qpos[:] = q_of(dq)
         data.qvel[:] = 0.0
         mujoco.mj_forward(model, data)
-        return data.qacc[:6].copy()
+        return data.qacc.copy()
 
-    sol = least_squares(resid, np.zeros(6), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    nv = model.nv
+    sol = least_squares(resid, np.zeros(nv), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15)
     if np.max(np.abs(resid(sol.x))) > 1e-9:
         # far from the start: settle the platform by damped motion (extra damping on its
         # six degrees of freedom, 40 s), then solve again from there
-        q0 = _settled(model, q_of(np.zeros(6)))
-        sol = least_squares(resid, np.zeros(6), method="lm", xtol=1e-15, ftol=1e-15,
+        q0 = _settled(model, q_of(np.zeros(nv)))
+        sol = least_squares(resid, np.zeros(nv), method="lm", xtol=1e-15, ftol=1e-15,
                             gtol=1e-15)
     q = q_of(sol.x)
     r = resid(sol.x)
@@ -115,7 +124,8 @@ def perturbed_state(model: mujoco.MjModel, q_eq: np.ndarray, offset: np.ndarray,
 
     ``offset`` = [dx, dy, dz (m, lab), rotation vector (rad, lab axes, about the platform
     origin)]; ``velocity`` = [v of the platform origin (m/s, lab), omega (rad/s, lab)].
-    MuJoCo's free joint takes the angular velocity in the body frame: converted.
+    MuJoCo's free joint takes the angular velocity in the body frame: converted. Springs'
+    beads move with their line (:func:`benchmarks.testbed.rigphysics.carry_beads`).
     """
     p, rot = platform_pose(q_eq)
     dr = Rotation.from_rotvec(offset[3:6]).as_matrix()
@@ -124,24 +134,36 @@ def perturbed_state(model: mujoco.MjModel, q_eq: np.ndarray, offset: np.ndarray,
     _, rot1 = platform_pose(q)
     v[:3] = velocity[:3]
     v[3:6] = rot1.T @ np.asarray(velocity[3:6])
-    return q, v
+    return carry_beads(model, q_eq, q, v)
 
 
 def simulate(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, *, rate_hz: float,
              duration_s: float, substeps: int = 10, control=None) -> Trajectory:
     """Integrate from (qpos, qvel) and sample every site at ``rate_hz``; ``control(t)``,
-    when given, sets the actuators' targets at every integration step.
+    when given, sets the subject's actuators' targets at every integration step; the rig's
+    state-set forces (:mod:`benchmarks.testbed.rigphysics`) are MuJoCo's control callback,
+    its hysteretic elements starting relaxed at ``qpos``.
 
     The model's timestep is set to 1 / (rate_hz substeps). Raises FloatingPointError when
     the state leaves the finite numbers (MuJoCo's own divergence warning).
     """
     model.opt.timestep = 1.0 / (rate_hz * substeps)
+    with state_forces(model) as forces:
+        return _simulate(model, qpos, qvel, rate_hz, duration_s, substeps, control, forces)
+
+
+def _simulate(model, qpos, qvel, rate_hz, duration_s, substeps, control, forces):
     data = mujoco.MjData(model)
     data.qpos[:] = qpos
     data.qvel[:] = qvel
+    if forces is not None:
+        forces.relaxed = True
+        mujoco.mj_forward(model, data)
+        forces.relaxed = False
+    own = forces.subject if forces is not None else slice(None)
     n = int(round(duration_s * rate_hz))
     names = [model.site(i).name for i in range(model.nsite)]
-    keep = [i for i, s in enumerate(names) if not s.startswith(("anchor:", "attach:"))]
+    keep = [i for i, s in enumerate(names) if not s.startswith(("anchor:", "attach:", "bead:"))]
     xyz = np.empty((n, len(keep), 3))
     qp = np.empty((n, model.nq))
     qv = np.empty((n, model.nv))
@@ -154,7 +176,7 @@ def simulate(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, *, rate_
             mujoco.mj_step(model, data, nstep=substeps)
             continue
         for s in range(substeps):
-            data.ctrl[:] = control(data.time)
+            data.ctrl[own] = control(data.time)
             mujoco.mj_step(model, data)
     if not np.all(np.isfinite(xyz)) or unstable(data):
         raise FloatingPointError("the MuJoCo simulation diverged")
@@ -169,8 +191,8 @@ def unstable(data: mujoco.MjData) -> bool:
 
 
 def energy(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
-    """Total mechanical energy (J) of each state (MuJoCo's potential: gravity and tendon
-    springs; kinetic from the mass matrix)."""
+    """Total mechanical energy (J) of each state (MuJoCo's potential: gravity, tendon and
+    joint springs; the progressive springs' quadratic term; kinetic from the mass matrix)."""
     data = mujoco.MjData(model)
     out = np.empty(len(qpos))
     for k in range(len(qpos)):
@@ -179,7 +201,7 @@ def energy(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> np.ndar
         mujoco.mj_forward(model, data)
         mujoco.mj_energyPos(model, data)
         mujoco.mj_energyVel(model, data)
-        out[k] = data.energy[0] + data.energy[1]
+        out[k] = data.energy[0] + data.energy[1] + progressive_potential(model, data)
     return out
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from benchmarks.testbed import simulate as sim
+from benchmarks.testbed.markernoise import add_flicker
 from benchmarks.testbed.model import Body, Rig, Subject, mjcf
+from benchmarks.testbed.rigphysics import RigPhysics, storage_stiffness
 from benchmarks.testbed.truth import phi_named, posture_overall
 from benchmarks.testbed.writers import toml_table, write_json, write_vicon_csv
 
@@ -24,7 +26,9 @@ from benchmarks.testbed.writers import toml_table, write_json, write_vicon_csv
 class CaptureSpec:
     """How each capture is taken: rate, length, marker noise and the hand's push (offset:
     m lab + rotation vector rad; velocity: m/s lab + rad/s lab), scaled per capture by a
-    seeded factor in [0.7, 1.3] with a random sign per component when ``vary``."""
+    seeded factor in [0.7, 1.3] with a random sign per component when ``vary``.
+    ``flicker_sigma_m``: 1/f marker noise, (common to every marker, per marker), on top of
+    the white noise (:mod:`benchmarks.testbed.markernoise`)."""
 
     rate_hz: float = 120.0
     duration_s: float = 25.0
@@ -35,6 +39,7 @@ class CaptureSpec:
         [0.02, 0.02, -0.01, 0.05, -0.05, 0.05]))
     vary: bool = True
     substeps: int = 10
+    flicker_sigma_m: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass
@@ -85,6 +90,13 @@ class Study:
     #: such mass at its mean place (what rigtool is to report)
     internal: list[dict] = field(default_factory=list)
     truth_subject: Subject | None = None
+    #: the rig's physics on the calibration's day and on the session's (the calibration's
+    #: when ``None``); :mod:`benchmarks.testbed.rigphysics`
+    physics: RigPhysics = field(default_factory=RigPhysics)
+    session_physics: RigPhysics | None = None
+    #: the motion-capture system's length scale on each day (markers scaled about the lab
+    #: origin): (calibration, session)
+    camera_scale: tuple[float, float] = (1.0, 1.0)
 
 
 def _push(spec: CaptureSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -94,18 +106,35 @@ def _push(spec: CaptureSpec, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     return spec.offset * f[:6], spec.velocity * f[6:]
 
 
+def _carried(locked: "sim.mujoco.MjModel", q: np.ndarray, model) -> np.ndarray:
+    """``model``'s qpos0 with every joint it shares with ``locked`` (by name: the platform's,
+    a frame's, the spring beads') set from ``locked``'s state ``q``."""
+    out = np.array(model.qpos0, float)
+    width = {0: 7, 1: 4, 2: 1, 3: 1}                      # free, ball, slide, hinge
+    for j in range(locked.njnt):
+        name = locked.joint(j).name
+        try:
+            dst = model.joint(name)
+        except KeyError:
+            continue
+        w = width[int(locked.jnt_type[j])]
+        src = int(locked.jnt_qposadr[j])
+        out[int(dst.qposadr[0]):int(dst.qposadr[0]) + w] = q[src:src + w]
+    return out
+
+
 def _sample(xml: str, spec: CaptureSpec, rng, *, duration_s=None, q_eq=None,
-            push=True, released_xml: str | None = None, internal=()):
+            push=True, released_xml: str | None = None, internal=(), camera_scale=1.0):
     """Equilibrium of ``xml``, then the motion of ``released_xml`` (or ``xml``) from it;
-    ``internal`` masses follow their paths from a random phase of their cycle."""
+    ``internal`` masses follow their paths from a random phase of their cycle; the markers
+    read by a camera of length scale ``camera_scale``."""
     model = sim.compile_model(xml)
     q = sim.equilibrium(model)
     off, vel = _push(spec, rng) if push else (np.zeros(6), np.zeros(6))
     if released_xml is not None:
+        locked = model
         model = sim.compile_model(released_xml)
-        q_full = np.array(model.qpos0, float)
-        q_full[:7] = q[:7]
-        q = q_full
+        q = _carried(locked, q, model)
     q0, v0 = sim.perturbed_state(model, q, off, vel)
     control = None
     if internal:
@@ -123,6 +152,10 @@ def _sample(xml: str, spec: CaptureSpec, rng, *, duration_s=None, q_eq=None,
                         duration_s=duration_s or spec.duration_s, substeps=spec.substeps,
                         control=control)
     noisy = sim.add_noise(traj.markers_lab_m, spec.noise_sigma_m, rng)
+    if any(spec.flicker_sigma_m):
+        noisy = add_flicker(noisy, *spec.flicker_sigma_m, rng)
+    if camera_scale != 1.0:
+        noisy = noisy * camera_scale
     return traj, noisy, {"offset": off, "velocity": vel, "equilibrium_qpos": q[:7]}
 
 
@@ -184,6 +217,14 @@ def write_manifest(study: Study, path: Path, rig_rel: str) -> None:
                     encoding="utf-8")
 
 
+def _physics_doc(physics: RigPhysics) -> dict:
+    doc = {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(physics).items()}
+    if physics.loss_factor > 0:        # the hysteretic spring's stiffness in the band
+        doc["storage_stiffness_relative"] = {f"{f:g} Hz": storage_stiffness(physics, f)[0]
+                                             for f in (0.3, 1.0, 3.0)}
+    return doc
+
+
 def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
     """Simulate every capture of ``study`` and write the lab's files under ``root``
     (with ``write_rig=False`` only the session: its rig file is already there).
@@ -198,8 +239,12 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
     captures = []
     if write_rig:
         write_rig_file(study, rig_path)
+    cal_physics = study.physics
+    physics = study.session_physics or cal_physics
+    cal_scale, scale = study.camera_scale
     for c in study.calibration if write_rig else []:
-        traj, noisy, info = _sample(mjcf(rig, loads=c.loads), spec, rng)
+        traj, noisy, info = _sample(mjcf(rig, loads=c.loads, physics=cal_physics), spec, rng,
+                                    camera_scale=cal_scale)
         write_vicon_csv(rig_path.parent / rig.name / f"{c.name}.csv", spec.rate_hz,
                         traj.names, noisy)
         captures.append({"name": c.name, "kind": "calibration", **info})
@@ -209,11 +254,13 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
     for p in study.postures:
         rot_of[p.name] = p.rotations
         # equilibrium with any internal mass held at its mean place (the truth's body)
-        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=p.rotations), spec, rng,
+        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=p.rotations,
+                                         physics=physics), spec, rng,
                                     released_xml=(mjcf(rig, subject=sub, rotations=p.rotations,
-                                                       internal=study.internal)
+                                                       internal=study.internal,
+                                                       physics=physics)
                                                   if study.internal else None),
-                                    internal=study.internal)
+                                    internal=study.internal, camera_scale=scale)
         write_vicon_csv(sess_dir / f"{p.name}.csv", spec.rate_hz, traj.names, noisy)
         ov = posture_overall(tsub, p.rotations)
         posture_truth.append({"name": p.name, **ov})
@@ -228,12 +275,13 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
         for n, rv in r.release.items():
             start[n] = Rotation.from_rotvec(rv).as_matrix() @ rots.get(n, np.eye(3))
         damp = {n: r.joint_damping for n in r.release}
-        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=rots), spec, rng,
-                                    duration_s=r.duration_s,
+        traj, noisy, info = _sample(mjcf(rig, subject=tsub, rotations=rots, physics=physics),
+                                    spec, rng, duration_s=r.duration_s,
                                     released_xml=mjcf(rig, subject=sub, rotations=start,
                                                       released=damp,
-                                                      internal=study.internal),
-                                    internal=study.internal)
+                                                      internal=study.internal,
+                                                      physics=physics),
+                                    internal=study.internal, camera_scale=scale)
         write_vicon_csv(sess_dir / f"{r.name}.csv", spec.rate_hz, traj.names, noisy)
         captures.append({"name": r.name, "kind": "relative_motion", **info})
         rel_truth = {"name": r.name, "posture": r.posture, "released": r.release,
@@ -253,6 +301,10 @@ def write_study(study: Study, root: Path, *, write_rig: bool = True) -> dict:
         "platform": {"mass": plat.mass_kg, "com": plat.com_m,
                      "inertia_com": plat.inertia_com_kg_m2},
         "gravity": rig.gravity_lab_m_s2,
+        "rig_physics": {"calibration": _physics_doc(cal_physics),
+                        "session": _physics_doc(physics),
+                        "camera_scale": {"calibration": cal_scale, "session": scale},
+                        "flicker_sigma_m": list(spec.flicker_sigma_m)},
         "session": sub.name, "total_mass": tsub.total_mass_kg,
         "base": {"rotation_platform": sub.base_rotation_platform,
                  "position_platform": sub.base_position_platform_m},
