@@ -161,13 +161,12 @@ def test_support_measured_because_of_a_tissue_element_at_its_limit(posture1):
     assert "firm back" in check.meaning
 
 
-def test_apparent_mass_by_band_recovers_each_band_mass():
-    rate = 100.0
-    t = np.arange(0, 20, 1 / rate)
-    rng = np.random.default_rng(1)
+def _two_band_motion(t: np.ndarray, rng, high_amp_m: float):
+    """COM motion and the force that moves it: one mass per band (0.4 Hz: 100 kg, 3.5 Hz:
+    112 kg), each a decaying sinusoid per axis."""
     com = np.zeros((t.size, 3))
     force = np.zeros((t.size, 3))
-    for f, m, amp in ((0.4, 100.0, 0.01), (3.5, 112.0, 0.001)):   # one mass per band
+    for f, m, amp in ((0.4, 100.0, 0.01), (3.5, 112.0, high_amp_m)):
         w = 2 * np.pi * f
         beta, phase = 0.05, rng.uniform(0, 6, 3)
         decay = np.exp(-beta * t)[:, None]
@@ -175,6 +174,13 @@ def test_apparent_mass_by_band_recovers_each_band_mass():
         com += amp * decay * np.sin(arg)
         force += m * amp * decay * ((beta ** 2 - w ** 2) * np.sin(arg)
                                     - 2 * beta * w * np.cos(arg))
+    return com, force
+
+
+def test_apparent_mass_by_band_recovers_each_band_mass():
+    rate = 100.0
+    t = np.arange(0, 20, 1 / rate)
+    com, force = _two_band_motion(t, np.random.default_rng(1), 0.001)
     force += 100.0 * 9.81 * np.array([0, 0, 1])
     bands = apparent_mass_by_band(force, com, np.ones(t.size, bool), np.array([0, 0, -9.81]),
                                   rate, [(0.15, 1.0), (1.0, 8.0)])
@@ -280,16 +286,7 @@ def _noisy_bands(seed: int, rate: float = 120.0, noise_m: float = 1e-4):
     noisy pose)."""
     t = np.arange(0, 25, 1 / rate)
     rng = np.random.default_rng(seed)
-    com = np.zeros((t.size, 3))
-    force = np.zeros((t.size, 3))
-    for f, m, amp in ((0.4, 100.0, 0.01), (3.5, 112.0, 3e-4)):
-        w = 2 * np.pi * f
-        beta, phase = 0.05, rng.uniform(0, 6, 3)
-        decay = np.exp(-beta * t)[:, None]
-        arg = w * t[:, None] + phase
-        com += amp * decay * np.sin(arg)
-        force += m * amp * decay * ((beta ** 2 - w ** 2) * np.sin(arg)
-                                    - 2 * beta * w * np.cos(arg))
+    com, force = _two_band_motion(t, rng, 3e-4)
     noise = rng.normal(0.0, noise_m, com.shape)
     return apparent_mass_by_band(force - 12e3 * noise, com + noise, np.ones(t.size, bool),
                                  np.array([0, 0, -9.81]), rate, [(0.15, 1.0), (1.6, 8.0)])
