@@ -18,19 +18,19 @@ fitted by output error with the calibration's uncertainty), and
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from rigtool.calibration_uncertainty import calibration_std_from_rigfile
-from rigtool.config import CalibrationCapture, FilterSettings, RigFile, Session, sha256_of
+from rigtool.config import CalibrationCapture, FilterSettings, RigFile, Session
 from rigtool.errors import ConfigError
 from rigtool.identify.calibration.equation_error import HoldoutCheck
 from rigtool.identify.posture.force_scale import posture_scale
 from rigtool.kinematics.length_scale import to_layout_scale
-from rigtool.mocap import read_capture
+from rigtool.identify.common.platform_motion import CaptureMotion
+from rigtool.mocap import MarkerData, read_capture
 from rigtool.pipeline.calibration import identify_holdout, prepare_capture
 
 
@@ -48,15 +48,23 @@ class DayCheck:
         Its identification against the known values (with its signature).
     scale : dict or None
         Its force scale (:func:`~rigtool.identify.posture.force_scale.posture_scale`).
-    input : dict
-        The capture's path (relative to the manifest) and sha256.
+    capture : CaptureMotion
+        The capture prepared (platform motion, its known load), kept to identify it again.
+    data : MarkerData
+        The capture's markers at the rig's length scale (the output-error fit's data).
+    window : tuple of float or None
+        The capture's analysis window, s.
+
+    The session's inputs (path and sha256) list the capture (rigtool.pipeline.inputs).
     """
 
     name: str
     load: tuple[str, ...]
     holdout: HoldoutCheck
     scale: dict | None
-    input: dict
+    capture: CaptureMotion
+    data: MarkerData
+    window: tuple[float, float] | None
     #: the session's force scale the rig was scaled by before ``holdout`` was identified
     #: (None: the calibrated rig as it is); ``scale`` stays what the check measured against
     #: the calibration
@@ -112,28 +120,38 @@ def check_rig_on_the_day(session: Session, rigfile: RigFile, settings: FilterSet
                                   rig.platform.markers_platform, ref.capture)
         entry = CalibrationCapture(ref.capture, ref.load, ref.window, ref.units, holdout=True)
         cap = prepare_capture(rigfile, entry, data, settings, seed=1000 + i)
-        # the calibration captures' stretch is not in the calibrated file: the cause of a
-        # scale is then named without comparing the stretches
-        check, oe = identify_holdout(rig, rig.platform.params, cap, data, ref.window,
-                                     cal_std, (float("nan"), float("nan")))
-        vm = oe.mass_from_vibration
-        scale = (None if vm is None else
-                 posture_scale(vm.value_kg, vm.std_noise_kg, vm.std_calibration_kg,
-                               cap.load.mass, rig.platform.params.mass))
-        out.append(DayCheck(ref.capture.name, ref.load, check, scale,
-                            {"path": os.path.relpath(ref.capture, session.path.parent),
-                             "sha256": sha256_of(ref.capture)}))
+        check, scale = _identify(rigfile, cap, data, ref.window, cal_std)
+        out.append(DayCheck(ref.capture.name, ref.load, check, scale, cap, data, ref.window))
     return out
 
 
-def judged_with_scale(checks: list[DayCheck], session: Session, rigfile: RigFile,
-                      settings: FilterSettings, scale: float) -> list[DayCheck]:
-    """The checks identified again with ``rigfile``'s rig already scaled by the session's
-    force ``scale`` (what the report's numbers use): whether the rig holds once the scale is
-    applied; each check's own measured scale is kept."""
-    again = check_rig_on_the_day(session, rigfile, settings)
-    return [replace(c, holdout=a.holdout, applied_scale=float(scale))
-            for c, a in zip(checks, again)]
+def _identify(rigfile: RigFile, cap: CaptureMotion, data: MarkerData,
+              window: tuple[float, float] | None, cal_std: dict | None
+              ) -> tuple[HoldoutCheck, dict | None]:
+    """One prepared check capture identified with ``rigfile``'s calibrated rig: its
+    :class:`HoldoutCheck` and its force scale (None when the vibration gave no mass)."""
+    rig = rigfile.rig
+    # the calibration captures' stretch is not in the calibrated file: the cause of a
+    # scale is then named without comparing the stretches
+    check, oe = identify_holdout(rig, rig.platform.params, cap, data, window, cal_std,
+                                 (float("nan"), float("nan")))
+    vm = oe.mass_from_vibration
+    scale = (None if vm is None else
+             posture_scale(vm.value_kg, vm.std_noise_kg, vm.std_calibration_kg,
+                           cap.load.mass, rig.platform.params.mass))
+    return check, scale
+
+
+def judged_with_scale(checks: list[DayCheck], rigfile: RigFile,
+                      scale: float) -> list[DayCheck]:
+    """The checks identified again, from their prepared captures, with ``rigfile``'s rig
+    already scaled by the session's force ``scale`` (what the report's numbers use): whether
+    the rig holds once the scale is applied; each check's own measured scale is kept."""
+    if not checks:
+        return []
+    cal_std = calibration_std_from_rigfile(rigfile.raw, rigfile.rig, path=rigfile.path)
+    return [replace(c, holdout=_identify(rigfile, c.capture, c.data, c.window, cal_std)[0],
+                    applied_scale=float(scale)) for c in checks]
 
 
 __all__ = ["DayCheck", "check_rig_on_the_day", "judged_with_scale"]

@@ -352,8 +352,7 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
         shifted = [(n, {**s, "delta": (1.0 + s["delta"]) / force_scale["scale"] - 1.0})
                    for n, s in day_scales]
         force_scale["after"] = measured_force_scale(outcomes, total_mass, rigfile, shifted)
-        day_checks = judged_with_scale(day_checks, session, rigfile, session.filter,
-                                       force_scale["scale"])
+        day_checks = judged_with_scale(day_checks, rigfile, force_scale["scale"])
         for o, b in zip(outcomes, before):
             # what the scale moved this posture by, per unit of it: the fits themselves
             shift = (o.result.params.pi[1:] - b.result.params.pi[1:]) / force_scale["delta"]
