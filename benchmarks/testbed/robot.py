@@ -31,7 +31,7 @@ from benchmarks.testbed.advice import advised_motion
 from benchmarks.testbed.model import Rig, mjcf
 from benchmarks.testbed.truth import posture_overall
 from benchmarks.testbed.urdf import Arm, body_inertials, read_arm, rotations
-from benchmarks.testbed.writers import toml_table, write_json, write_vicon_csv
+from benchmarks.testbed.writers import toml_table, write_json, write_markers
 
 ROBOTS_DIR = Path(mujoco.__file__).resolve().parents[1] / "cmeel.prefix" / "share" / \
     "example-robot-data" / "robots"
@@ -215,10 +215,11 @@ def _driven(arm: Arm, rig: Rig, q_mid: dict[str, float], motion, rate_hz: float,
 def write_robot_study(name: str, rig: Rig, rig_rel: str, calibrated_rig: Path, out: Path,
                       rng, *, n_postures=9, duration_s=20.0, motion_s=14.0, rate_hz=120.0,
                       noise_m=1e-4, encoder_noise_rad=1e-5, n_inconsistent: int = 0,
-                      push=None, session: str | None = None) -> dict:
+                      push=None, session: str | None = None, file_format: str = "csv") -> dict:
     """A robot session on ``rig`` (its rig file written and calibrated at
     ``calibrated_rig``, named ``rig_rel`` from the manifest): postures, the advised driven
-    capture, the CAD prior (``n_inconsistent`` links inconsistent) and the truth."""
+    capture, the CAD prior (``n_inconsistent`` links inconsistent) and the truth; the marker
+    captures as Vicon CSV or C3D (``file_format``)."""
     arm = load_robot(name, rng)
     sub = arm.subject
     base = sub.links[0].body
@@ -239,15 +240,15 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, calibrated_rig: Path, o
         q0, v0 = sim.perturbed_state(model, q_eq, push[0] * f[:6], push[1] * f[6:])
         tr = sim.simulate(model, q0, v0, rate_hz=rate_hz, duration_s=duration_s)
         pn = f"posture{p + 1:02d}"
-        write_vicon_csv(sess / f"{pn}.csv", rate_hz, tr.names,
-                        sim.add_noise(tr.markers_lab_m, noise_m, rng))
+        cap = write_markers(sess / pn, file_format, rate_hz, tr.names,
+                            sim.add_noise(tr.markers_lab_m, noise_m, rng))
         enc = np.array([q[n] for n in jnames])[None] + rng.normal(
             0.0, encoder_noise_rad, (len(tr.time_s), len(jnames)))
         _joint_csv(sess / f"{pn}.joints.csv", tr.time_s, jnames, enc)
         ov = posture_overall(sub, rotations(arm, q))
         posture_truth.append({"name": pn, "mass": ov["mass"], "com": ov["com"],
                               "inertia_com": ov["inertia_com"], "joint_angles": q})
-        post_rows.append(pn)
+        post_rows.append((pn, cap))
         qs.append(q)
     motion = None
     if motion_s:
@@ -259,20 +260,20 @@ def write_robot_study(name: str, rig: Rig, rig_rel: str, calibrated_rig: Path, o
         else:
             q_mid = dict(zip(adv.joints, adv.center.tolist()))
             tr, qp = _driven(arm, rig, q_mid, adv, rate_hz, motion_s)
-            write_vicon_csv(sess / "motion.csv", rate_hz, tr.names,
-                            sim.add_noise(tr.markers_lab_m, noise_m, rng))
+            cap = write_markers(sess / "motion", file_format, rate_hz, tr.names,
+                                sim.add_noise(tr.markers_lab_m, noise_m, rng))
             enc = qp + np.array([q_mid[n] for n in jnames])[None]
             enc += rng.normal(0.0, encoder_noise_rad, enc.shape)
             _joint_csv(sess / "motion.joints.csv", tr.time_s, jnames, enc)
-            motion = {"capture": "motion.csv", "joint_angles": "motion.joints.csv",
+            motion = {"capture": cap, "joint_angles": "motion.joints.csv",
                       "advised": adv.to_json(), "excursion_rad": float(np.max(np.abs(qp)))}
     out_m = [toml_table("[session]", {"name": session or name, "rig": rig_rel,
                                       "total_mass": sub.total_mass_kg}),
              toml_table("[robot]", {"urdf": prior_path.name, "base_link": base.name}),
              toml_table("[robot.markers]", {base.name: {k: v.tolist() for k, v in
                                                         base.markers_m.items()}})]
-    for pn in post_rows:
-        out_m.append(toml_table("[[postures]]", {"name": pn, "capture": f"{pn}.csv",
+    for pn, cap in post_rows:
+        out_m.append(toml_table("[[postures]]", {"name": pn, "capture": cap,
                                                  "joint_angles": f"{pn}.joints.csv"}))
     if motion and motion.get("capture"):
         out_m.append(toml_table("[relative_motion]", {"capture": motion["capture"],

@@ -1,5 +1,6 @@
-"""What a lab writes: Vicon Nexus CSV captures (mm), the rig file and the session manifest
-as a user writes them (TOML), and ``truth.json`` (the form rigtool's report compares with).
+"""What a lab writes: Vicon Nexus CSV or C3D captures (mm), the rig file and the session
+manifest as a user writes them (TOML), and ``truth.json`` (the form rigtool's report compares
+with).
 """
 
 from __future__ import annotations
@@ -27,6 +28,66 @@ def write_vicon_csv(path: Path, rate_hz: float, names: list[str],
     frames = np.arange(1, n + 1).astype(str)
     rows = [f"{frames[i]},0," + ",".join(cells[i]) for i in range(n)]
     path.write_bytes(("\r\n".join(head + rows) + "\r\n").encode("ascii"))
+
+
+def write_c3d(path: Path, rate_hz: float, names: list[str], markers_lab_m: np.ndarray,
+              rng: np.random.Generator | None = None) -> None:
+    """A C3D file as a Vicon or Qualisys system exports it, written by ezc3d (float frames,
+    Intel processor): ``POINT:UNITS`` mm, ``POINT:RATE``, the labels, and each point's
+    residual word: the camera fit's RMS (a positive mm value, drawn around 0.3 mm when
+    ``rng`` is given, else 0.3) where seen, -1 where missing (NaN). The first frame is 1."""
+    import ezc3d
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n, k, _ = markers_lab_m.shape
+    mm = np.asarray(markers_lab_m, float) * 1000.0
+    missing = ~np.isfinite(mm).all(axis=2)                       # (n, k)
+    c = ezc3d.c3d()
+    c["parameters"]["POINT"]["RATE"]["value"] = [float(rate_hz)]
+    c["parameters"]["POINT"]["LABELS"]["value"] = list(names)
+    c["parameters"]["POINT"]["UNITS"]["value"] = ["mm"]
+    pts = np.ones((4, k, n))
+    pts[:3] = np.transpose(np.where(missing[..., None], 0.0, mm), (2, 1, 0))
+    c["data"]["points"] = pts
+    res = (np.full((n, k), 0.3) if rng is None
+           else np.abs(rng.normal(0.3, 0.05, (n, k))).clip(0.05, None))
+    c["data"]["meta_points"]["residuals"] = np.where(missing, -1.0, res).T[None]
+    # ezc3d names its file itself (it appends ".c3d" to any other suffix)
+    target = path if path.suffix == ".c3d" else path.with_suffix(".c3d")
+    c.write(str(target))
+    if target != path:
+        target.replace(path)
+
+
+def write_markers(stem: Path, fmt: str, rate_hz: float, names: list[str],
+                  markers_lab_m: np.ndarray, rng: np.random.Generator | None = None) -> str:
+    """The capture ``stem`` + ``.csv`` (Vicon Nexus CSV) or ``.c3d`` as ``fmt`` says; returns
+    the file's name."""
+    stem = Path(stem)
+    if fmt == "csv":
+        path = stem.with_name(stem.name + ".csv")
+        write_vicon_csv(path, rate_hz, names, markers_lab_m)
+    elif fmt == "c3d":
+        path = stem.with_name(stem.name + ".c3d")
+        write_c3d(path, rate_hz, names, markers_lab_m, rng)
+    else:
+        raise ValueError(f"capture format {fmt!r}: expected 'csv' or 'c3d'")
+    return path.name
+
+
+def read_c3d(path: Path) -> tuple[float, list[str], np.ndarray]:
+    """(rate, labels, positions in m (n, k, 3), NaN where the residual is negative) of a C3D
+    file in mm, read by ezc3d."""
+    import ezc3d
+
+    c = ezc3d.c3d(str(path))
+    rate = float(c["parameters"]["POINT"]["RATE"]["value"][0])
+    names = list(c["parameters"]["POINT"]["LABELS"]["value"])
+    pts = np.transpose(np.asarray(c["data"]["points"])[:3], (2, 1, 0)) / 1000.0
+    res = np.asarray(c["data"]["meta_points"]["residuals"])[0].T
+    pts[res < 0] = np.nan
+    return rate, names, pts
 
 
 def toml_value(v) -> str:
