@@ -5,6 +5,7 @@ sessions run by ``rigtool batch``, and every reported number compared with the t
     python3 benchmarks/testbed_campaign.py --family people-rigid --draws 20 --seed 1
     python3 benchmarks/testbed_campaign.py --family rigs --draws 20 --seed 1
     python3 benchmarks/testbed_campaign.py --family robots --draws 20 --seed 1
+    python3 benchmarks/testbed_campaign.py --family people-living --draws 20 --seed 1
 
 Families: ``people-rigid`` (2 to 14 de Leva segments, ``--max-segments`` caps them, on the
 demo's true rig calibrated once from its five reference captures), ``rigs`` (the demo's
@@ -12,7 +13,10 @@ two-link object on rigs drawn around the demo's: platform mass, anchors, stiffne
 lengths, damping, marker noise 0.05-0.3 mm; each rig calibrated), ``robots`` (an arm of
 example-robot-data's drawn per draw, on the demo rig sized for it, each such rig calibrated
 once; 9 locked postures and the driven capture rigtool advises; the CAD prior perturbed,
-two in five with 1-3 physically inconsistent links). Prints per family: the
+two in five with 1-3 physically inconsistent links), ``people-living`` (the demo's two-link
+body breathing, with wobbling tissue, on a soft back, with skin drift: each effect alone
+and all together with wall markers, in turn; :func:`living_draw`). Every draw's captures
+are Vicon Nexus CSV or C3D, one in two each. Prints per family: the
 share of numbers within 2 standard errors, the worst |z| and the non-green checks that
 judge it, numbers beyond 5 standard errors no check names, internal errors, and accuracy
 quantiles; writes ``summary.json`` in the output folder.
@@ -37,7 +41,8 @@ if str(ROOT) not in sys.path:
 from benchmarks.testbed.compare import named_by, nongreen, numbers, robot_numbers  # noqa: E402
 from benchmarks.testbed.demo import demo_study  # noqa: E402
 from benchmarks.testbed.draws import draw_rig, person_study  # noqa: E402
-from benchmarks.testbed.living import with_breathing  # noqa: E402
+from benchmarks.testbed.living import (  # noqa: E402
+    with_back, with_breathing, with_skin, with_tissue, with_wall_markers)
 from benchmarks.testbed.robot import ROBOTS, rig_for, write_robot_study  # noqa: E402
 from benchmarks.testbed.study import write_study  # noqa: E402
 
@@ -61,6 +66,9 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
         rng = np.random.default_rng([seed, i])
         name = f"{family}-{seed}-{i:03d}"
         t0 = time.time()
+        # the captures' file format drawn from a stream of its own (the physics' draws stay
+        # those of the seed): Vicon Nexus CSV or C3D, one draw in two each
+        fmt = "c3d" if np.random.default_rng([seed, i, 7]).uniform() < 0.5 else "csv"
         if family == "robots":
             # an arm drawn from example-robot-data's, on the rig sized for it (each such rig
             # calibrated once); two draws in five get a CAD prior with 1-3 links whose
@@ -73,10 +81,11 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
             n_bad = int(rng.integers(1, 4)) if rng.uniform() < 0.4 else 0
             paths = write_robot_study(
                 robot, rig, f"../../../rig-{robot}/calibration/{cal.name}", cal,
-                out / f"draw-{i:03d}", rng, session=name, n_inconsistent=n_bad)
+                out / f"draw-{i:03d}", rng, session=name, n_inconsistent=n_bad,
+                file_format=fmt)
             sessions.append({"name": name, "manifest": str(paths["session"]),
                              "truth": str(paths["truth"]), "calibrate_exit": rc0,
-                             "robot": robot, "prior_inconsistent_links": n_bad,
+                             "robot": robot, "prior_inconsistent_links": n_bad, "format": fmt,
                              "links": len(paths["robot"].subject.links), "postures": 9,
                              "simulate_s": round(time.time() - t0, 1)})
             print(f"  {name}: {robot}, {n_bad} inconsistent prior links, calibrate exit "
@@ -91,6 +100,7 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
                 study = person_study(rng, name, base.rig, base.reference_bodies,
                                      base.calibration, n_segments=n,
                                      seed=int(rng.integers(2**31)))
+                study.capture.file_format = fmt
                 try:
                     paths = write_study(study, out, write_rig=i == 0)
                     break
@@ -104,31 +114,30 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
                              "truth": str(paths["truth"]), "calibrate_exit": rc,
                              "links": len(study.subject.links),
                              "postures": len(study.postures), "redrawn": attempt,
+                             "format": fmt,
                              "simulate_s": round(time.time() - t0, 1)})
             print(f"  {name}: {len(study.subject.links)} links, {len(study.postures)} "
                   f"postures", flush=True)
             continue
         if family == "people-living":
-            # the demo's two-link body breathing: 2-6 kg of contents, 8-20 breaths a
-            # minute, 8-20 mm peak to peak, 5-15 % breath-to-breath variability
+            # the demo's two-link body with one living effect drawn over the literature's
+            # ranges, in turn each alone and all together (then with the chest and
+            # abdominal wall's markers named as breathing markers)
+            kind = LIVING_KINDS[i % len(LIVING_KINDS)]
             study = demo_study(seed=int(rng.integers(2**31)), rate_hz=100.0, duration_s=20.0)
             study.subject.name = name
+            study.capture.file_format = fmt
             if i == 0:
                 write_study(_rig_only(study), out)
                 rc0 = _rigtool("calibrate", str(out / "calibration" / "paper-rig.toml"),
                                "--force", log=log)
-            study = with_breathing(study, rng, mass_kg=float(rng.uniform(2.0, 6.0)),
-                                   rate_per_min=float(rng.uniform(8.0, 20.0)),
-                                   peak_to_peak_m=float(rng.uniform(0.008, 0.020)),
-                                   variability=float(rng.uniform(0.05, 0.15)))
+            study, effects = living_draw(study, rng, kind)
             paths = write_study(study, out, write_rig=False)
             sessions.append({"name": name, "manifest": str(paths["session"]),
                              "truth": str(paths["truth"]), "calibrate_exit": rc0,
-                             "links": 2, "postures": 3,
-                             "breathing": {k: v for k, v in study.internal[0].items()
-                                           if k in ("mass",)},
-                             "simulate_s": round(time.time() - t0, 1)})
-            print(f"  {name}: breathing {study.internal[0]['mass']:.1f} kg", flush=True)
+                             "links": 2, "postures": 3, "format": fmt, "living": kind,
+                             "effects": effects, "simulate_s": round(time.time() - t0, 1)})
+            print(f"  {name}: {kind} {json.dumps(effects)}", flush=True)
             continue
         study = demo_study(seed=int(rng.integers(2**31)))            # family "rigs"
         study.rig = draw_rig(rng, base.rig, study.subject.total_mass_kg)
@@ -136,6 +145,7 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
         study.subject.name = name
         study.capture.noise_sigma_m = float(rng.uniform(0.05e-3, 0.3e-3))
         study.capture.rate_hz, study.capture.duration_s = 100.0, 15.0
+        study.capture.file_format = fmt
         root = out / f"draw-{i:03d}"
         first = True
         paths = write_study(study, root, write_rig=first)
@@ -145,10 +155,58 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
         sessions.append({"name": name, "manifest": str(paths["session"]),
                          "truth": str(paths["truth"]), "calibrate_exit": rc,
                          "links": len(study.subject.links), "postures": len(study.postures),
-                         "simulate_s": round(time.time() - t0, 1)})
+                         "format": fmt, "simulate_s": round(time.time() - t0, 1)})
         print(f"  {name}: {len(study.subject.links)} links, {len(study.postures)} postures, "
               f"calibrate exit {rc}", flush=True)
     return sessions
+
+
+#: the people-living family's effects, drawn in turn
+LIVING_KINDS = ("breathing", "tissue", "back", "skin", "all")
+
+
+def living_draw(study, rng, kind: str):
+    """``study`` with the living effect ``kind`` (or ``"all"``) drawn over the literature's
+    ranges: breathing 8-20 /min, 8-20 mm peak to peak of 2-6 kg of abdominal contents,
+    5-15 % breath-to-breath variability, a second harmonic of 10-35 %; wobbling tissue 10-30 %
+    of each link's mass at 4-12 Hz, damping ratio 0.1-0.4; a back of 3.5-7 Hz in shear,
+    7-12 Hz in compression, 5-9 Hz rocking, damping ratio 0.1-0.3; skin drift 0.2-1.5 mm
+    (2 s). ``"all"`` adds chest and abdominal wall markers moving 1-4 mm peak to peak,
+    named as the trunk's breathing markers. Returns the study and the drawn values."""
+    eff = {}
+    if kind in ("breathing", "all"):
+        eff["breathing"] = {"mass_kg": rng.uniform(2.0, 6.0),
+                            "rate_per_min": rng.uniform(8.0, 20.0),
+                            "peak_to_peak_m": rng.uniform(0.008, 0.020),
+                            "variability": rng.uniform(0.05, 0.15),
+                            "harmonic": rng.uniform(0.10, 0.35)}
+        b = eff["breathing"]
+        study = with_breathing(study, rng, **b)
+    if kind == "all":
+        places = {"CH1": np.array([0.05, -0.45, 0.06]), "AB1": np.array([-0.04, -0.15, 0.06])}
+        eff["wall_markers"] = {
+            m: {"place": (p + rng.normal(0.0, 0.02, 3)).tolist(),
+                "peak_to_peak_m": rng.uniform(0.001, 0.004)} for m, p in places.items()}
+        study = with_wall_markers(study, {
+            m: (np.array(w["place"]), w["peak_to_peak_m"] / b["peak_to_peak_m"])
+            for m, w in eff["wall_markers"].items()})
+    if kind in ("tissue", "all"):
+        eff["tissue"] = {"fraction": rng.uniform(0.10, 0.30),
+                         "frequency_hz": rng.uniform(4.0, 12.0),
+                         "damping_ratio": rng.uniform(0.1, 0.4)}
+        study = with_tissue(study, **eff["tissue"])
+    if kind in ("back", "all"):
+        eff["back"] = {"shear_hz": rng.uniform(3.5, 7.0),
+                       "compression_hz": rng.uniform(7.0, 12.0),
+                       "rocking_hz": rng.uniform(5.0, 9.0),
+                       "damping_ratio": rng.uniform(0.1, 0.3)}
+        study = with_back(study, **eff["back"])
+    if kind in ("skin", "all"):
+        eff["skin"] = {"sigma_m": rng.uniform(0.2e-3, 1.5e-3), "tau_s": 2.0}
+        study = with_skin(study, **eff["skin"])
+    eff = {k: ({kk: (round(float(vv), 6) if isinstance(vv, float) else vv)
+                for kk, vv in v.items()}) for k, v in eff.items()}
+    return study, eff
 
 
 def _rig_only(study):

@@ -107,11 +107,33 @@ def _sites(prefix: str, b: Body) -> str:
     return "".join(f'<site name="{prefix}:{m}" pos="{_fmt(p)}"/>' for m, p in b.markers_m.items())
 
 
+def _internal_body(k: int, im: dict, subject_name: str) -> str:
+    """The MJCF body of the ``k``-th internal mass (see :func:`mjcf`)."""
+    kind = im.get("kind", "breath")
+    point = _fmt(im["point"])
+    tiny = 'diaginertia="1e-9 1e-9 1e-9"'
+    if kind == "wobble":
+        joints = "".join(f'<joint name="internal{k}:{ax}" type="slide" axis="{e}" '
+                         f'stiffness="{im["stiffness"]:.17g}" damping="{im["damping"]:.17g}"/>'
+                         for ax, e in zip("xyz", ("1 0 0", "0 1 0", "0 0 1")))
+        return (f'<body name="internal{k}" pos="{point}">{joints}<inertial pos="0 0 0" '
+                f'mass="{im["mass"]:.17g}" {tiny}/></body>')
+    joint = f'<joint name="internal{k}" type="slide" axis="{_fmt(im["axis"])}"/>'
+    if kind == "wall":
+        p0 = np.asarray(im["point"], float)
+        sites = "".join(f'<site name="{subject_name}:{m}" pos="{_fmt(np.asarray(p) - p0)}"/>'
+                        for m, p in im["sites"].items())
+        return (f'<body name="internal{k}" pos="{point}" gravcomp="1">{joint}'
+                f'<inertial pos="0 0 0" mass="{im["mass"]:.17g}" {tiny}/>{sites}</body>')
+    return (f'<body name="internal{k}" pos="{point}">{joint}<inertial pos="0 0 0" '
+            f'mass="{im["mass"]:.17g}" diaginertia="1e-6 1e-6 1e-6"/></body>')
+
+
 def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
          subject: Subject | None = None, rotations: dict[str, np.ndarray] | None = None,
          released: dict[str, float] | None = None, timestep_s: float = 1e-3,
          integrator: str = "RK4", spring_damping: bool = True,
-         internal: list[dict] | None = None,
+         internal: list[dict] | None = None, back: dict | None = None,
          physics: rigphysics.RigPhysics | None = None) -> str:
     """The MJCF of the rig carrying ``loads`` (body, position, rotation in the platform
     frame; welded) and/or ``subject`` in a posture.
@@ -121,9 +143,23 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
     damping (N m s/rad, or N s/m for a slide); every other link is welded to its parent at
     its posture (a body without a joint: MuJoCo's weld is exact, no stiff penalty).
 
-    ``internal``: masses inside a link on a slide joint driven along a prescribed path by a
-    position actuator (``link``, ``mass``, ``point`` its mean place in the link frame,
-    ``axis``, servo ``kp`` and ``kv``): breathing's abdominal contents.
+    ``internal``: masses inside links (``link``, ``mass``, ``point`` their mean place in the
+    link frame), each of a ``kind``:
+
+    - ``"breath"`` (the default): on a slide joint along ``axis`` driven along a prescribed
+      path by a position actuator (servo ``kp``, ``kv``): breathing's abdominal contents;
+    - ``"wobble"``: on three slide joints along the link's axes (``internal{k}:x``, ``:y``,
+      ``:z``) with ``stiffness`` (N/m) and ``damping`` (N s/m), no actuator: wobbling
+      soft tissue;
+    - ``"wall"``: a light body on a slide joint along ``axis`` driven like ``"breath"``,
+      carrying the marker sites ``sites`` (name -> place in the link frame at the wall's
+      mean place): the chest and abdominal wall's markers. Its weight is compensated
+      (MuJoCo's ``gravcomp``) so its servo holds it on its path without a static lag.
+
+    ``back``: the base link on a compliant mount (a person's back on the deck): three slide
+    and three hinge joints along the platform's axes (``stiffness``: 6 values, N/m then
+    N m/rad; ``damping`` likewise; hinges through ``pivot``, base link frame), their
+    springs' rest set by the caller so the statics sit at the welded place.
 
     ``physics``: the rig's imperfections (:mod:`benchmarks.testbed.rigphysics`; the ideal
     rig when absent). Its bodies (frame, spring beads) follow the platform in the tree, so
@@ -161,6 +197,17 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
         def emit(lk: Link, pos, rot) -> None:
             name = lk.body.name
             parts.append(f'<body name="{name}" pos="{_fmt(pos)}" quat="{_quat(rot)}">')
+            if back is not None and lk.parent == "platform":
+                r_t = np.asarray(rot, float).T           # platform axes in the link frame
+                for i, ax in enumerate("xyz"):
+                    parts.append(f'<joint name="back:{ax}" type="slide" axis="{_fmt(r_t[:, i])}" '
+                                 f'stiffness="{back["stiffness"][i]:.17g}" '
+                                 f'damping="{back["damping"][i]:.17g}"/>')
+                for i, ax in enumerate("xyz"):
+                    parts.append(f'<joint name="back:r{ax}" type="hinge" '
+                                 f'pos="{_fmt(back["pivot"])}" axis="{_fmt(r_t[:, i])}" '
+                                 f'stiffness="{back["stiffness"][3 + i]:.17g}" '
+                                 f'damping="{back["damping"][3 + i]:.17g}"/>')
             if name in released:
                 kind = {"spherical": "ball", "revolute": "hinge", "prismatic": "slide"}[lk.joint]
                 axis = "" if kind == "ball" else f' axis="{_fmt(lk.axis)}"'
@@ -169,11 +216,7 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
             parts.append(_inertial(lk.body) + _sites(subject.name, lk.body))
             for k, im in enumerate(internal):
                 if im["link"] == name:
-                    parts.append(f'<body name="internal{k}" pos="{_fmt(im["point"])}">'
-                                 f'<joint name="internal{k}" type="slide" '
-                                 f'axis="{_fmt(im["axis"])}"/><inertial pos="0 0 0" '
-                                 f'mass="{im["mass"]:.17g}" diaginertia="1e-6 1e-6 1e-6"/>'
-                                 f'</body>')
+                    parts.append(_internal_body(k, im, subject.name))
             for ch in children.get(name, []):
                 emit(ch, ch.joint_center_parent_m, rotations.get(ch.body.name, np.eye(3)))
             parts.append("</body>")
@@ -198,9 +241,10 @@ def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),
         parts.append(tendons)
         rig_acts.append(acts)
     parts.append("</tendon>")
-    if internal or any(rig_acts):
+    driven = [(k, im) for k, im in enumerate(internal) if "path" in im]
+    if driven or any(rig_acts):
         parts.append("<actuator>" + "".join(
             f'<position joint="internal{k}" kp="{im["kp"]:.17g}" kv="{im["kv"]:.17g}"/>'
-            for k, im in enumerate(internal)) + "".join(rig_acts) + "</actuator>")
+            for k, im in driven) + "".join(rig_acts) + "</actuator>")
     parts.append("</mujoco>")
     return "".join(parts)
