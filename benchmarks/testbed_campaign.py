@@ -57,8 +57,10 @@ def _rigtool(*args: str, log: Path) -> int:
 
 
 def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 14,
-          log: Path) -> list[dict]:
-    """Simulate and calibrate every draw; the sessions' manifests and truths."""
+          log: Path, kinds: tuple[str, ...] = ()) -> list[dict]:
+    """Simulate and calibrate every draw; the sessions' manifests and truths (people-living:
+    the effects ``kinds`` in turn, :data:`LIVING_KINDS` when empty)."""
+    kinds = tuple(kinds) or LIVING_KINDS
     base = demo_study()
     sessions = []
     rigs = {}
@@ -123,7 +125,7 @@ def build(family: str, draws: int, seed: int, out: Path, *, max_segments: int = 
             # the demo's two-link body with one living effect drawn over the literature's
             # ranges, in turn each alone and all together (then with the chest and
             # abdominal wall's markers named as breathing markers)
-            kind = LIVING_KINDS[i % len(LIVING_KINDS)]
+            kind = kinds[i % len(kinds)]
             study = demo_study(seed=int(rng.integers(2**31)), rate_hz=100.0, duration_s=20.0)
             study.subject.name = name
             study.capture.file_format = fmt
@@ -336,7 +338,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--max-segments", type=int, default=14)
+    ap.add_argument("--kinds", default=",".join(LIVING_KINDS),
+                    help="people-living: the effects drawn in turn, comma-separated from "
+                         f"{', '.join(LIVING_KINDS)}")
     args = ap.parse_args(argv)
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if not kinds or set(kinds) - set(LIVING_KINDS):
+        print(f"testbed_campaign: --kinds {args.kinds!r}: expected a comma-separated list of "
+              f"{', '.join(LIVING_KINDS)}", file=sys.stderr)
+        return 2
     if args.family not in FAMILIES:
         print(f"testbed_campaign: the family {args.family!r} is not built yet "
               f"(built: {', '.join(FAMILIES)})", file=sys.stderr)
@@ -348,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"simulating {args.draws} draws of {args.family} (seed {args.seed}) into {out}",
           flush=True)
     sessions = build(args.family, args.draws, args.seed, out,
-                     max_segments=args.max_segments, log=log)
+                     max_segments=args.max_segments, log=log, kinds=kinds)
     t1 = time.time()
     batch_dir = out / "batch"
     manifests = [s["manifest"] for s in sessions if s["calibrate_exit"] in (0, 3)]
