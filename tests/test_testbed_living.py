@@ -5,6 +5,8 @@ its Vicon CSV twin does."""
 
 from __future__ import annotations
 
+import tomllib
+
 import numpy as np
 import pytest
 
@@ -13,12 +15,13 @@ from benchmarks.testbed.demo import demo_study
 from benchmarks.testbed.living import (with_back, with_breathing, with_tissue,
                                        with_wall_markers)
 from benchmarks.testbed.model import mjcf
-from benchmarks.testbed.study import _carried, rest_at_welded_place, skin_drift
+from benchmarks.testbed.study import (_carried, rest_at_welded_place, skin_drift,
+                                      write_manifest)
 from benchmarks.testbed.writers import write_markers
 from rigtool.mocap import read_capture
 
 
-def _released(study, posture, *, substeps_model=None):
+def _released(study, posture):
     """The locked model's equilibrium carried into the living model, its springs at rest
     at the welded place: (living model, its state at rest)."""
     locked = sim.compile_model(mjcf(study.rig, subject=study.truth_subject,
@@ -94,7 +97,7 @@ def test_skin_drift_has_its_law():
     assert abs(rho - np.exp(-1.0)) < 0.05
 
 
-def test_wall_markers_ride_the_breath():
+def test_wall_markers_ride_the_breath(tmp_path):
     """The wall markers are sites of bodies servoed to a gain of the breath's path along its
     axis: in the trunk's frame each moves by gain x path (40 Hz servo: lag 2 zeta / omega =
     8 ms of a 0.2 Hz breath, < 1 % of its motion) and the manifest lists them as breathing
@@ -102,15 +105,9 @@ def test_wall_markers_ride_the_breath():
     st = with_breathing(demo_study(), np.random.default_rng(1), mass_kg=4.0,
                         peak_to_peak_m=0.016, variability=0.0)
     st = with_wall_markers(st, {"CH1": ((0.05, -0.45, 0.06), 0.2)})
-    model = sim.compile_model(mjcf(st.rig, subject=st.subject, rotations=st.postures[0].rotations,
-                                   internal=st.internal))
+    model, q = _released(st, st.postures[0])
     wall = next(k for k, im in enumerate(st.internal) if im["kind"] == "wall")
     breath = st.internal[0]["path"]
-    q = sim.equilibrium(sim.compile_model(mjcf(st.rig, subject=st.truth_subject,
-                                               rotations=st.postures[0].rotations)))
-    locked = sim.compile_model(mjcf(st.rig, subject=st.truth_subject,
-                                    rotations=st.postures[0].rotations))
-    q = _carried(locked, q, model)
     for k, im in enumerate(st.internal):
         q[model.joint(f"internal{k}").qposadr[0]] = im["path"](0.0)
     tr = sim.simulate(model, q, np.zeros(model.nv), rate_hz=100.0, duration_s=10.0,
@@ -119,6 +116,11 @@ def test_wall_markers_ride_the_breath():
     want = np.array([0.2 * breath(t) for t in tr.time_s])
     assert np.ptp(want) > 2.5e-3
     assert np.max(np.abs(x - want)[100:]) < 0.01 * np.ptp(want)
+    write_manifest(st, tmp_path / "session.toml", "rig.toml")
+    trunk = tomllib.loads((tmp_path / "session.toml").read_text())["links"][0]
+    assert trunk["breathing_markers"] == ["CH1"]
+    assert trunk["markers"]["CH1"] == [0.05, -0.45, 0.06]
+    assert set(trunk["markers"]) >= {"T1", "T2", "T3", "T4"}      # the rigid ones stay
 
 
 def test_c3d_capture_reads_as_its_csv_twin(tmp_path):

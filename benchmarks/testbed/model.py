@@ -108,25 +108,25 @@ def _sites(prefix: str, b: Body) -> str:
 
 
 def _internal_body(k: int, im: dict, subject_name: str) -> str:
-    """The MJCF body of the ``k``-th internal mass (see :func:`mjcf`)."""
+    """The MJCF body of the ``k``-th internal mass (see :func:`mjcf`): a point mass (the
+    truth splits it off its link as one) on its joints, a wall's marker sites with it."""
     kind = im.get("kind", "breath")
-    point = _fmt(im["point"])
-    tiny = 'diaginertia="1e-9 1e-9 1e-9"'
     if kind == "wobble":
         joints = "".join(f'<joint name="internal{k}:{ax}" type="slide" axis="{e}" '
                          f'stiffness="{im["stiffness"]:.17g}" damping="{im["damping"]:.17g}"/>'
                          for ax, e in zip("xyz", ("1 0 0", "0 1 0", "0 0 1")))
-        return (f'<body name="internal{k}" pos="{point}">{joints}<inertial pos="0 0 0" '
-                f'mass="{im["mass"]:.17g}" {tiny}/></body>')
-    joint = f'<joint name="internal{k}" type="slide" axis="{_fmt(im["axis"])}"/>'
+    else:
+        joints = f'<joint name="internal{k}" type="slide" axis="{_fmt(im["axis"])}"/>'
+    inertia = "1e-6 1e-6 1e-6" if kind == "breath" else "1e-9 1e-9 1e-9"
+    attrs, sites = "", ""
     if kind == "wall":
+        attrs = ' gravcomp="1"'
         p0 = np.asarray(im["point"], float)
         sites = "".join(f'<site name="{subject_name}:{m}" pos="{_fmt(np.asarray(p) - p0)}"/>'
                         for m, p in im["sites"].items())
-        return (f'<body name="internal{k}" pos="{point}" gravcomp="1">{joint}'
-                f'<inertial pos="0 0 0" mass="{im["mass"]:.17g}" {tiny}/>{sites}</body>')
-    return (f'<body name="internal{k}" pos="{point}">{joint}<inertial pos="0 0 0" '
-            f'mass="{im["mass"]:.17g}" diaginertia="1e-6 1e-6 1e-6"/></body>')
+    return (f'<body name="internal{k}" pos="{_fmt(im["point"])}"{attrs}>{joints}'
+            f'<inertial pos="0 0 0" mass="{im["mass"]:.17g}" diaginertia="{inertia}"/>'
+            f'{sites}</body>')
 
 
 def mjcf(rig: Rig, *, loads: list[tuple[Body, np.ndarray, np.ndarray]] = (),

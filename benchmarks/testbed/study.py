@@ -241,7 +241,8 @@ def write_rig_file(study: Study, path: Path) -> None:
             "inertia_com": _inertia_list(b.inertia_com_kg_m2), "markers": _markers(b)}))
     for c in study.calibration:
         out.append(toml_table("[[calibration_captures]]", {
-            "capture": f"{rig.name}/{c.name}.{study.capture.file_format}", "load": [b.name for b, _, _ in c.loads],
+            "capture": f"{rig.name}/{c.name}.{study.capture.file_format}",
+            "load": [b.name for b, _, _ in c.loads],
             "holdout": True if c.holdout else None}))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# the rig file as a user writes it; `rigtool calibrate` completes it\n\n"

@@ -30,12 +30,14 @@ def write_vicon_csv(path: Path, rate_hz: float, names: list[str],
     path.write_bytes(("\r\n".join(head + rows) + "\r\n").encode("ascii"))
 
 
-def write_c3d(path: Path, rate_hz: float, names: list[str], markers_lab_m: np.ndarray,
-              rng: np.random.Generator | None = None) -> None:
-    """A C3D file as a Vicon or Qualisys system exports it, written by ezc3d (float frames,
-    Intel processor): ``POINT:UNITS`` mm, ``POINT:RATE``, the labels, and each point's
-    residual word: the camera fit's RMS (a positive mm value, drawn around 0.3 mm when
-    ``rng`` is given, else 0.3) where seen, -1 where missing (NaN). The first frame is 1."""
+def write_c3d(path: Path, rate_hz: float, names: list[str], markers_lab_m: np.ndarray) -> None:
+    """A C3D file (``path`` ending ``.c3d``) as a Vicon or Qualisys system exports it, written
+    by ezc3d (float frames, Intel processor): ``POINT:UNITS`` mm, ``POINT:RATE``, the labels,
+    and each point's residual word: 0.3 mm (a camera fit's RMS) where seen, -1 where missing
+    (NaN). The first frame is 1.
+
+    Written with ezc3d, not with rigtool's own C3D writer: rigtool's reader then meets a file
+    another implementation wrote, as it does in a lab."""
     import ezc3d
 
     path = Path(path)
@@ -50,18 +52,12 @@ def write_c3d(path: Path, rate_hz: float, names: list[str], markers_lab_m: np.nd
     pts = np.ones((4, k, n))
     pts[:3] = np.transpose(np.where(missing[..., None], 0.0, mm), (2, 1, 0))
     c["data"]["points"] = pts
-    res = (np.full((n, k), 0.3) if rng is None
-           else np.abs(rng.normal(0.3, 0.05, (n, k))).clip(0.05, None))
-    c["data"]["meta_points"]["residuals"] = np.where(missing, -1.0, res).T[None]
-    # ezc3d names its file itself (it appends ".c3d" to any other suffix)
-    target = path if path.suffix == ".c3d" else path.with_suffix(".c3d")
-    c.write(str(target))
-    if target != path:
-        target.replace(path)
+    c["data"]["meta_points"]["residuals"] = np.where(missing, -1.0, 0.3).T[None]
+    c.write(str(path))
 
 
 def write_markers(stem: Path, fmt: str, rate_hz: float, names: list[str],
-                  markers_lab_m: np.ndarray, rng: np.random.Generator | None = None) -> str:
+                  markers_lab_m: np.ndarray) -> str:
     """The capture ``stem`` + ``.csv`` (Vicon Nexus CSV) or ``.c3d`` as ``fmt`` says; returns
     the file's name."""
     stem = Path(stem)
@@ -70,24 +66,10 @@ def write_markers(stem: Path, fmt: str, rate_hz: float, names: list[str],
         write_vicon_csv(path, rate_hz, names, markers_lab_m)
     elif fmt == "c3d":
         path = stem.with_name(stem.name + ".c3d")
-        write_c3d(path, rate_hz, names, markers_lab_m, rng)
+        write_c3d(path, rate_hz, names, markers_lab_m)
     else:
         raise ValueError(f"capture format {fmt!r}: expected 'csv' or 'c3d'")
     return path.name
-
-
-def read_c3d(path: Path) -> tuple[float, list[str], np.ndarray]:
-    """(rate, labels, positions in m (n, k, 3), NaN where the residual is negative) of a C3D
-    file in mm, read by ezc3d."""
-    import ezc3d
-
-    c = ezc3d.c3d(str(path))
-    rate = float(c["parameters"]["POINT"]["RATE"]["value"][0])
-    names = list(c["parameters"]["POINT"]["LABELS"]["value"])
-    pts = np.transpose(np.asarray(c["data"]["points"])[:3], (2, 1, 0)) / 1000.0
-    res = np.asarray(c["data"]["meta_points"]["residuals"])[0].T
-    pts[res < 0] = np.nan
-    return rate, names, pts
 
 
 def toml_value(v) -> str:
