@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.testbed.compare import named_by, nongreen, numbers, robot_numbers  # noqa: E402
+from benchmarks.testbed.compare import (false_causes, named_by, named_by_cause,  # noqa: E402
+                                        nongreen, numbers, robot_numbers)
 from benchmarks.testbed.demo import demo_study  # noqa: E402
 from benchmarks.testbed.draws import draw_rig, person_study  # noqa: E402
 from benchmarks.testbed.living import (  # noqa: E402
@@ -245,8 +246,10 @@ def evaluate(sessions: list[dict], batch_dir: Path) -> dict:
             for r in rows:
                 r["session"] = s["name"]
                 r["named_by"] = named_by(r, checks)
+                r["named_by_cause"] = named_by_cause(r, s.get("effects"))
             rows_all += rows
             entry["checks"] = [f"{c['key']}:{c['level']}" for c in checks]
+            entry["false_causes"] = false_causes(checks, s.get("effects"))
             zs = [abs(r["z"]) for r in rows if r["z"] is not None]
             entry["numbers"] = len(rows)
             entry["within_2se"] = float(np.mean(np.array(zs) < 2.0)) if zs else None
@@ -280,7 +283,10 @@ def figures(rows: list[dict], sessions: list[dict]) -> dict:
            "farther_than_prior": [
                f"{s['name']} {k} ({w})" for s in sessions
                for k, v in (s.get("robot_vs_prior") or {}).items() if isinstance(v, dict)
-               for w in ("robot_urdf", "estimate") if v.get(w, 0.0) > v.get("prior", np.inf)]}
+               for w in ("robot_urdf", "estimate") if v.get(w, 0.0) > v.get("prior", np.inf)],
+           # living-body checks that name an effect the subject does not have
+           "false_causes": [f"{s['name']} {k}" for s in sessions
+                            for k in s.get("false_causes", [])]}
     groups = {}
     for g in ("postures", "phi_s", "phi_b", "segments", "base_parameters", "all"):
         rs = [r for r in rows if (g == "all" or r["group"] == g) and r["z"] is not None]
@@ -290,11 +296,15 @@ def figures(rows: list[dict], sessions: list[dict]) -> dict:
         w = rs[int(np.argmax(z))]
         unnamed5 = [f"{r['session']} {r['entry']} z={r['z']:.1f}" for r in rs
                     if abs(r["z"]) > 5 and not r["named_by"]]
+        # stricter: a check judging it that names a cause the subject has
+        uncaused5 = [f"{r['session']} {r['entry']} z={r['z']:.1f}" for r in rs
+                     if abs(r["z"]) > 5 and not r.get("named_by_cause", r["named_by"])]
         groups[g] = {"numbers": len(rs), "within_2se": float(np.mean(z < 2)),
                      "within_5se": float(np.mean(z < 5)),
                      "worst": {"z": float(w["z"]), "entry": f"{w['session']} {w['entry']}",
                                "named_by": w["named_by"]},
-                     "beyond_5se_unnamed": unnamed5}
+                     "beyond_5se_unnamed": unnamed5,
+                     "beyond_5se_not_named_by_its_cause": uncaused5}
     out["groups"] = groups
     com = [abs(r["error"]) * 1e3 for r in rows if r["group"] == "postures" and ".com" in r["entry"]]
     inertia = []
@@ -323,7 +333,10 @@ def print_figures(family: str, fig: dict) -> None:
         print(f"  {g:9s} {d['numbers']:5d} numbers, within 2 SE {100 * d['within_2se']:.1f} %,"
               f" within 5 SE {100 * d['within_5se']:.1f} %; worst |z| {abs(w['z']):.1f} at"
               f" {w['entry']} (non-green checks judging it: {w['named_by'] or 'none'});"
-              f" beyond 5 SE unnamed: {len(d['beyond_5se_unnamed'])}")
+              f" beyond 5 SE unnamed: {len(d['beyond_5se_unnamed'])}, not named by a cause"
+              f" the subject has: {len(d['beyond_5se_not_named_by_its_cause'])}")
+    print(f"  checks naming an effect the subject does not have: {len(fig['false_causes'])}"
+          f" {fig['false_causes']}")
     for k, q in fig["accuracy"].items():
         if q:
             print(f"  {k}: median {q['median']:.4g}, 90 % {q['p90']:.4g}, max {q['max']:.4g}"

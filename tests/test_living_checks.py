@@ -136,6 +136,12 @@ def test_base_link_deflecting_with_the_platform_is_a_compliant_support(posture1)
     assert "no tissue element was told from it" in check.meaning
     assert out.postures[0].unseen_tissue and out.postures[0].shared_errors
     assert "held in their standard errors" in check.meaning
+    # the support's measured motion carries the markers' noise into the upper band's
+    # acceleration (its rotation through the body's lever): the band masses' standard errors
+    # hold it, and a support without tissue is not named as tissue
+    upper = out.postures[0].living_signs["apparent_mass"][-1]
+    assert upper["std_probes_kg"] > 0
+    assert soft_tissue_check(out).level == "ok"
 
 
 def test_support_measured_because_of_a_tissue_element_at_its_limit(posture1):
@@ -175,6 +181,28 @@ def _two_band_motion(t: np.ndarray, rng, high_amp_m: float):
         force += m * amp * decay * ((beta ** 2 - w ** 2) * np.sin(arg)
                                     - 2 * beta * w * np.cos(arg))
     return com, force
+
+
+def test_band_masses_carry_the_marker_noise_through_their_regressor(posture1):
+    """Each band's mass is measured again on noisy copies of the capture: the spread joins
+    the residual's standard error. The upper band's acceleration is the pose twice
+    differentiated at up to 8 Hz, the lower band's below 1 Hz: the noise moves the upper
+    band's mass many times further (the second difference's gain goes as the fourth power
+    of the frequency), and with no noise nothing moves."""
+    from rigtool.pipeline.posture import living_signs
+    session, rigfile, tree, markers, data = posture1
+    p = _outcome(posture1, data).postures[0]
+    lower, upper = p.living_signs["apparent_mass"]
+    for b in (lower, upper):
+        assert b["std_kg"] == pytest.approx(np.hypot(b["std_residual_kg"],
+                                                     b["std_probes_kg"]), rel=1e-12)
+    assert upper["std_probes_kg"] > 5 * lower["std_probes_kg"] > 0
+    plat = body_trajectory(data, rigfile.rig.platform.markers_platform)
+    trajs = {l.name: body_trajectory(data, markers[l.name]) for l in tree.links}
+    still = living_signs(rigfile.rig, data, plat, trajs, tree, p.result.com, p.result.mass,
+                         p.base_rotation_platform, p.base_position_platform,
+                         p.living_signs["base_on_platform"], marker_sigma_m=1e-12)
+    assert all(b["std_probes_kg"] < 1e-6 for b in still["apparent_mass"])
 
 
 def test_apparent_mass_by_band_recovers_each_band_mass():

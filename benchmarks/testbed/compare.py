@@ -84,6 +84,35 @@ def named_by(row: dict, checks: list[dict]) -> list[str]:
             if c["key"] in GROUP_CHECKS[row["group"]] or row["item"] in c["text"]]
 
 
+#: the checks that name each effect of a living body the test bed simulates (a subject's
+#: ``effects`` in the campaign's session entry)
+CAUSE_CHECKS = {"breathing": {"breathing"}, "tissue": {"soft_tissue"}, "back": {"support"},
+                "skin": {"skin", "markers_still"}}
+_CAUSE_KEYS = set().union(*CAUSE_CHECKS.values())
+
+
+def subject_causes(effects: dict | None) -> set[str]:
+    """The checks that name a cause the subject has (from its drawn ``effects``)."""
+    return set().union(*(CAUSE_CHECKS.get(k, set()) for k in (effects or {})))
+
+
+def named_by_cause(row: dict, effects: dict | None) -> list[str]:
+    """Of the checks judging ``row`` (its ``named_by``), those that name a cause the subject
+    has: for a living body, a check of one of its effects; for a body without them, any
+    check but one naming an effect it does not have (a wrong cause names nothing)."""
+    causes = subject_causes(effects)
+    if causes:
+        return [k for k in row["named_by"] if k in causes]
+    return [k for k in row["named_by"] if k not in _CAUSE_KEYS]
+
+
+def false_causes(checks: list[dict], effects: dict | None) -> list[str]:
+    """The non-green checks that name an effect of a living body the subject does not
+    have (a soft tissue named on a rigid body, a breath on a body that does not breathe)."""
+    causes = subject_causes(effects)
+    return sorted({c["key"] for c in checks if c["key"] in _CAUSE_KEYS - causes})
+
+
 _PARAMS = ("m", "MX", "MY", "MZ", "XX", "XY", "XZ", "YY", "YZ", "ZZ")
 
 

@@ -9,6 +9,7 @@ rotations ``0R_j`` map link axes to base axes; SI units, marker figures in mm wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +33,8 @@ from rigtool.identify.posture.tissue_fit import (OTHER_TISSUE_FRACTION, OtherTis
                                                  TissueNotFound, fit_with_tissue,
                                                  hold_unseen_tissue, tissue_evidence)
 from rigtool.identify.segments.priors import priors_from_specs
-from rigtool.inertia import InertialParams, transform_params
+from rigtool.identify.posture.force_scale import carry_scale_uncertainty
+from rigtool.inertia import PI9_TO_SUBSET_ORDER, InertialParams, transform_params
 from rigtool.kinematics.breath_motion import measure_breath
 from rigtool.kinematics.support_motion import (SupportMotion, locked_body_trajectory,
                                               measure_support)
@@ -111,6 +113,13 @@ class PostureOutcome:
                                                  # the body carries tissue (tissue_evidence();
                                                  # ``overruled`` when the postures together
                                                  # decided otherwise)
+    held_errors: dict[str, np.ndarray] = field(default_factory=dict)
+                                                 # shifts of [h, J0] at one standard
+                                                 # deviation held in this posture's own
+                                                 # standard errors (the tissue it may carry,
+                                                 # when the postures disagreed) and left out
+                                                 # of what the subset fit takes
+                                                 # (posture_overall)
     se_scale: float = 1.0                        # the Birge ratio its standard errors were
                                                  # scaled by when the postures scattered
                                                  # beyond them (scale_standard_errors)
@@ -240,8 +249,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                     method: str = "equation-error",
                     object_markers_in_fit: bool = True,
                     marker_covariance: str | Path = "none", standard_errors: str = "auto",
-                    cluster_frames: int = 1, tissue_seen: bool | None = None
-                    ) -> PostureOutcome:
+                    cluster_frames: int = 1, tissue_seen: bool | None = None,
+                    hold_tissue: bool = False) -> PostureOutcome:
     """Read one locked-posture capture and fit the object's overall properties.
 
     ``method="output-error"`` refines the equation-error fit by simulating the platform and
@@ -255,6 +264,9 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     ``soft_tissue = "auto"``): the session's verdict on the tissue when it overrules this
     posture's own evidence (the postures' evidence together, :func:`rigtool.identify.posture
     .tissue_fit.joint_tissue_evidence`); None: this posture's evidence decides.
+    ``hold_tissue``: a person's posture fitted rigid holds the tissue it may carry, as far as
+    the posture cannot rule it out, in its standard errors (as on a soft back; the session
+    asks for it when its postures disagree with one tree of rigid links).
     """
     check_method(method)
     rig = rigfile.rig
@@ -297,6 +309,13 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
             measure_support(plat_traj, body, r_pb, t_pb, data.time_s, frames=frames), cap,
             body, body_markers, settings, base_rotation_platform=r_pb,
             base_position_platform=t_pb, frames=frames)
+
+        def support_measured(noisy: MarkerData) -> SupportMotion:
+            """The support's measurement from a noisy copy of the capture (the same markers'
+            places on the body)."""
+            return measure_support(body_trajectory(noisy, plat_markers),
+                                   body_trajectory(noisy, body_markers), r_pb, t_pb,
+                                   data.time_s, frames=frames)
     if support is not None and weighting == "dual-metric":
         weighting = "noise"           # the dual metric takes no internal motion (its check says)
     res = fit_posture(rig, rig.platform.params, cap, base_rotation_platform=r_pb,
@@ -331,11 +350,11 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                 res = tissue.result
             except TissueNotFound as exc:
                 tissue_note = f"soft tissue: {exc}; the body was fitted rigid"
-        elif support is not None:
+        elif support is not None or hold_tissue:
             # a body riding on its own soft back is a soft body: its tissue, which shows in
             # the same upper modes of the rig as the support's measured motion, is not seen
             # but not ruled out, and what this posture cannot resolve of it is held in its
-            # standard errors
+            # standard errors; so is it when the postures together say the body is not rigid
             unseen = fits.hold(links_tissue())
             res = unseen.result
     equation_error, refinement, diverged = res, None, None
@@ -367,6 +386,11 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                         "estimate is the result")
         if refinement is not None:
             res = refinement.as_posture_result()
+            if unseen is not None:
+                # the refinement fits the same rigid body: the tissue the equation-error fit
+                # held, which no rigid model follows, joins its covariance as it joined that
+                # fit's (the same shifts of [h, J0] per link and frequency)
+                res = hold_shared_errors(res, unseen.shared)
         if refinement is not None and refinement.base_pose_fitted:
             r_pb, t_pb = refinement.base_rotation_platform, refinement.base_position_platform_m
     bodies = {"platform": plat_traj, **trajs}
@@ -387,7 +411,8 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
     other_lab = posture_lab_frame_warning(rigfile.raw, capture)
     warnings += [f"{name}: {other_lab}"] if other_lab else []
     signs = living_signs(rig, data, plat_traj, trajs, tree, res.com, res.mass, r_pb, t_pb,
-                         on_platform, support)
+                         on_platform, support, marker_sigma_m=cap.marker_sigma_m,
+                         support_of=None if support is None else support_measured)
     if refinement is not None and refinement.platform_markers is not None:
         signs["residual_rhythm"] = fit_residual_rhythm(rig, refinement, r_pb, t_pb)
     breathing = (breathing_model(breath_note, res.breath, r_pb, t_pb)
@@ -408,7 +433,9 @@ def fit_one_posture(session: Session, rigfile: RigFile, tree: Tree,
                                        if tissue else {}),
                           base_pose_wander_cov=pose_wander,
                           shared_errors=(dict(tissue.other_shared) if tissue else
-                                         dict(unseen.shared) if unseen else {}),
+                                         dict(unseen.shared) if unseen and support else {}),
+                          held_errors=(dict(unseen.shared) if unseen and not support
+                                       else {}),
                           unseen_tissue=unseen.summary() if unseen else {},
                           tissue_evidence=dict(evidence) if evidence else {})
 
@@ -540,15 +567,33 @@ def breathing_model(note: dict, fitted: dict | None, r_pb: np.ndarray,
 APPARENT_MASS_BANDS_HZ = [(0.15, 1.0), (1.6, 8.0)]
 
 
+#: noisy copies of a capture the apparent masses are measured on again for their spread
+BAND_NOISE_PROBES = 4
+
+
 def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
                  trajs: dict[str, BodyTrajectory], tree: Tree, com_base_m: np.ndarray,
                  object_mass_kg: float, r_pb: np.ndarray, t_pb: np.ndarray,
-                 on_platform: dict, support: SupportMotion | None = None) -> dict:
+                 on_platform: dict, support: SupportMotion | None = None, *,
+                 marker_sigma_m: float = float("nan"),
+                 support_of: Callable[[MarkerData], SupportMotion] | None = None) -> dict:
     """Breathing rhythm of each object marker, the base link's motion on the platform
     (``on_platform``, :func:`~rigtool.kinematics.living_signs.base_on_platform`) and the
     apparent mass band by band (:mod:`rigtool.kinematics.living_signs`). With the body's
     measured motion on its support, the object's COM follows it: the band masses then show
-    what the support does not explain."""
+    what the support does not explain.
+
+    ``marker_sigma_m`` (the capture's marker noise) and ``support_of`` (the support's
+    measurement from a capture, when it is measured through) give each band mass the spread
+    the markers' noise gives it: the bands are measured again on :data:`BAND_NOISE_PROBES`
+    copies of the capture with fresh white noise of that level added to its markers, and the
+    RMS change (``std_probes_kg``) joins the band's residual standard error. The residual's
+    alone misses what the noise does through the regressor (errors in variables: the upper
+    band's acceleration is twice differentiated), most of all through a measured support's
+    rotation, whose noise a 0.3 m lever turns into the body's acceleration: on the test bed, a
+    body on a soft back with 0.1 mm markers moved its upper band by 5-15 kg from one noise
+    draw to the next, against a residual standard error of 1 kg.
+    """
     rate = float(data.rate_hz)
     rhythm = {}
     for link in tree.links:
@@ -556,31 +601,71 @@ def living_signs(rig, data: MarkerData, plat_traj: BodyTrajectory,
         xyz = data.select(list(t.marker_names))
         rhythm[link.name] = dict(zip(t.marker_names, marker_rhythm(
             t.rotation, t.position_m, t.valid, xyz, rate)))
-    plat = rig.platform.params
-    bands = []
-    if plat is not None and np.all(np.isfinite(com_base_m)) and np.isfinite(object_mass_kg):
-        rot = np.where(plat_traj.valid[:, None, None], plat_traj.rotation, np.eye(3))
-        pos = np.where(plat_traj.valid[:, None], plat_traj.position_m, 0.0)
-        com_obj_platform = r_pb @ np.asarray(com_base_m, float) + t_pb
-        total = plat.mass + object_mass_kg
-        com_platform = (plat.mass * plat.com + object_mass_kg * com_obj_platform) / total
-        com_platform = np.broadcast_to(com_platform, pos.shape)
-        if support is not None:
-            u = np.nan_to_num(support.u_frames)
-            com_platform = com_platform + object_mass_kg / total * (
-                u[:, :3] + np.cross(u[:, 3:], com_obj_platform))
-        com_lab = pos + np.einsum("tij,tj->ti", rot, com_platform)
-        force = spring_wrench(rig, rot, pos)[..., :3]
-        # the platform's small rotation about its mean (lab): each band fits its own first
-        # moment, so the fitted COM (which a rigid fit moves to fit every mode) stays out
-        r_mean = mean_rotation(rot[plat_traj.valid])[0]
-        tilt = Rotation.from_matrix(rot @ r_mean.T).as_rotvec()
-        bands = apparent_mass_by_band(force, com_lab, plat_traj.valid, rig.gravity_lab, rate,
-                                      APPARENT_MASS_BANDS_HZ, tilt_rad=tilt)
-        for b in bands:
-            b["object_mass_kg"] = b["mass_kg"] - plat.mass
+    bands = _apparent_masses(rig, plat_traj, com_base_m, object_mass_kg, r_pb, t_pb, rate,
+                             support)
+    if bands and np.isfinite(marker_sigma_m) and marker_sigma_m > 0:
+        spread = _band_spread(rig, data, bands, com_base_m, object_mass_kg, r_pb, t_pb,
+                              marker_sigma_m, support_of)
+        for b, s in zip(bands, spread):
+            b["std_residual_kg"] = b["std_kg"]
+            b["std_probes_kg"] = float(s)
+            b["std_kg"] = float(np.hypot(b["std_kg"], s))
     return {"rhythm": rhythm, "base_on_platform": on_platform, "apparent_mass": bands,
             "rate_hz": rate}
+
+
+def _apparent_masses(rig, plat_traj: BodyTrajectory, com_base_m: np.ndarray,
+                     object_mass_kg: float, r_pb: np.ndarray, t_pb: np.ndarray, rate: float,
+                     support: SupportMotion | None) -> list[dict]:
+    """The object's apparent mass in :data:`APPARENT_MASS_BANDS_HZ` from the platform's
+    pose (and the body's measured motion on it), empty without a calibrated platform."""
+    plat = rig.platform.params
+    if plat is None or not np.all(np.isfinite(com_base_m)) or not np.isfinite(object_mass_kg):
+        return []
+    rot = np.where(plat_traj.valid[:, None, None], plat_traj.rotation, np.eye(3))
+    pos = np.where(plat_traj.valid[:, None], plat_traj.position_m, 0.0)
+    com_obj_platform = r_pb @ np.asarray(com_base_m, float) + t_pb
+    total = plat.mass + object_mass_kg
+    com_platform = (plat.mass * plat.com + object_mass_kg * com_obj_platform) / total
+    com_platform = np.broadcast_to(com_platform, pos.shape)
+    if support is not None:
+        u = np.nan_to_num(support.u_frames)
+        com_platform = com_platform + object_mass_kg / total * (
+            u[:, :3] + np.cross(u[:, 3:], com_obj_platform))
+    com_lab = pos + np.einsum("tij,tj->ti", rot, com_platform)
+    force = spring_wrench(rig, rot, pos)[..., :3]
+    # the platform's small rotation about its mean (lab): each band fits its own first
+    # moment, so the fitted COM (which a rigid fit moves to fit every mode) stays out
+    r_mean = mean_rotation(rot[plat_traj.valid])[0]
+    tilt = Rotation.from_matrix(rot @ r_mean.T).as_rotvec()
+    bands = apparent_mass_by_band(force, com_lab, plat_traj.valid, rig.gravity_lab, rate,
+                                  APPARENT_MASS_BANDS_HZ, tilt_rad=tilt)
+    for b in bands:
+        b["object_mass_kg"] = b["mass_kg"] - plat.mass
+    return bands
+
+
+def _band_spread(rig, data: MarkerData, bands: list[dict], com_base_m: np.ndarray,
+                 object_mass_kg: float, r_pb: np.ndarray, t_pb: np.ndarray,
+                 marker_sigma_m: float,
+                 support_of: Callable[[MarkerData], SupportMotion] | None) -> np.ndarray:
+    """Per band, the RMS change of the object's apparent mass over copies of the capture with
+    fresh white noise of ``marker_sigma_m`` on every marker (seeded: a run repeats)."""
+    rng = np.random.default_rng(0)
+    plat_markers = rig.platform.markers_platform
+    base = np.array([b["object_mass_kg"] for b in bands], float)
+    changes = []
+    for _ in range(BAND_NOISE_PROBES):
+        noisy = replace(data, xyz_m=data.xyz_m + rng.normal(0.0, marker_sigma_m,
+                                                            data.xyz_m.shape))
+        plat_k = body_trajectory(noisy, plat_markers)
+        support_k = support_of(noisy) if support_of is not None else None
+        again = _apparent_masses(rig, plat_k, com_base_m, object_mass_kg, r_pb, t_pb,
+                                 float(data.rate_hz), support_k)
+        changes.append([b["object_mass_kg"] for b in again] - base)
+    changes = np.asarray(changes, float)
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(np.nanmean(changes ** 2, axis=0))
 
 
 def fit_residual_rhythm(rig, refinement: OutputErrorResult, r_pb: np.ndarray,
@@ -593,6 +678,18 @@ def fit_residual_rhythm(rig, refinement: OutputErrorResult, r_pb: np.ndarray,
     modes_hz = rig_modes_hz(rig, rig.platform.params, load.inside_consistent_set())
     rate = float(1.0 / np.median(np.diff(pm.time_s)))
     return residual_rhythm(1e3 * (pm.measured_m - pm.simulated_m), rate, modes_hz)
+
+
+def hold_shared_errors(result: PostureResult, shared: dict[str, np.ndarray]) -> PostureResult:
+    """``result`` with errors it shares with other postures in its covariances: each a shift
+    of ``[h, J0]`` (the subset's order) at one standard deviation, added as its outer product
+    (:func:`rigtool.identify.posture.force_scale.carry_scale_uncertainty`, one shift at a
+    time)."""
+    for shift_subset in shared.values():
+        shift_pi = np.empty(9)
+        shift_pi[PI9_TO_SUBSET_ORDER] = np.asarray(shift_subset, float)
+        result, _ = carry_scale_uncertainty(result, shift_pi, 1.0)
+    return result
 
 
 def scale_standard_errors(p: PostureOutcome, factor: float) -> None:
@@ -610,10 +707,18 @@ def scale_standard_errors(p: PostureOutcome, factor: float) -> None:
 
 
 def posture_overall(p: PostureOutcome) -> PostureOverall:
-    """What the subset fit needs of one posture (with the posture fit's covariance)."""
+    """What the subset fit needs of one posture (with the posture fit's covariance, less the
+    errors held in the posture's own standard errors alone: ``held_errors``)."""
     r = p.result
+    cov9 = r.covariance9
+    if cov9 is not None and p.held_errors:
+        # the postures' common tissue is not the subset fit's to estimate from their
+        # disagreement (it would take a model's shifts for the data's); their scatter scales
+        # Phi_s's standard errors instead (the Birge ratio)
+        held = np.array(list(p.held_errors.values()), float)
+        cov9 = cov9 - held.T @ held
     return PostureOverall(r.name, r.com, r.com_std, r.inertia_com, r.inertia_com_std,
-                          p.rotations, covariance9=r.covariance9,
+                          p.rotations, covariance9=cov9,
                           rotation_cov=p.rotation_cov or None,
                           shared_errors=p.shared_errors or None)
 

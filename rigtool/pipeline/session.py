@@ -48,7 +48,7 @@ from rigtool.identify.relative.equation_error import RelativeResult, resolve_rel
 from rigtool.identify.relative.output_error import RelativeRefinement
 from rigtool.pipeline.relative_model import RelativeModelChoice, refine_relative_motion
 from rigtool.identify.segments.fit import SegmentsResult, estimate_segments, priors_from_specs
-from rigtool.identify.subset.fit import SubsetResult, fit_subset
+from rigtool.identify.subset.fit import PostureOverall, SubsetResult, fit_subset
 from rigtool.kinematics.length_scale import scale_note, to_layout_scale
 from rigtool.mocap import read_capture
 from rigtool.pipeline.links import estimate_joint_centres, link_markers
@@ -249,6 +249,35 @@ def settle_tissue(session: Session, outcomes: list[PostureOutcome], total_mass_k
     return notes
 
 
+def postures_disagree(tree: Tree, postures: list[PostureOverall], total_mass_kg: float) -> str:
+    """Whether postures disagree with one tree of rigid links beyond their standard errors
+    (Phi_s's reduced chi-square, ``SubsetResult.se_scale`` above 1), said as a clause; empty
+    when they agree."""
+    subset = fit_subset(tree, postures, total_mass_kg)
+    if not subset.se_scale > 1.0:
+        return ""
+    return ("the postures fitted rigid disagreed with one tree of rigid links (Phi_s's "
+            f"reduced chi-square {subset.reduced_chi2:.1f} over {len(postures)} postures)")
+
+
+def rigid_postures_disagree(session: Session, tree: Tree, outcomes: list[PostureOutcome],
+                            total_mass_kg: float) -> str:
+    """Why a person's postures, each fitted rigid, are to hold the tissue they may carry in
+    their standard errors: they disagree with one tree of rigid links
+    (:func:`postures_disagree`). Something inside the body moved (wobbling tissue, a breath,
+    skin), which each posture's rigid fit took for another mass distribution, and in a
+    different way per posture. A scale of the standard errors (the Birge ratio) holds only
+    the part that differs between postures: the part they share (tissue shifts every
+    posture's inertia the same way) needs the tissue's own model
+    (:func:`rigtool.identify.posture.tissue_fit.hold_unseen_tissue`). Empty when not (a
+    robot, a single link, ``soft_tissue = "rigid"``, tissue already fitted or held, or
+    postures that agree)."""
+    if (session.robot is not None or session.soft_tissue == "rigid" or len(tree.links) < 2
+            or any(o.soft_tissue or o.unseen_tissue for o in outcomes)):
+        return ""
+    return postures_disagree(tree, [posture_overall(o) for o in outcomes], total_mass_kg)
+
+
 def postures_without_tissue(session: Session, outcomes: list[PostureOutcome]) -> list[int]:
     """With ``soft_tissue = "auto"``: the postures fitted rigid while another posture's fit
     found the body's wobbling tissue (rigtool.identify.posture.tissue_fit.tissue_evidence);
@@ -318,7 +347,12 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                   spring_model=spring_model, weighting=weighting, compensate=compensate,
                   method=method)
 
-    def fit_all(rigfile: RigFile) -> tuple[Session, list[PostureOutcome], list[str]]:
+    def fit_all(rigfile: RigFile, *, may_hold: bool
+                ) -> tuple[Session, list[PostureOutcome], list[str]]:
+        """Every posture fitted, the support and the tissue settled over them; with
+        ``may_hold``, postures that disagree with one rigid tree fitted again holding the
+        tissue they may carry (after the force scale: a scale makes rigid postures disagree
+        too)."""
         outcomes = _fit_postures(session, rigfile, tree, markers, kwargs, progress, workers,
                                  pool)
         fitted_as = session
@@ -329,25 +363,47 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             outcomes = _fit_postures(fitted_as, rigfile, tree, markers, kwargs, progress,
                                      workers, pool)
 
+        notes = settle_tissue(fitted_as, outcomes, total_mass, refitter(rigfile), progress)
+        if may_hold:
+            outcomes = held_where_disagree(fitted_as, outcomes, rigfile)
+        return fitted_as, outcomes, notes
+
+    def refitter(rigfile: RigFile) -> Refit:
         def refit(as_session: Session, indices: list[int], extra: dict
                   ) -> list[PostureOutcome]:
             again = replace(as_session, postures=tuple(as_session.postures[i] for i in indices))
             return _fit_postures(again, rigfile, tree, markers, {**kwargs, **extra}, progress,
                                  workers, pool)
+        return refit
 
-        return fitted_as, outcomes, settle_tissue(fitted_as, outcomes, total_mass, refit,
-                                                  progress)
+    def held_where_disagree(fitted_as: Session, outcomes: list[PostureOutcome],
+                            rigfile: RigFile) -> list[PostureOutcome]:
+        """The postures fitted again holding the tissue they may carry when they disagree
+        with one tree of rigid links (:func:`rigid_postures_disagree`), else as they are."""
+        disagreement = rigid_postures_disagree(fitted_as, tree, outcomes, total_mass)
+        if not disagreement:
+            return outcomes
+        progress("the postures disagree with one tree of rigid links: every posture fitted "
+                 "again with the tissue it may carry held in its standard errors")
+        outcomes = refitter(rigfile)(fitted_as, list(range(len(outcomes))),
+                                     {"hold_tissue": True})
+        for o in outcomes:
+            if o.unseen_tissue:
+                o.unseen_tissue["held_because"] = disagreement
+        return outcomes
 
     day_checks = check_rig_on_the_day(session, rigfile, session.filter, progress=progress)
     day_scales = [(c.name, c.scale) for c in day_checks if c.scale is not None]
-    fitted_as, outcomes, chance_notes = fit_all(rigfile)
+    fitted_as, outcomes, chance_notes = fit_all(rigfile, may_hold=False)
     force_scale = measured_force_scale(outcomes, total_mass, rigfile, day_scales)
+    if force_scale is None or not force_scale["applied"]:
+        outcomes = held_where_disagree(fitted_as, outcomes, rigfile)
     if force_scale is not None and force_scale["applied"]:
         progress(f"the springs' force scale on the day is {force_scale['scale']:.5f} "
                  f"(± {force_scale['std']:.5f}): every posture fitted again with it")
         rigfile = replace(rigfile, rig=scaled_rig(rigfile.rig, force_scale["scale"]))
         before = outcomes
-        fitted_as, outcomes, chance_notes = fit_all(rigfile)
+        fitted_as, outcomes, chance_notes = fit_all(rigfile, may_hold=True)
         # the checks' bodies against the scaled rig: their scale less the one applied
         shifted = [(n, {**s, "delta": (1.0 + s["delta"]) / force_scale["scale"] - 1.0})
                    for n, s in day_scales]
@@ -378,7 +434,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
             # the postures scattered beyond their standard errors: theirs are scaled as
             # Phi_s's are
             for o in outcomes:
-                scale_standard_errors(o, subset.se_scale)
+                if not o.held_errors:     # a posture's held tissue stands in for the scale
+                    scale_standard_errors(o, subset.se_scale)
         if not subset.identified:
             # a partial result: every posture and the identified part of Phi_s are
             # written, with the null directions and the advice for the next posture
@@ -500,6 +557,16 @@ def measured_force_scale(outcomes: list[PostureOutcome], total_mass_kg: float,
         out["not_applied_because"] = ("measured by the equation-error fit, whose mass from "
                                       "vibration carries its filter's bias at this level; "
                                       "the output-error fit (the default) applies it")
+    if out["applied"] and any(o.soft_tissue for o in outcomes) and not day_scales:
+        # tissue stiffer than the rig's highest mode adds apparent mass in its upper modes,
+        # which the mass from vibration takes in as a scale of the springs (on the test bed,
+        # a fifth of the body at 8 Hz read -0.04 %, 9 standard errors): a body that is not
+        # rigid does not measure the springs' scale; a reference body on the day does
+        out["applied"] = False
+        out["not_applied_because"] = (
+            "the body's tissue was measured through: the apparent mass it adds in the rig's "
+            "upper modes reads as a scale of the springs; a reference body captured before "
+            "the session ([[rig_checks]]) measures the scale without it")
     holdouts = ((getattr(rigfile, "raw", {}) or {}).get("calibration", {}) or {}).get(
         "holdout", []) or []
     if out["applied"] and any((h.get("max_error_z") or 0.0) > HOLDOUT_Z_LIMIT

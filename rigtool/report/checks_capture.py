@@ -353,7 +353,9 @@ def mass_check(out: SessionOutcome) -> Check:
     bad = [i for i in items if not i["within"]]
     scale = getattr(out, "force_scale", None)
     if scale is not None and scale.get("applied"):
-        return scale_applied_check(title, base, scale, items)
+        soft = any((getattr(p, "unseen_tissue", None) or {}).get("held_because")
+                   for p in out.postures)
+        return scale_applied_check(title, base, scale, items, body_not_rigid=soft)
     if not bad:
         return Check("mass", title, "ok", f"{base}: within the {tol:.3f} kg tolerance "
                      f"({MASS_COVERAGE:g} combined standard uncertainties)"
@@ -392,10 +394,13 @@ def scale_finding(scale: dict) -> str:
     return text + f" ({abs(z):.1f} standard errors from the calibration's)"
 
 
-def scale_applied_check(title: str, base: str, scale: dict, items: list[dict]) -> Check:
+def scale_applied_check(title: str, base: str, scale: dict, items: list[dict], *,
+                        body_not_rigid: bool = False) -> Check:
     """The mass check when the session's force scale was applied: the first fits'
     vibration mass stood off the weighed one by more than the scale's standard errors
-    allow, and the postures were fitted again with the springs scaled."""
+    allow, and the postures were fitted again with the springs scaled.
+    ``body_not_rigid``: the postures, fitted with the scale, still disagreed with one tree of
+    rigid links (the Soft tissue check), so part of the scale may be the body's."""
     after = scale.get("after") or {}
     moved = [q.get("moved") for q in scale["postures"] if q.get("moved")]
     worst_mm = max((m["com_mm"] for m in moved), default=float("nan"))
@@ -417,7 +422,12 @@ def scale_applied_check(title: str, base: str, scale: dict, items: list[dict]) -
         "the load read differently under the subject than under the reference bodies; and a "
         "weighing error reads as a scale of its fraction of the hanging mass. The "
         "numbers in this report are those of the scaled rig, its standard error carried into "
-        "every posture, Phi_s and the segments.")
+        "every posture, Phi_s and the segments."
+        + (" The postures, fitted with the scale, still disagree with one tree of rigid "
+           "links (the Soft tissue check): part of this scale may be the body's own, tissue "
+           "stiffer than the rig's highest mode adding apparent mass in its upper modes as "
+           "stiffer springs would; a reference body captured before the session "
+           "([[rig_checks]]) tells the two apart." if body_not_rigid else ""))
     action = ("Note the rig's temperature and whether the cameras were calibrated again since "
               "the rig's calibration; check the weighed mass (rigtool weigh). If the scale "
               "recurs or grows, calibrate the rig again with a reference load near the "

@@ -331,10 +331,10 @@ def support_check(out: SessionOutcome) -> Check:
         found)
 
 
-def _unseen_tissue_held(postures) -> str:
+def _unseen_tissue_held(postures, *, on_a_soft_back: bool = True) -> str:
     """What became of the tissue no element was told from, as the end of a sentence: held
     in the postures' standard errors (with what it adds to them), or in their numbers
-    alone."""
+    alone. ``on_a_soft_back``: with the simulator's figures for a body on a soft back."""
     held = [p.unseen_tissue for p in postures if getattr(p, "unseen_tissue", None)]
     if not held:
         return ("whatever tissue the body carries is in the posture numbers and not in their "
@@ -347,10 +347,12 @@ def _unseen_tissue_held(postures) -> str:
             f"{max(held[0]['frequencies_hz']):g} Hz), as far as the posture could not rule it "
             f"out, is held in their standard errors and not in their numbers, adding up to "
             f"{com} mm to the COM's and {inertia} kg m^2 to the inertia's "
-            "(report.json: postures[].unseen_tissue; on the simulator, a "
-            "person with every effect of a living body: COM 0.9-2.3 mm and inertia 0.9-19 % "
-            "off, every entry of 12 postures within 2 standard errors, 68 % without the "
-            "tissue held: a limit of this rig for a person on a soft back).")
+            "(report.json: postures[].unseen_tissue"
+            + ("; on the simulator, a "
+               "person with every effect of a living body: COM 0.9-2.3 mm and inertia 0.9-19 % "
+               "off, every entry of 12 postures within 2 standard errors, 68 % without the "
+               "tissue held: a limit of this rig for a person on a soft back)."
+               if on_a_soft_back else ")."))
 
 
 def soft_tissue_check(out: SessionOutcome) -> Check:
@@ -380,10 +382,30 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
         return _tissue_measured_through(title, modelled, found, items, out.total_mass_kg)
     if not items:
         return Check("soft_tissue", title, "not checked", "no band had motion to weigh")
+    because = [p.unseen_tissue["held_because"] for p in out.postures
+               if (getattr(p, "unseen_tissue", None) or {}).get("held_because")]
+    if not found and because:
+        return Check(
+            "soft_tissue", title, "caution",
+            "no band's mass tells tissue apart, but " + because[0] + ": "
+            + _unseen_tissue_held(out.postures, on_a_soft_back=False),
+            "Postures that disagree with one tree of rigid links say that something inside "
+            "the body moved while the platform vibrated (wobbling tissue, a breath, skin on "
+            "the markers), which each posture's rigid fit took for another mass distribution. "
+            "Tissue stiffer than the rig's highest mode shows in every posture alike (their "
+            "inertia up, their COM moved), which scaling the standard errors by the postures' "
+            "scatter cannot hold; the tissue a person may carry is held in them instead. The "
+            "numbers are the rigid fits'; the other living checks say whether a breath or the "
+            "skin is in the captures too.",
+            "For numbers that need no such allowance: a rig whose highest mode stays well "
+            "below the tissue's frequencies (`rigtool modes`), relaxed and supported segments, "
+            "or the tissue measured through ([session] soft_tissue = \"measured\").", items)
     if not found:
         return Check("soft_tissue", title, "ok", "the springs see one mass in every mode",
                      items=items)
-    support = support_check(out).level == "problem"
+    # a body on a compliant support (measured through or not) shows the support's apparent
+    # mass in the same upper modes: the finding names both
+    support = support_check(out).level in ("problem", "caution")
     parts = _band_parts(found)
     return Check(
         "soft_tissue", title, "problem",
