@@ -213,6 +213,21 @@ def test_product_text_speaks_of_the_tool_not_its_work_history():
     assert not hits, "work history in product text:\n" + "\n".join(hits)
 
 
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/how-to/model-files.md"])
+def test_pages_name_the_joints_rigtool_takes(page):
+    """Where a page says which joints an object has, it names all a robot's URDF may have
+    (the types rigtool.robot.urdf_model accepts, URDF's continuous being its unlimited
+    revolute), a person's spherical one, and where an OpenSim model's joints are said."""
+    from rigtool.robot.urdf_model import JOINT_TYPES
+
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    for joint in set(JOINT_TYPES) - {"continuous"}:
+        assert re.search(rf"\b{joint}\b", text), f"{page} does not name {joint} joints"
+    assert "spherical" in text and "OpenSim" in text, page
+    if page.startswith("docs/"):
+        assert "opensim.md" in text, f"{page} does not link the OpenSim guide"
+
+
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -e '.[docs]')")
