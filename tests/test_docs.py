@@ -10,6 +10,7 @@ what the tutorial shows. (The demo's calibrate and run are exercised by conftest
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -194,6 +195,25 @@ def test_generated_file_reference_lists_every_key():
             assert f"| `{key.name}` |" in page, f"{name}: key {dotted} not in its reference"
             if key.kind == "tables":
                 assert f"[[{dotted.replace('[]', '')}]]" in page
+
+
+def test_postures_file_reference_shows_the_bundled_example():
+    """The page `rigtool subset --help` names shows the example it names, in report.json's
+    key for the inertia's standard error."""
+    sys.path.insert(0, str(ROOT / "docs" / "gen"))
+    from reference_pages import file_markdown
+
+    from rigtool.commands.subset import add_arguments
+    from rigtool.identify.subset.postures_file import load_postures
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    help_text = next(a.help for a in parser._actions if a.dest == "postures")
+    example = "captures/two-link/postures.toml"
+    assert example in help_text and "docs/reference/files/postures-file.md" in help_text
+    page = file_markdown("postures file")
+    assert f"`{example}`" in page and "inertia_com_std = " in page
+    assert len(load_postures(ROOT / example).postures) == 3
 
 
 HISTORY = re.compile(r"\b(issues? \d+|stops? \d+|this stop|stop's|round \d+|work round|"
