@@ -166,6 +166,31 @@ def com_and_inertia(pi9: np.ndarray, mass_kg: float) -> np.ndarray:
     return np.concatenate([p.com, p.inertia_com.ravel()])
 
 
+def principal_moments_std(inertia: np.ndarray, covariance9: np.ndarray) -> np.ndarray:
+    """Standard errors of the principal moments of a 3x3 inertia, to first order.
+
+    Parameters
+    ----------
+    inertia : ndarray (3, 3)
+        The inertia tensor, kg m^2 (symmetrised before its eigenvectors are taken).
+    covariance9 : ndarray (9, 9)
+        Covariance of its nine entries, row-major (as :func:`com_and_inertia` orders them),
+        kg^2 m^4.
+
+    Returns
+    -------
+    ndarray (3,)
+        One standard error per principal moment, ascending as ``numpy.linalg.eigh`` orders
+        the moments: ``d lambda_k = v_k^T dI v_k``, so the gradient of ``lambda_k`` is
+        ``outer(v_k, v_k)`` row-major. A repeated moment's is that of the pair's mean.
+    """
+    i = np.asarray(inertia, float)
+    _, v = np.linalg.eigh(0.5 * (i + i.T))
+    grad = np.stack([np.outer(v[:, k], v[:, k]).ravel() for k in range(3)], axis=1)  # (9, 3)
+    var = np.einsum("ik,ij,jk->k", grad, np.asarray(covariance9, float), grad)
+    return np.sqrt(np.maximum(var, 0.0))
+
+
 def pseudo_inertia(pi: np.ndarray) -> np.ndarray:
     """4x4 pseudo-inertia matrix of ``pi`` (``[..., 10]`` -> ``[..., 4, 4]``)."""
     pi = np.asarray(pi, dtype=float)

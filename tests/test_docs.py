@@ -10,6 +10,7 @@ what the tutorial shows. (The demo's calibrate and run are exercised by conftest
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -196,6 +197,25 @@ def test_generated_file_reference_lists_every_key():
                 assert f"[[{dotted.replace('[]', '')}]]" in page
 
 
+def test_postures_file_reference_shows_the_bundled_example():
+    """The page `rigtool subset --help` names shows the example it names, in report.json's
+    key for the inertia's standard error."""
+    sys.path.insert(0, str(ROOT / "docs" / "gen"))
+    from reference_pages import file_markdown
+
+    from rigtool.commands.subset import add_arguments
+    from rigtool.identify.subset.postures_file import load_postures
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    help_text = next(a.help for a in parser._actions if a.dest == "postures")
+    example = "captures/two-link/postures.toml"
+    assert example in help_text and "docs/reference/files/postures-file.md" in help_text
+    page = file_markdown("postures file")
+    assert f"`{example}`" in page and "inertia_com_std = " in page
+    assert len(load_postures(ROOT / example).postures) == 3
+
+
 HISTORY = re.compile(r"\b(issues? \d+|stops? \d+|this stop|stop's|round \d+|work round|"
                      r"session of 20\d\d)\b", re.I)
 
@@ -211,6 +231,21 @@ def test_product_text_speaks_of_the_tool_not_its_work_history():
                 if HISTORY.search(line):
                     hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not hits, "work history in product text:\n" + "\n".join(hits)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/how-to/model-files.md"])
+def test_pages_name_the_joints_rigtool_takes(page):
+    """Where a page says which joints an object has, it names all a robot's URDF may have
+    (the types rigtool.robot.urdf_model accepts, URDF's continuous being its unlimited
+    revolute), a person's spherical one, and where an OpenSim model's joints are said."""
+    from rigtool.robot.urdf_model import JOINT_TYPES
+
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    for joint in set(JOINT_TYPES) - {"continuous"}:
+        assert re.search(rf"\b{joint}\b", text), f"{page} does not name {joint} joints"
+    assert "spherical" in text and "OpenSim" in text, page
+    if page.startswith("docs/"):
+        assert "opensim.md" in text, f"{page} does not link the OpenSim guide"
 
 
 @pytest.mark.slow

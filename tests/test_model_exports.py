@@ -665,6 +665,17 @@ def test_export_command_refuses_a_folder_without_report(tmp_path, capsys):
     assert "report.json" in err and "Traceback" not in err
 
 
+def test_export_command_refuses_an_output_that_is_not_a_directory(tmp_path, capsys):
+    (tmp_path / "report.json").write_text(json.dumps({"summary": {"links": []}}))
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    for target in (a_file, a_file / "models"):
+        assert main(["export", str(tmp_path), "-o", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err and str(target) in err
+    assert a_file.read_text() == "mine\n"
+
+
 def test_model_from_report_without_segments_says_why():
     from rigtool.errors import InputError
     with pytest.raises(InputError, match="segments stage did not run"):

@@ -3,13 +3,15 @@ results: each is checked here against a case where it holds and one where it doe
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
-from rigtool.report.checks_model import bounds_check, fit_messages
+from rigtool.report.checks_model import bounds_check, fit_messages, segments_check
 from rigtool.report.summary import object_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +108,21 @@ def test_inputs_hold_every_robot_file(tmp_path):
     # without the motion its files are not listed
     paths = [i["path"] for i in session_inputs(plain)]
     assert "motion.joints.csv" not in paths and "posture02.joints.csv" in paths
+
+
+def _segments_outcome(sources: dict[str, str], z: list[float]) -> SimpleNamespace:
+    links = {name: SimpleNamespace(source={"mass": flag}) for name, flag in sources.items()}
+    return SimpleNamespace(segments=SimpleNamespace(
+        status="optimal", phi_b_residual_z=np.array(z), links=links,
+        names=[f"p{k}" for k in range(len(z))]))
+
+
+def test_segments_check_says_where_each_link_mass_came_from_in_words():
+    same = segments_check(_segments_outcome({"link0": "both", "link1": "both"}, [0.1, -0.2]))
+    assert same.level == "ok"
+    assert same.finding.endswith("(every link mass from the vibration and the prior together)")
+    mixed = segments_check(_segments_outcome(
+        {"trunk": "both", "thigh": "prior", "shank": "prior"}, [0.1]))
+    assert ("(the mass of trunk from the vibration and the prior together; the masses of "
+            "thigh and shank from the prior alone)") in mixed.finding
+    assert not re.search(r"\d+ link mass", mixed.finding)

@@ -14,10 +14,12 @@ then ``rigtool run OUT/captures/<robot>/session.toml``.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import NoReturn
 
 from rigtool.errors import RigtoolError
-from rigtool.extras import require_extra
+from rigtool.extras import missing_extra_error, require_extra
 from rigtool.sim.robot_models import EXAMPLE_ROBOTS, example_robot_urdf
 from rigtool.sim.robot_session import write_robot_study
 
@@ -45,8 +47,19 @@ def main() -> None:
     print(f"wrote {manifest}")
 
 
+def _fail(message: str) -> NoReturn:
+    """One line on stderr and exit status 2, as ``rigtool`` does for bad input."""
+    print(f"make_robot_study.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 if __name__ == "__main__":
     try:
         main()
     except RigtoolError as exc:         # e.g. the [robot] extra not installed: one line
-        raise SystemExit(f"make_robot_study.py: error: {exc}") from None
+        _fail(str(exc))
+    except ModuleNotFoundError as exc:  # an extra's package missing where it is imported
+        err = missing_extra_error(exc)
+        if err is None:
+            raise
+        _fail(str(err))

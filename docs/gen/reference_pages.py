@@ -30,6 +30,7 @@ FILE_PAGES = {
 FILE_EXAMPLES = {
     "rig file": "calibration/paper-rig.toml",
     "session manifest": "captures/two-link/session.toml",
+    "postures file": "captures/two-link/postures.toml",
 }
 
 COMMANDS_PAGE = "reference/commands.md"

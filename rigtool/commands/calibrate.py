@@ -44,9 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(IIR, forward-backward)")
     p.add_argument("--order", type=int, default=50, help="filter order")
     p.add_argument("--lab-frame", choices=LAB_FRAME_CHOICES, default=LAB_FRAME_CHOICES[0],
-                   help="fit the measured lab frame against the rig file's (anchors and "
-                        "gravity) with the output-error refinement: 'auto' (default) does for "
-                        "captures from `rigtool track`, whose lab frame a floor board sets")
+                   help="the lab frame of the output-error refinement: auto (default: "
+                        "fitted for captures from `rigtool track`, whose lab frame a floor "
+                        "board sets, else as the rig file's), fit (the measured lab frame "
+                        "fitted against the rig file's anchors and gravity), fixed (the rig "
+                        "file's taken as it is)")
 
 
 def run(args: argparse.Namespace) -> int:

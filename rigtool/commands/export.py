@@ -46,11 +46,18 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or "summary" not in doc:
         raise InputError("not a rigtool report.json (no summary block)", path=report)
     out_dir = args.output or args.results
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError("expected a directory for the model files, found a file",
+                         path=out_dir)
     present = [name for name, _, _ in MODEL_FILES if (out_dir / name).exists()]
     if present and not args.force:
         raise InputError(f"model files exist ({', '.join(present)}); pass --force to replace "
                          "them, or -o another directory", path=out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory: {exc.strerror}",
+                         path=out_dir) from None
     paths, block = write_models(doc, out_dir, base=args.model_base,
                                 geometry=not args.no_model_geometry)
     if out_dir.resolve() == args.results.resolve():

@@ -25,9 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="weigh.json", type=Path,
                         help="JSON file to write (default: weigh.json)")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="auto",
-                        help="mt-sics (Mettler Toledo; polls with SI), continuous (a scale "
-                             "that streams A&D-style lines), or auto (default: listen, then "
-                             "poll)")
+                        help="auto (default: listen, then poll), mt-sics (Mettler Toledo; "
+                             "polls with SI) or continuous (a scale that streams A&D-style "
+                             "lines)")
     parser.add_argument("--baud", type=int, default=9600, help="baud rate (default: 9600)")
     parser.add_argument("--framing", default="8N1",
                         help="data bits, parity, stop bits (default: 8N1; A&D often 7E1)")

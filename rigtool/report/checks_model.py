@@ -234,6 +234,25 @@ def calibration_check(out: SessionOutcome, now: _dt.datetime | None = None) -> C
                  " ".join(action), items)
 
 
+#: a link mass's source flag (report.json's segments) as the segments check says it
+MASS_SOURCE_WORDS = {"measured": "fixed by the vibration alone",
+                     "both": "from the vibration and the prior together",
+                     "prior": "from the prior alone"}
+
+
+def _mass_sources(source: dict[str, str]) -> str:
+    """Where the link masses came from, in words: ``every link mass from the vibration and
+    the prior together``, or per source the links it holds for (``the mass of link1 from
+    the prior alone``)."""
+    groups = {flag: [name for name, f in source.items() if f == flag]
+              for flag in dict.fromkeys(source.values())}
+    if len(groups) == 1:
+        flag, = groups
+        return f"every link mass {MASS_SOURCE_WORDS.get(flag, flag)}"
+    return "; ".join(f"the mass{'es' if len(names) > 1 else ''} of {listing(names)} "
+                     f"{MASS_SOURCE_WORDS.get(flag, flag)}" for flag, names in groups.items())
+
+
 def segments_check(out: SessionOutcome) -> Check:
     """The segment parameters reproduce Phi_B (priors agree with the measurement)."""
     title = "Segments reproduce Phi_B"
@@ -243,13 +262,7 @@ def segments_check(out: SessionOutcome) -> Check:
     z = seg.phi_b_residual_z
     item = {"status": seg.status,
             "max_residual_z": None if z is None else float(np.max(np.abs(z)))}
-    source = [ls.source["mass"] for ls in seg.links.values()]
-    words = {"measured": "fixed by the vibration alone",
-             "both": "from the vibration and the prior together",
-             "prior": "from the prior alone"}
-    counts = [(source.count(k), w) for k, w in words.items() if source.count(k)]
-    flags = "; ".join(f"{'every link mass' if n == len(source) else f'{n} link masses'} {w}"
-                      for n, w in counts)
+    flags = _mass_sources({name: ls.source["mass"] for name, ls in seg.links.items()})
     if seg.status != "optimal":
         return Check("segments", title, "problem", f"solver status {seg.status}",
                      "The per-link parameters did not converge and are not reliable.",

@@ -60,10 +60,13 @@ def overall_table(summary: dict) -> Table:
             Col("I₃", "kg m²"), Col("method", numeric=False)]
     rows = [[o["posture"], f"{o['mass']:.3f}"]
             + [_pm(o["com"][k], o["com_std"][k], 1e3, 2) for k in range(3)]
-            + [f"{m:.4f}" for m in o["principal_moments"]] + [o["method"]]
+            + [_pm(m, sd, digits=4) for m, sd in
+               zip(o["principal_moments"], o.get("principal_moments_std") or [None] * 3)]
+            + [o["method"]]
             for o in summary["overall"]]
     return Table(cols, rows, "The whole object in each posture: COM (base-link frame) and "
-                 "principal moments of inertia about the COM, ± one standard error.")
+                 "principal moments of inertia about the COM, ± one standard error (the "
+                 "moments' first order in the inertia's full covariance).")
 
 
 def checks_table(checks: list[dict]) -> Table:

@@ -16,6 +16,7 @@ import numpy as np
 from rigtool import __version__
 from rigtool.config import sha256_of
 from rigtool.errors import RigtoolError
+from rigtool.inertia import principal_moments_std
 from rigtool.report.checks import session_checks
 from rigtool.report.summary import summary_block
 from rigtool.report.truth import find_truth, truth_block
@@ -73,11 +74,21 @@ def _standard_errors_kind(oe, r) -> dict:
             "cluster_frames": int(oe.se_cluster_frames),
             "relative_precision": r(oe.se_rel_precision, 3)}
 
+def _principal_std(res) -> dict:
+    """``{"principal_moments_std": [3]}`` of a posture's inertia about its COM, first order in
+    its full covariance (``props_cov``), or ``{}`` when that covariance is not finite."""
+    cov = np.asarray(getattr(res, "props_cov", np.full((12, 12), np.nan)), float)
+    if cov.shape != (12, 12) or not np.all(np.isfinite(cov[3:, 3:])):
+        return {}
+    return {"principal_moments_std": r(principal_moments_std(res.inertia_com, cov[3:, 3:]), 3)}
+
+
 def _posture_entry(p: PostureOutcome) -> dict:
     res = p.result
     entry = {
         "name": res.name, "mass": r(res.mass), "com": r(res.com), "com_std": r(res.com_std, 3),
         "inertia_com": r(res.inertia_com), "inertia_com_std": r(res.inertia_com_std, 3),
+        **_principal_std(res),
         "rotations": {k: r(v) for k, v in p.rotations.items()},
         "residual_rms": {k: r(v, 4) for k, v in res.residual_rms.items()},
         "spring_model": res.spring_model, "weighting": res.weighting,

@@ -58,6 +58,7 @@ def overall_rows(doc: dict) -> list[dict]:
         moments, axes = principal(p["inertia_com"])
         rows.append({"posture": p["name"], "mass": p["mass"], "com": p["com"],
                      "com_std": p["com_std"], "principal_moments": moments,
+                     "principal_moments_std": p.get("principal_moments_std"),
                      "principal_axes": axes, "method": p["method"]})
     return rows
 
