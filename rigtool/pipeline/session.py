@@ -260,8 +260,8 @@ def postures_disagree(tree: Tree, postures: list[PostureOverall], total_mass_kg:
             f"reduced chi-square {subset.reduced_chi2:.1f} over {len(postures)} postures)")
 
 
-def rigid_postures_disagree(session: Session, tree: Tree, outcomes: list[PostureOutcome],
-                            total_mass_kg: float) -> str:
+def rigid_postures_disagree(session: Session, rigfile: RigFile, tree: Tree,
+                            outcomes: list[PostureOutcome], total_mass_kg: float) -> str:
     """Why a person's postures, each fitted rigid, are to hold the tissue they may carry in
     their standard errors: they disagree with one tree of rigid links
     (:func:`postures_disagree`). Something inside the body moved (wobbling tissue, a breath,
@@ -270,10 +270,12 @@ def rigid_postures_disagree(session: Session, tree: Tree, outcomes: list[Posture
     the part that differs between postures: the part they share (tissue shifts every
     posture's inertia the same way) needs the tissue's own model
     (:func:`rigtool.identify.posture.tissue_fit.hold_unseen_tissue`). Empty when not (a
-    robot, a single link, ``soft_tissue = "rigid"``, tissue already fitted or held, or
-    postures that agree)."""
+    robot, a single link, ``soft_tissue = "rigid"``, tissue already fitted or held, a rig
+    whose calibration failed its held-out test, whose model error the postures' disagreement
+    is then first of all (the Calibration check names it), or postures that agree)."""
     if (session.robot is not None or session.soft_tissue == "rigid" or len(tree.links) < 2
-            or any(o.soft_tissue or o.unseen_tissue for o in outcomes)):
+            or any(o.soft_tissue or o.unseen_tissue for o in outcomes)
+            or calibration_failed(rigfile)):
         return ""
     return postures_disagree(tree, [posture_overall(o) for o in outcomes], total_mass_kg)
 
@@ -380,7 +382,8 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                             rigfile: RigFile) -> list[PostureOutcome]:
         """The postures fitted again holding the tissue they may carry when they disagree
         with one tree of rigid links (:func:`rigid_postures_disagree`), else as they are."""
-        disagreement = rigid_postures_disagree(fitted_as, tree, outcomes, total_mass)
+        disagreement = rigid_postures_disagree(fitted_as, rigfile, tree, outcomes,
+                                               total_mass)
         if not disagreement:
             return outcomes
         progress("the postures disagree with one tree of rigid links: every posture fitted "
@@ -519,6 +522,15 @@ def run_session(session_path: str | Path, *, spring_model: str = "exact",
                           rig_checks=day_checks)
 
 
+def calibration_failed(rigfile: RigFile) -> bool:
+    """Whether the rig file's calibration failed its held-out test (a reference body off by
+    more than :data:`~rigtool.identify.calibration.verdict.HOLDOUT_Z_LIMIT` standard
+    errors): its model does not hold."""
+    holdouts = ((getattr(rigfile, "raw", {}) or {}).get("calibration", {}) or {}).get(
+        "holdout", []) or []
+    return any((h.get("max_error_z") or 0.0) > HOLDOUT_Z_LIMIT for h in holdouts)
+
+
 def measured_force_scale(outcomes: list[PostureOutcome], total_mass_kg: float,
                          rigfile: RigFile, day_scales: list[tuple[str, dict]] = ()
                          ) -> dict | None:
@@ -567,10 +579,7 @@ def measured_force_scale(outcomes: list[PostureOutcome], total_mass_kg: float,
             "the body's tissue was measured through: the apparent mass it adds in the rig's "
             "upper modes reads as a scale of the springs; a reference body captured before "
             "the session ([[rig_checks]]) measures the scale without it")
-    holdouts = ((getattr(rigfile, "raw", {}) or {}).get("calibration", {}) or {}).get(
-        "holdout", []) or []
-    if out["applied"] and any((h.get("max_error_z") or 0.0) > HOLDOUT_Z_LIMIT
-                              for h in holdouts):
+    if out["applied"] and calibration_failed(rigfile):
         # a rig whose model misjudges a known body is not mended by one scale of its forces
         # (a motion-capture scale between the rig file and the captures: applied, it moved
         # the demo's inertia from 0.6 % to 6.4 % off)
