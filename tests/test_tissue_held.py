@@ -83,3 +83,29 @@ def test_the_soft_tissue_check_says_why_the_tissue_was_held():
     # without the disagreement the same bands are one mass
     posture.unseen_tissue = {}
     assert soft_tissue_check(out).level == "ok"
+
+
+def test_a_breath_named_speaks_for_the_disagreement():
+    """The same postures with the platform markers' residual at a breathing rhythm: the
+    Breathing check names the breath and says what the held tissue adds; the Soft tissue
+    check does not name tissue for it."""
+    from rigtool.report.checks_living import breathing_check
+    bands = [{"band_hz": [0.15, 1.0], "mass_kg": 105.8, "object_mass_kg": 80.8, "std_kg": 0.1},
+             {"band_hz": [1.6, 8.0], "mass_kg": 106.3, "object_mass_kg": 81.3, "std_kg": 1.0}]
+    held = {"held_because": "the postures fitted rigid disagreed with one tree of rigid links "
+                            "(Phi_s's reduced chi-square 70.8 over 3 postures)",
+            "frequencies_hz": [3.0, 6.0, 13.0], "com_std_m": [1e-4, 2e-3, 1e-3],
+            "inertia_com_std": np.full((3, 3), 0.05)}
+    breath = {"frequency_hz": 0.25, "band_fraction": 0.9, "rms_mm": 1.0,
+              "clear_of_modes": True, "n_markers": 4, "axis": 1}
+    posture = SimpleNamespace(
+        result=SimpleNamespace(name="p1"), living_signs={
+            "apparent_mass": bands, "rhythm": {}, "rate_hz": 120.0, "residual_rhythm": breath,
+            "base_on_platform": {"rms_mm": np.zeros(3), "r2": np.zeros(3),
+                                 "frequency_hz": np.full(3, np.nan)}},
+        marker_scatter_mm={}, marker_noise_mm=0.1, unseen_tissue=held)
+    out = SimpleNamespace(postures=[posture], tree=None, total_mass_kg=80.8)
+    breathing = breathing_check(out)
+    assert breathing.level == "problem" and "15/min" in breathing.finding
+    assert "held in their standard errors" in breathing.meaning
+    assert soft_tissue_check(out).level == "ok"

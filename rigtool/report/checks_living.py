@@ -49,7 +49,7 @@ def _signs(out: SessionOutcome):
 def breathing_check(out: SessionOutcome) -> Check:
     """Object markers moving with one breathing rhythm (and the residual following it); with
     breathing markers named in the manifest, what their measured breath's model did."""
-    check = _rhythm_check(out)
+    check = _with_held_tissue(out, _rhythm_check(out))
     named = [p for p in out.postures if getattr(p, "breathing", None)]
     if not named:
         return check
@@ -71,6 +71,20 @@ def breathing_check(out: SessionOutcome) -> Check:
         return Check(check.key, check.title, check.level, f"{check.finding}; {finding}",
                      check.meaning, check.action, check.items + items)
     return Check("breathing", check.title, "ok", finding[0].upper() + finding[1:], items=items)
+
+
+def _with_held_tissue(out: SessionOutcome, check: Check) -> Check:
+    """A breath named, in a session whose postures disagreed with one tree of rigid links
+    and were fitted again holding the tissue a person may carry: the check's meaning says
+    what that allowance adds to their standard errors."""
+    held = any((getattr(p, "unseen_tissue", None) or {}).get("held_because")
+               for p in out.postures)
+    if check.level != "problem" or not held:
+        return check
+    return Check(check.key, check.title, check.level, check.finding,
+                 check.meaning + " The postures disagreed with one tree of rigid links, and "
+                 + _unseen_tissue_held(out.postures, on_a_soft_back=False),
+                 check.action, check.items)
 
 
 def _rhythm_check(out: SessionOutcome) -> Check:
@@ -270,6 +284,12 @@ def support_check(out: SessionOutcome) -> Check:
         return Check("support", title, "not checked", "no posture measured")
     because = [p.support["measured_because"] for p in out.postures
                if (getattr(p, "support", None) or {}).get("measured_because")]
+    if not found and because and breathing_check(out).level == "problem":
+        # the breath the Breathing check names makes postures disagree too: that check
+        # speaks for the disagreement (and says what the held tissue adds)
+        return Check("soft_tissue", title, "ok",
+                     "no band's mass tells tissue apart; the postures' disagreement with one "
+                     "tree of rigid links is the breath's (the Breathing check)", items=items)
     if not found and because:
         return Check(
             "support", title, "caution",
@@ -384,6 +404,12 @@ def soft_tissue_check(out: SessionOutcome) -> Check:
         return Check("soft_tissue", title, "not checked", "no band had motion to weigh")
     because = [p.unseen_tissue["held_because"] for p in out.postures
                if (getattr(p, "unseen_tissue", None) or {}).get("held_because")]
+    if not found and because and breathing_check(out).level == "problem":
+        # the breath the Breathing check names makes postures disagree too: that check
+        # speaks for the disagreement (and says what the held tissue adds)
+        return Check("soft_tissue", title, "ok",
+                     "no band's mass tells tissue apart; the postures' disagreement with one "
+                     "tree of rigid links is the breath's (the Breathing check)", items=items)
     if not found and because:
         return Check(
             "soft_tissue", title, "caution",
