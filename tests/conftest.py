@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shutil
 from pathlib import Path
 
-import pytest
+# The settings the ``rigtool`` console script makes for its own processes
+# (rigtool.cli.console), made here for the test process and the workers it starts, before
+# anything imports NumPy or numba: the tests call rigtool.cli.main in-process, so without
+# them BLAS would start a thread per core for products of tens of columns (which then only
+# fight the other tests' process for the cores) and numba would compile the tree kernels at
+# its slower default optimisation level. A value set in the environment stands.
+from rigtool.cli import BLAS_THREADS, NUMBA_OPT_LEVEL  # noqa: E402  (imports no NumPy)
 
-from rigtool.cli import main
+os.environ.setdefault("NUMBA_OPT", NUMBA_OPT_LEVEL)
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, BLAS_THREADS)
+
+import pytest  # noqa: E402
+
+from rigtool.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
