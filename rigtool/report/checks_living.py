@@ -284,12 +284,6 @@ def support_check(out: SessionOutcome) -> Check:
         return Check("support", title, "not checked", "no posture measured")
     because = [p.support["measured_because"] for p in out.postures
                if (getattr(p, "support", None) or {}).get("measured_because")]
-    if not found and because and breathing_check(out).level == "problem":
-        # the breath the Breathing check names makes postures disagree too: that check
-        # speaks for the disagreement (and says what the held tissue adds)
-        return Check("soft_tissue", title, "ok",
-                     "no band's mass tells tissue apart; the postures' disagreement with one "
-                     "tree of rigid links is the breath's (the Breathing check)", items=items)
     if not found and because:
         return Check(
             "support", title, "caution",
