@@ -166,16 +166,21 @@ def com_and_inertia(pi9: np.ndarray, mass_kg: float) -> np.ndarray:
     return np.concatenate([p.com, p.inertia_com.ravel()])
 
 
-def principal_moments_std(inertia: np.ndarray, covariance9: np.ndarray) -> np.ndarray:
+#: the nine row-major entries of a 3x3 inertia as a linear map of its six
+#: (:func:`inertia_vector`'s order): ``I.ravel() = SIX_TO_NINE @ six``
+SIX_TO_NINE = np.stack([inertia_matrix(np.eye(6)[k]).ravel() for k in range(6)], axis=1)
+
+
+def principal_moments_std(inertia: np.ndarray, covariance: np.ndarray) -> np.ndarray:
     """Standard errors of the principal moments of a 3x3 inertia, to first order.
 
     Parameters
     ----------
     inertia : ndarray (3, 3)
         The inertia tensor, kg m^2 (symmetrised before its eigenvectors are taken).
-    covariance9 : ndarray (9, 9)
+    covariance : ndarray (9, 9) or (6, 6)
         Covariance of its nine entries, row-major (as :func:`com_and_inertia` orders them),
-        kg^2 m^4.
+        or of its six (:func:`inertia_vector`'s order), kg^2 m^4.
 
     Returns
     -------
@@ -184,10 +189,13 @@ def principal_moments_std(inertia: np.ndarray, covariance9: np.ndarray) -> np.nd
         the moments: ``d lambda_k = v_k^T dI v_k``, so the gradient of ``lambda_k`` is
         ``outer(v_k, v_k)`` row-major. A repeated moment's is that of the pair's mean.
     """
+    cov = np.asarray(covariance, float)
+    if cov.shape == (6, 6):
+        cov = SIX_TO_NINE @ cov @ SIX_TO_NINE.T
     i = np.asarray(inertia, float)
     _, v = np.linalg.eigh(0.5 * (i + i.T))
     grad = np.stack([np.outer(v[:, k], v[:, k]).ravel() for k in range(3)], axis=1)  # (9, 3)
-    var = np.einsum("ik,ij,jk->k", grad, np.asarray(covariance9, float), grad)
+    var = np.einsum("ik,ij,jk->k", grad, cov, grad)
     return np.sqrt(np.maximum(var, 0.0))
 
 

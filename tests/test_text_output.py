@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rigtool.cli import main
-from rigtool.identify.segments.fit import principal_moments_std
+from rigtool.inertia import principal_moments_std
 from rigtool.inertia import inertia_matrix, inertia_vector
 from rigtool.report.content_summary import source_words
 from rigtool.textformat import pm

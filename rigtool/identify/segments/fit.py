@@ -40,7 +40,7 @@ from rigtool.errors import ConfigError, InputError
 from rigtool.identify.common.consistency import SOLVER, consistency_constraints
 from rigtool.identify.segments.priors import (_PI_IDX, Prior, _check_prior, _prior_rows,
                                               prior_from_table, priors_from_specs)
-from rigtool.inertia import InertialParams, inertia_matrix, parallel_axis
+from rigtool.inertia import InertialParams, inertia_matrix, parallel_axis, principal_moments_std
 from rigtool.lsq import scaled_pinv
 from rigtool.tree import PHI_B_FIELDS, Tree
 
@@ -365,31 +365,6 @@ def _jacobian(pi: np.ndarray) -> np.ndarray:
         e[k] = step[k]
         jac[:, k] = (_derived(pi + e) - _derived(pi - e)) / (2 * step[k])
     return jac
-
-
-def principal_moments_std(inertia_com: np.ndarray, cov6: np.ndarray) -> np.ndarray:
-    """Standard errors of the principal moments of ``inertia_com`` (3x3, kg m^2).
-
-    Parameters
-    ----------
-    inertia_com : ndarray (3, 3)
-        The inertia about the COM.
-    cov6 : ndarray (6, 6)
-        Covariance of its six entries in the order ``xx, xy, xz, yy, yz, zz``
-        (:func:`rigtool.inertia.inertia_vector`).
-
-    Returns
-    -------
-    ndarray (3,)
-        One standard error per principal moment, ascending as ``numpy.linalg.eigh`` orders
-        them; first order (``d lambda_k = v_k^T dI v_k``), so a repeated moment's is that of
-        the pair's mean.
-    """
-    _, v = np.linalg.eigh(0.5 * (inertia_com + inertia_com.T))
-    # gradient of lambda_k with respect to the six entries (off-diagonals count twice)
-    grad = np.stack([v[0] ** 2, 2 * v[0] * v[1], 2 * v[0] * v[2], v[1] ** 2,
-                     2 * v[1] * v[2], v[2] ** 2])                        # (6, 3)
-    return np.sqrt(np.maximum(np.einsum("ik,ij,jk->k", grad, cov6, grad), 0.0))
 
 
 def _sym6(v: np.ndarray) -> np.ndarray:
