@@ -58,30 +58,38 @@ def replace_ns(ns: SimpleNamespace, **changes) -> SimpleNamespace:
     return SimpleNamespace(**{**vars(ns), **changes})
 
 
-def test_the_soft_tissue_check_says_why_the_tissue_was_held():
-    """No band tells tissue apart, the postures disagreed: a caution that names the
-    disagreement, what the held tissue adds to the standard errors, and the other causes to
-    look at."""
+HELD = {"held_because": "the postures fitted rigid disagreed with one tree of rigid links "
+                        "(Phi_s's reduced chi-square 70.8 over 3 postures)",
+        "frequencies_hz": [3.0, 6.0, 13.0], "com_std_m": [1e-4, 2e-3, 1e-3],
+        "inertia_com_std": np.full((3, 3), 0.05)}
+
+
+def _session_held(**signs) -> SimpleNamespace:
+    """One posture whose bands see one mass (0.5 kg apart at 1 kg) and whose tissue was held
+    for the postures' disagreement, with ``signs`` added to its living signs."""
     bands = [{"band_hz": [0.15, 1.0], "mass_kg": 105.8, "object_mass_kg": 80.8, "std_kg": 0.1},
              {"band_hz": [1.6, 8.0], "mass_kg": 106.3, "object_mass_kg": 81.3, "std_kg": 1.0}]
-    held = {"held_because": "the postures fitted rigid disagreed with one tree of rigid links "
-                            "(Phi_s's reduced chi-square 70.8 over 3 postures)",
-            "frequencies_hz": [3.0, 6.0, 13.0], "com_std_m": [1e-4, 2e-3, 1e-3],
-            "inertia_com_std": np.full((3, 3), 0.05)}
     posture = SimpleNamespace(
         result=SimpleNamespace(name="p1"), living_signs={
             "apparent_mass": bands, "rhythm": {}, "rate_hz": 120.0,
             "base_on_platform": {"rms_mm": np.zeros(3), "r2": np.zeros(3),
-                                 "frequency_hz": np.full(3, np.nan)}},
-        marker_scatter_mm={}, marker_noise_mm=0.1, unseen_tissue=held)
-    out = SimpleNamespace(postures=[posture], tree=None, total_mass_kg=80.8)
+                                 "frequency_hz": np.full(3, np.nan)}, **signs},
+        marker_scatter_mm={}, marker_noise_mm=0.1, unseen_tissue=dict(HELD))
+    return SimpleNamespace(postures=[posture], tree=None, total_mass_kg=80.8)
+
+
+def test_the_soft_tissue_check_says_why_the_tissue_was_held():
+    """No band tells tissue apart, the postures disagreed: a caution that names the
+    disagreement, what the held tissue adds to the standard errors, and the other causes to
+    look at."""
+    out = _session_held()
     check = soft_tissue_check(out)
     assert check.level == "caution"
     assert "reduced chi-square 70.8" in check.finding
     assert "2.00-2.00 mm" in check.finding                  # what it adds to the COM's
     assert "breath" in check.meaning
     # without the disagreement the same bands are one mass
-    posture.unseen_tissue = {}
+    out.postures[0].unseen_tissue = {}
     assert soft_tissue_check(out).level == "ok"
 
 
@@ -90,21 +98,9 @@ def test_a_breath_named_speaks_for_the_disagreement():
     Breathing check names the breath and says what the held tissue adds; the Soft tissue
     check does not name tissue for it."""
     from rigtool.report.checks_living import breathing_check
-    bands = [{"band_hz": [0.15, 1.0], "mass_kg": 105.8, "object_mass_kg": 80.8, "std_kg": 0.1},
-             {"band_hz": [1.6, 8.0], "mass_kg": 106.3, "object_mass_kg": 81.3, "std_kg": 1.0}]
-    held = {"held_because": "the postures fitted rigid disagreed with one tree of rigid links "
-                            "(Phi_s's reduced chi-square 70.8 over 3 postures)",
-            "frequencies_hz": [3.0, 6.0, 13.0], "com_std_m": [1e-4, 2e-3, 1e-3],
-            "inertia_com_std": np.full((3, 3), 0.05)}
     breath = {"frequency_hz": 0.25, "band_fraction": 0.9, "rms_mm": 1.0,
               "clear_of_modes": True, "n_markers": 4, "axis": 1}
-    posture = SimpleNamespace(
-        result=SimpleNamespace(name="p1"), living_signs={
-            "apparent_mass": bands, "rhythm": {}, "rate_hz": 120.0, "residual_rhythm": breath,
-            "base_on_platform": {"rms_mm": np.zeros(3), "r2": np.zeros(3),
-                                 "frequency_hz": np.full(3, np.nan)}},
-        marker_scatter_mm={}, marker_noise_mm=0.1, unseen_tissue=held)
-    out = SimpleNamespace(postures=[posture], tree=None, total_mass_kg=80.8)
+    out = _session_held(residual_rhythm=breath)
     breathing = breathing_check(out)
     assert breathing.level == "problem" and "15/min" in breathing.finding
     assert "held in their standard errors" in breathing.meaning
