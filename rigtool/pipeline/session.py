@@ -569,16 +569,6 @@ def measured_force_scale(outcomes: list[PostureOutcome], total_mass_kg: float,
         out["not_applied_because"] = ("measured by the equation-error fit, whose mass from "
                                       "vibration carries its filter's bias at this level; "
                                       "the output-error fit (the default) applies it")
-    if out["applied"] and any(o.soft_tissue for o in outcomes) and not day_scales:
-        # tissue stiffer than the rig's highest mode adds apparent mass in its upper modes,
-        # which the mass from vibration takes in as a scale of the springs (on the test bed,
-        # a fifth of the body at 8 Hz read -0.04 %, 9 standard errors): a body that is not
-        # rigid does not measure the springs' scale; a reference body on the day does
-        out["applied"] = False
-        out["not_applied_because"] = (
-            "the body's tissue was measured through: the apparent mass it adds in the rig's "
-            "upper modes reads as a scale of the springs; a reference body captured before "
-            "the session ([[rig_checks]]) measures the scale without it")
     if out["applied"] and calibration_failed(rigfile):
         # a rig whose model misjudges a known body is not mended by one scale of its forces
         # (a motion-capture scale between the rig file and the captures: applied, it moved
